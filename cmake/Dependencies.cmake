@@ -1,0 +1,13 @@
+# Every dependency comes from the system (Debian or PyPI, installed by scripts/setup.sh).
+# Nothing is downloaded at configure or build time.
+find_package(fmt CONFIG REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
+if(ONNX_LIGHT_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+endif()
+if(ONNX_LIGHT_BUILD_BENCHMARKS)
+  find_package(benchmark CONFIG REQUIRED)
+endif()

@@ -1,0 +1,52 @@
+#pragma once
+// Memory for tensors. An Allocator hands out aligned blocks and tracks live and peak bytes; those
+// counters are the `allocated_bytes` / `peak_bytes` reported in runtime events.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace onnx_light::runtime {
+
+/// Abstract allocator. Implementations must be thread-safe: sessions running on several threads
+/// share one allocator.
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+
+  /// Returns a block of at least `bytes` bytes aligned to 64 bytes. Throws std::bad_alloc.
+  virtual void* Allocate(size_t bytes) = 0;
+  /// Releases a block returned by Allocate with the same `bytes`.
+  virtual void Free(void* block, size_t bytes) noexcept = 0;
+
+  /// Bytes currently allocated and not yet freed.
+  virtual int64_t live_bytes() const noexcept = 0;
+  /// Largest value live_bytes() has reached since construction or the last ResetPeak().
+  virtual int64_t peak_bytes() const noexcept = 0;
+  /// Sets the peak to the current live bytes (to measure one run).
+  virtual void ResetPeak() noexcept = 0;
+};
+
+/// Heap allocator with atomic live/peak tracking. Thread-safe.
+class CpuAllocator final : public Allocator {
+ public:
+  void* Allocate(size_t bytes) override;
+  void Free(void* block, size_t bytes) noexcept override;
+  int64_t live_bytes() const noexcept override { return live_.load(std::memory_order_relaxed); }
+  int64_t peak_bytes() const noexcept override { return peak_.load(std::memory_order_relaxed); }
+  void ResetPeak() noexcept override { peak_.store(live_bytes(), std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> live_{0};
+  std::atomic<int64_t> peak_{0};
+};
+
+/// A fresh CpuAllocator. Each root RuntimeContext gets its own unless its options name one.
+std::shared_ptr<Allocator> MakeCpuAllocator();
+
+/// Allocates `bytes` from `allocator` and returns an owner that frees the block when the last
+/// reference goes away. The owner keeps the allocator alive.
+std::shared_ptr<void> AllocateBuffer(const std::shared_ptr<Allocator>& allocator, size_t bytes);
+
+}  // namespace onnx_light::runtime

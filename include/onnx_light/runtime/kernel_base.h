@@ -1,0 +1,121 @@
+#pragma once
+// Kernels: how an operator implementation is built for one node (once, when a session is
+// constructed) and run (every dispatch).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/runtime_context.h"
+
+namespace onnx_light::runtime {
+
+/// One node's kernel. Built once per node by a KernelFactory; Run is called for every dispatch
+/// and reads inputs and writes outputs through `rt` (RuntimeContext::Input, AllocateOutput, ...).
+/// Threading: sessions may run on several threads at once, so Run must not mutate the kernel
+/// (keep per-run scratch on the stack or in the context).
+class KernelBase {
+ public:
+  virtual ~KernelBase() = default;
+  virtual void Run(RuntimeContext& rt) const = 0;
+};
+
+/// A compiled child graph (If branch, Loop/Scan body, function body) as a kernel sees it.
+class SubgraphRunner {
+ public:
+  virtual ~SubgraphRunner() = default;
+  virtual size_t num_inputs() const noexcept = 0;
+  virtual size_t num_outputs() const noexcept = 0;
+  /// Runs the graph in a child of `rt` (the context dispatching the owning node) with `inputs`
+  /// bound to the graph inputs, and returns the graph outputs. Outer-scope values the graph
+  /// captures are taken from the owning node's dispatch.
+  virtual std::vector<RuntimeValue> Run(RuntimeContext& rt,
+                                        std::span<const RuntimeValue> inputs) const = 0;
+};
+
+/// What a factory sees of the node it builds a kernel for. Attribute getters throw
+/// Error(kInvalidArgument) naming the node when an attribute has the wrong type or a required
+/// one is missing.
+class KernelBuildInfo {
+ public:
+  KernelBuildInfo(const Node& node, int64_t opset_version,
+                  std::function<const SubgraphRunner*(std::string_view)> subgraphs = {})
+      : node_(node), opset_version_(opset_version), subgraphs_(std::move(subgraphs)) {}
+
+  const Node& node() const noexcept { return node_; }
+  /// The version of the node's domain imported by the model.
+  int64_t opset_version() const noexcept { return opset_version_; }
+  size_t num_inputs() const noexcept { return node_.inputs.size(); }
+  size_t num_outputs() const noexcept { return node_.outputs.size(); }
+
+  bool HasAttribute(std::string_view name) const { return node_.FindAttribute(name) != nullptr; }
+  int64_t GetInt(std::string_view name) const;
+  int64_t GetInt(std::string_view name, int64_t default_value) const;
+  float GetFloat(std::string_view name) const;
+  float GetFloat(std::string_view name, float default_value) const;
+  std::string GetString(std::string_view name) const;
+  std::string GetString(std::string_view name, std::string default_value) const;
+  std::vector<int64_t> GetInts(std::string_view name) const;
+  std::vector<int64_t> GetInts(std::string_view name, std::vector<int64_t> default_value) const;
+  std::vector<float> GetFloats(std::string_view name, std::vector<float> default_value = {}) const;
+  std::vector<std::string> GetStrings(std::string_view name,
+                                      std::vector<std::string> default_value = {}) const;
+  const Tensor& GetTensor(std::string_view name) const;
+  /// The compiled graph of a graph attribute; throws when the node has no such attribute.
+  const SubgraphRunner& GetSubgraph(std::string_view name) const;
+
+  /// "node 'name' (Op)" for messages.
+  std::string Describe() const;
+
+ private:
+  const Attribute& Require(std::string_view name, AttributeType type) const;
+  const Node& node_;
+  int64_t opset_version_;
+  std::function<const SubgraphRunner*(std::string_view)> subgraphs_;
+};
+
+using KernelFactory = std::function<std::unique_ptr<KernelBase>(const KernelBuildInfo&)>;
+
+/// Kernels by (domain, op type, first opset version). Resolve picks the entry with the highest
+/// `since_version` not above the model's version.
+/// Threading: Register is not thread-safe against lookups; lookups are thread-safe.
+class KernelRegistry {
+ public:
+  void Register(std::string domain, std::string op_type, int64_t since_version, KernelFactory factory);
+  /// Nullptr when nothing matches.
+  const KernelFactory* Find(std::string_view domain, std::string_view op_type,
+                            int64_t opset_version) const;
+  bool empty() const noexcept { return entries_.empty(); }
+  /// Sorted unique "domain::op" names (default domain written as just "op").
+  std::vector<std::string> OperatorNames() const;
+
+ private:
+  struct Entry {
+    std::string domain;
+    std::string op_type;
+    int64_t since_version;
+    KernelFactory factory;
+  };
+  std::vector<Entry> entries_;
+};
+
+/// The built-in kernels (one explicit table, built on first use). Thread-safe.
+const KernelRegistry& BuiltinKernels();
+/// Process-wide custom kernels, consulted before the built-ins. Register before building
+/// sessions that should see them; guarded by a mutex.
+void RegisterGlobalKernel(std::string domain, std::string op_type, KernelFactory factory,
+                          int64_t since_version = 1);
+/// Per-context custom kernels, consulted before global and built-in ones by sessions run with a
+/// context built from `kernel_context`.
+void RegisterContextKernel(KernelContext& kernel_context, std::string domain, std::string op_type,
+                           KernelFactory factory, int64_t since_version = 1);
+
+/// Normalises "ai.onnx" to "".
+std::string_view CanonicalDomain(std::string_view domain) noexcept;
+
+}  // namespace onnx_light::runtime

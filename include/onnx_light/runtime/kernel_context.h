@@ -1,0 +1,41 @@
+#pragma once
+// KernelContext: the opset a context works in and the custom kernels registered for it.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace onnx_light::runtime {
+
+class KernelRegistry;
+
+/// An operator-set id: a domain ("" is ai.onnx) and its version.
+struct OpsetId {
+  std::string domain;
+  int64_t version = 0;
+};
+
+/// Highest ai.onnx opset version the built-in kernels target.
+inline constexpr int64_t kMaxOnnxOpset = 23;
+
+/// The ai.onnx opset `version`. Throws Error(kInvalidArgument) outside [1, kMaxOnnxOpset].
+OpsetId DefaultOpset(int64_t version);
+
+/// A cheap handle: copies share the same custom-kernel table, so a kernel registered through one
+/// copy is visible through all of them (and through every RuntimeContext built from them).
+/// Threading: registering while a session runs with this context is not allowed; lookups are
+/// read-only and thread-safe.
+class KernelContext {
+ public:
+  explicit KernelContext(OpsetId opset);
+
+  const OpsetId& opset() const noexcept { return opset_; }
+  /// Custom kernels registered for contexts built from this handle (never null).
+  const std::shared_ptr<KernelRegistry>& custom_kernels() const noexcept { return custom_kernels_; }
+
+ private:
+  OpsetId opset_;
+  std::shared_ptr<KernelRegistry> custom_kernels_;
+};
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,186 @@
+#pragma once
+// RuntimeContext: where a run reads its inputs and leaves its outputs, and where observation
+// happens — the shared event log, the kernel-usage recorder and the allocator counters.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "onnx_light/runtime/allocator.h"
+#include "onnx_light/runtime/event_log.h"
+#include "onnx_light/runtime/kernel_context.h"
+#include "onnx_light/runtime/kernel_usage_recorder.h"
+#include "onnx_light/runtime/runtime_event.h"
+#include "onnx_light/runtime/runtime_value.h"
+#include "onnx_light/runtime/tensor.h"
+
+namespace onnx_light::runtime {
+
+class PersistentAppendSink;
+struct DispatchFrame;
+
+struct RuntimeContextOptions {
+  /// Record events (value mutations, node dispatches, persistent-storage work). Off by default;
+  /// when off, recording costs one branch and the log is left unchanged.
+  bool events_enabled = false;
+  /// Where tensors of this context and its children come from. Null: a fresh CpuAllocator.
+  std::shared_ptr<Allocator> allocator;
+};
+
+/// Why a child context exists. Every kind shares the parent's event log, kernel-usage recorder,
+/// allocator and kernel context; none inherits values or retained-output names.
+enum class ChildContextKind { kSubgraph, kFunction, kFeedback, kHalfPrecisionScratch };
+
+/// Ownership: the event log and the kernel-usage recorder are reference counted and shared by
+/// every related context (copies and children). A child keeps them alive after its parent is
+/// destroyed. Independent root contexts never share them.
+///
+/// Threading: a RuntimeContext is not thread-safe; one thread uses one context at a time.
+/// Related contexts (children, copies) may run on different threads: their RecordEvent calls are
+/// serialised by the shared log. The kernel-usage methods (RecordKernelUsage, set/get, clear) are
+/// thread-safe. events() hands out the log itself and needs no concurrent recording or clearing.
+class RuntimeContext {
+ public:
+  /// Kernel-usage names kept before further ones are dropped (until ClearKernelUsage()).
+  static constexpr size_t kKernelUsageLimit = 1024;
+
+  explicit RuntimeContext(KernelContext kernel_context, RuntimeContextOptions options = {});
+  /// A copy holds the same values (sharing tensor storage), the same retained-output names and
+  /// the same event log, recorder and allocator as the original.
+  RuntimeContext(const RuntimeContext& other);
+  RuntimeContext& operator=(const RuntimeContext& other);
+  RuntimeContext(RuntimeContext&&) noexcept;
+  RuntimeContext& operator=(RuntimeContext&&) noexcept;
+  ~RuntimeContext();
+
+  /// A fresh context for a subgraph, function body, feedback call or half-precision scratch
+  /// work. `subgraph_node_index` / `subgraph_attr_name` locate a subgraph in its parent graph and
+  /// are stamped on the child's events.
+  RuntimeContext CreateChild(ChildContextKind kind, int64_t subgraph_node_index = -1,
+                             std::string subgraph_attr_name = {}) const;
+
+  const KernelContext& kernel_context() const noexcept { return kernel_context_; }
+  const std::shared_ptr<Allocator>& allocator() const noexcept { return allocator_; }
+
+  // ---- events -------------------------------------------------------------------------------
+  bool events_enabled() const noexcept { return events_enabled_; }
+  /// Appends `event` to the shared log when recording is enabled; otherwise does nothing. The
+  /// context fills node_index, subgraph_node_index, subgraph_attr_name, allocated_bytes and
+  /// peak_bytes; a zero timestamp_ns becomes the current time.
+  void RecordEvent(RuntimeEvent event);
+  /// The shared log itself, in recording order. Requires that nothing records or clears
+  /// concurrently; copy it if it must outlive later recording.
+  const std::vector<RuntimeEvent>& events() const noexcept { return event_log_->entries(); }
+  /// Empties the shared log for every related context. Values and recording state are untouched.
+  void ClearEvents();
+  /// Empties the shared log and this context's value maps (not those of related contexts).
+  /// Kernel-usage state and names, retained-output names and options are kept.
+  void Clear();
+  /// The log shared with related contexts (for tools that need to hold on to it).
+  const std::shared_ptr<EventLog>& event_log() const noexcept { return event_log_; }
+
+  // ---- values -------------------------------------------------------------------------------
+  /// Plain tensors by name.
+  const std::unordered_map<std::string, Tensor>& tensors() const noexcept { return tensors_; }
+  /// Sequences, optionals and encoded values by name.
+  const std::unordered_map<std::string, RuntimeValue>& values() const noexcept { return values_; }
+  /// Stores `value` under `name` (tensors in tensors(), the rest in values()), replacing any
+  /// value of that name in either map; records an add or replace event with `kind`.
+  void PutValue(const std::string& name, RuntimeValue value, TensorKind kind = TensorKind::kUnknown);
+  void PutTensor(const std::string& name, Tensor tensor, TensorKind kind = TensorKind::kUnknown) {
+    PutValue(name, RuntimeValue(std::move(tensor)), kind);
+  }
+  /// The tensor named `name` in tensors(), or nullptr.
+  const Tensor* FindTensor(std::string_view name) const;
+  /// The non-tensor value named `name` in values(), or nullptr.
+  const RuntimeValue* FindValue(std::string_view name) const;
+  /// The tensor named `name`. Throws Error(kNotFound) when absent, Error(kInvalidArgument) when
+  /// the value is not a tensor.
+  const Tensor& GetTensor(std::string_view name) const;
+  /// Removes `name` from either map and records a remove event. Returns whether it existed.
+  bool RemoveValue(const std::string& name, TensorKind kind = TensorKind::kUnknown);
+
+  // ---- selected result ownership ------------------------------------------------------------
+  /// Exact whole output names whose storage goes to an external owner: they skip allocator
+  /// migration and output materialisation. Not inherited by CreateChild.
+  void set_retained_outputs(std::vector<std::string> names);
+  const std::vector<std::string>& retained_outputs() const noexcept { return retained_outputs_; }
+  bool IsRetainedOutput(std::string_view name) const;
+
+  // ---- kernel usage -------------------------------------------------------------------------
+  void set_kernel_usage_enabled(bool enabled) noexcept { kernel_usage_->set_enabled(enabled); }
+  bool kernel_usage_enabled() const noexcept { return kernel_usage_->enabled(); }
+  /// Records an implementation name ("MatMul/float32/blas") when recording is enabled.
+  void RecordKernelUsage(std::string_view name) { kernel_usage_->Record(name); }
+  std::vector<std::string> GetKernelUsage() const { return kernel_usage_->Snapshot(); }
+  void ClearKernelUsage() { kernel_usage_->Clear(); }
+
+  // ---- dispatch position (set by the session) -----------------------------------------------
+  int64_t current_node_index() const noexcept { return current_node_index_; }
+  void set_current_node_index(int64_t index) noexcept { current_node_index_ = index; }
+  int64_t subgraph_node_index() const noexcept { return subgraph_node_index_; }
+  const std::string& subgraph_attr_name() const noexcept { return subgraph_attr_name_; }
+
+  // ---- kernel I/O for the node being dispatched ---------------------------------------------
+  // Valid only inside KernelBase::Run. Inputs are indexed like the node's inputs; an omitted
+  // optional input is absent.
+  size_t num_inputs() const noexcept;
+  size_t num_outputs() const noexcept;
+  bool has_input(size_t index) const noexcept;
+  /// The input value; throws Error(kInvalidArgument) naming the node when absent.
+  const RuntimeValue& InputValue(size_t index) const;
+  /// The input tensor; throws Error(kInvalidArgument) naming the node when absent or no tensor.
+  const Tensor& Input(size_t index) const;
+  /// The input tensor, or nullptr when the optional input is omitted.
+  const Tensor* OptionalInput(size_t index) const;
+  /// False when the node leaves output `index` unnamed (an unused optional output).
+  bool output_requested(size_t index) const noexcept;
+  /// Allocates output `index` from this context's allocator and returns it for writing. For an
+  /// unrequested output the tensor is still allocated (and dropped at the next call).
+  Tensor& AllocateOutput(size_t index, DataType type, Shape shape);
+  /// Sets output `index` to `value` (a view of an input, a sequence, ...).
+  void SetOutput(size_t index, RuntimeValue value);
+  /// Graph-level name of input / output `index` of the node being dispatched.
+  const std::string& input_name(size_t index) const;
+  const std::string& output_name(size_t index) const;
+  /// "node 'name' (Op)" for messages.
+  std::string DescribeNode() const;
+
+  /// Installed by the session around one KernelBase::Run; not for host code.
+  void set_dispatch_frame(DispatchFrame* frame) noexcept { frame_ = frame; }
+  DispatchFrame* dispatch_frame() const noexcept { return frame_; }
+
+  /// Persistent appends (see persistent_value_state.h); null outside a PersistentValueState call.
+  PersistentAppendSink* persistent_append_sink() const noexcept { return append_sink_; }
+  void set_persistent_append_sink(PersistentAppendSink* sink) noexcept { append_sink_ = sink; }
+
+ private:
+  struct SharedTag {};
+  RuntimeContext(SharedTag, const RuntimeContext& parent);
+  void CheckOutputIndex(size_t index) const;
+  void RecordValueEvent(RuntimeEventAction action, const std::string& name, const RuntimeValue* value,
+                        TensorKind kind);
+
+  KernelContext kernel_context_;
+  bool events_enabled_ = false;
+  std::shared_ptr<Allocator> allocator_;
+  std::shared_ptr<EventLog> event_log_;
+  std::shared_ptr<KernelUsageRecorder> kernel_usage_;
+  std::unordered_map<std::string, Tensor> tensors_;
+  std::unordered_map<std::string, RuntimeValue> values_;
+  std::vector<std::string> retained_outputs_;
+  std::unordered_set<std::string> retained_lookup_;
+  int64_t current_node_index_ = kNodeIndexNone;
+  int64_t subgraph_node_index_ = -1;
+  std::string subgraph_attr_name_;
+  DispatchFrame* frame_ = nullptr;
+  PersistentAppendSink* append_sink_ = nullptr;
+  Tensor discarded_output_;
+};
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,75 @@
+#pragma once
+// RuntimeEvent: one record of the opt-in event log (value mutations, node dispatches and
+// persistent-storage traffic). An aggregate, so producers write
+//   rt.RecordEvent({.action = RuntimeEventAction::kPersistentStorage, .storage_reuse_count = 1});
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "onnx_light/runtime/data_type.h"
+
+namespace onnx_light::runtime {
+
+enum class RuntimeEventAction : int32_t {
+  kAdd = 0,                // a value was added to a context
+  kReplace = 1,            // an existing value was overwritten
+  kRemove = 2,             // a value was released
+  kRunNode = 3,            // a node was dispatched; duration_ns says how long it ran
+  kPersistentStorage = 4,  // persistent-state storage work; see the storage_* fields
+};
+
+/// What role a value plays in the graph (tensor events only).
+enum class TensorKind : int32_t {
+  kUnknown = 0,
+  kInitializer = 1,
+  kInput = 2,
+  kIntermediate = 3,
+  kOutput = 4,
+};
+
+/// "add", "replace", "remove", "run_node", "persistent_storage"; "unknown" for anything else.
+std::string_view RuntimeEventActionName(RuntimeEventAction action) noexcept;
+/// "unknown", "initializer", "input", "intermediate", "output"; "unknown" for anything else.
+std::string_view TensorKindName(TensorKind kind) noexcept;
+
+/// node_index values that are not node positions.
+inline constexpr int64_t kNodeIndexNone = -1;         // graph input, removal or idle context
+inline constexpr int64_t kNodeIndexInitializer = -2;  // initializer materialisation
+
+struct RuntimeEvent {
+  RuntimeEventAction action = RuntimeEventAction::kAdd;
+  TensorKind kind = TensorKind::kUnknown;
+  /// Nanoseconds since the Unix epoch. Zero means "now" when recorded; a nonzero value (for
+  /// example a dispatch start) is kept.
+  int64_t timestamp_ns = 0;
+  /// Value name for add/replace/remove; node name for run_node; value name for storage work.
+  std::string name;
+  /// ONNX TensorProto element type of the value (0 when not a tensor).
+  int32_t data_type = 0;
+  std::vector<int64_t> shape;
+  std::string op_domain;
+  std::string op_type;
+  /// Input value names of a dispatched node.
+  std::vector<std::string> inputs;
+  int64_t duration_ns = 0;
+  /// Filled by the context: the node being dispatched, or kNodeIndexNone / kNodeIndexInitializer.
+  int64_t node_index = kNodeIndexNone;
+  /// Filled by the context: the parent node owning the subgraph, -1 at top level.
+  int64_t subgraph_node_index = -1;
+  /// Filled by the context: the attribute holding the subgraph ("then_branch", "body", ...).
+  std::string subgraph_attr_name;
+  /// Filled by the context: the allocator's live and peak bytes at recording time.
+  int64_t allocated_bytes = 0;
+  int64_t peak_bytes = 0;
+  // Persistent-storage work done by this event alone (kPersistentStorage only); sum over events
+  // for totals.
+  uint64_t storage_allocations = 0;
+  uint64_t storage_allocated_bytes = 0;
+  uint64_t storage_prefix_copied_bytes = 0;
+  uint64_t storage_append_copied_bytes = 0;
+  uint64_t storage_reuse_count = 0;
+};
+
+}  // namespace onnx_light::runtime

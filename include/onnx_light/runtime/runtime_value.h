@@ -1,0 +1,65 @@
+#pragma once
+// RuntimeValue: what a graph value can hold besides a plain tensor. Plain tensors live in
+// RuntimeContext::tensors(); sequences, optionals and encoded payloads live in values().
+
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "onnx_light/runtime/tensor.h"
+
+namespace onnx_light::runtime {
+
+/// An ONNX sequence of tensors sharing one element type.
+struct TensorSequence {
+  DataType element_type = DataType::kUndefined;
+  std::vector<Tensor> items;
+};
+
+/// An ONNX optional that holds nothing. An optional that holds something is stored as its content.
+struct EmptyOptional {
+  enum class Content { kTensor, kSequence } content = Content::kTensor;
+  DataType element_type = DataType::kUndefined;
+};
+
+/// Bytes in a format the runtime does not interpret (for example a serialized map or sparse
+/// tensor handed through by a custom kernel). `format` names the encoding.
+struct EncodedValue {
+  std::string format;
+  std::shared_ptr<const std::string> bytes;
+};
+
+/// One graph value. Copying shares tensor storage; it never copies elements.
+class RuntimeValue {
+ public:
+  enum class Kind { kNone, kTensor, kSequence, kEmptyOptional, kEncoded };
+
+  RuntimeValue() = default;
+  RuntimeValue(Tensor tensor) : value_(std::move(tensor)) {}                  // NOLINT
+  RuntimeValue(TensorSequence sequence) : value_(std::move(sequence)) {}      // NOLINT
+  RuntimeValue(EmptyOptional optional) : value_(optional) {}                  // NOLINT
+  RuntimeValue(EncodedValue encoded) : value_(std::move(encoded)) {}          // NOLINT
+
+  Kind kind() const noexcept { return static_cast<Kind>(value_.index()); }
+  bool has_value() const noexcept { return kind() != Kind::kNone; }
+  bool is_tensor() const noexcept { return kind() == Kind::kTensor; }
+
+  /// Accessors throw Error(kInvalidArgument) naming the actual kind when the kind differs.
+  const Tensor& tensor() const;
+  Tensor& tensor();
+  const TensorSequence& sequence() const;
+  TensorSequence& sequence();
+  const EmptyOptional& empty_optional() const;
+  const EncodedValue& encoded() const;
+
+  /// "tensor(float32)[2, 3]", "sequence(int64)[4 items]", "optional(none)", "encoded(fmt)".
+  std::string Describe() const;
+
+ private:
+  std::variant<std::monostate, Tensor, TensorSequence, EmptyOptional, EncodedValue> value_;
+};
+
+std::string_view RuntimeValueKindName(RuntimeValue::Kind kind) noexcept;
+
+}  // namespace onnx_light::runtime

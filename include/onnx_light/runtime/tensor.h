@@ -1,0 +1,92 @@
+#pragma once
+// Tensor: an element type, a shape, optional strides and a view into storage that some owner
+// keeps alive. Copying a Tensor copies the view, never the elements.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "onnx_light/runtime/allocator.h"
+#include "onnx_light/runtime/data_type.h"
+
+namespace onnx_light::runtime {
+
+using Shape = std::vector<int64_t>;
+
+/// Number of elements of `shape` (1 for a scalar). Throws Error(kInvalidArgument) on a negative
+/// dimension or an element count that overflows int64.
+int64_t ShapeSize(std::span<const int64_t> shape);
+
+/// "[2, 3, 4]".
+std::string ShapeToString(std::span<const int64_t> shape);
+
+/// Row-major element strides of a contiguous tensor with `shape`.
+Shape ContiguousStrides(std::span<const int64_t> shape);
+
+/// A typed view of memory. Thread-compatible: concurrent reads are safe; writes to the elements
+/// need external synchronisation like any buffer.
+///
+/// Ownership: `owner` keeps the memory alive (an allocator block, a mapped model file, a NumPy
+/// array, a persistent-state buffer). Every copy of the Tensor shares that owner. A default
+/// constructed Tensor is undefined (`defined() == false`).
+///
+/// Strings (DataType::kString) are stored as an array of std::string.
+class Tensor {
+ public:
+  Tensor() = default;
+  /// A view over `data` kept alive by `owner`. Empty `strides` means row-major contiguous;
+  /// strides are in elements.
+  Tensor(DataType type, Shape shape, std::shared_ptr<void> owner, void* data, Shape strides = {});
+
+  /// A new contiguous tensor allocated from `allocator`; the elements are uninitialised
+  /// (strings are empty).
+  static Tensor Allocate(DataType type, Shape shape, const std::shared_ptr<Allocator>& allocator);
+
+  bool defined() const noexcept { return type_ != DataType::kUndefined; }
+  DataType dtype() const noexcept { return type_; }
+  const Shape& shape() const noexcept { return shape_; }
+  int64_t rank() const noexcept { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t axis) const { return shape_.at(static_cast<size_t>(axis)); }
+  /// Number of elements.
+  int64_t size() const noexcept { return size_; }
+  /// Bytes spanned by the elements if stored contiguously.
+  size_t nbytes() const noexcept { return static_cast<size_t>(size_) * ElementSize(type_); }
+  bool is_contiguous() const noexcept { return strides_.empty(); }
+  /// Element strides; computed for contiguous tensors.
+  Shape strides() const;
+
+  void* raw_data() noexcept { return data_; }
+  const void* raw_data() const noexcept { return data_; }
+  template <typename T>
+  T* data() noexcept {
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data() const noexcept {
+    return static_cast<const T*>(data_);
+  }
+  const std::shared_ptr<void>& owner() const noexcept { return owner_; }
+
+  /// The same storage seen with another shape of equal element count. Requires contiguity.
+  Tensor Reshaped(Shape shape) const;
+  /// A contiguous copy from `allocator` when this tensor is strided; otherwise *this.
+  Tensor Contiguous(const std::shared_ptr<Allocator>& allocator) const;
+  /// A contiguous deep copy from `allocator`.
+  Tensor Clone(const std::shared_ptr<Allocator>& allocator) const;
+
+ private:
+  DataType type_ = DataType::kUndefined;
+  Shape shape_;
+  Shape strides_;  // empty when contiguous
+  int64_t size_ = 0;
+  std::shared_ptr<void> owner_;
+  void* data_ = nullptr;
+};
+
+/// Copies elements of `src` into the contiguous tensor `dst` of the same type and size, following
+/// `src`'s strides.
+void CopyElements(const Tensor& src, Tensor& dst);
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,259 @@
+#include "onnx_light/runtime/runtime_context.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "core/dispatch_frame.h"
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+RuntimeContext::RuntimeContext(KernelContext kernel_context, RuntimeContextOptions options)
+    : kernel_context_(std::move(kernel_context)),
+      events_enabled_(options.events_enabled),
+      allocator_(options.allocator ? std::move(options.allocator) : MakeCpuAllocator()),
+      event_log_(std::make_shared<EventLog>()),
+      kernel_usage_(std::make_shared<KernelUsageRecorder>(kKernelUsageLimit)) {}
+
+RuntimeContext::RuntimeContext(const RuntimeContext& other)
+    : kernel_context_(other.kernel_context_),
+      events_enabled_(other.events_enabled_),
+      allocator_(other.allocator_),
+      event_log_(other.event_log_),
+      kernel_usage_(other.kernel_usage_),
+      tensors_(other.tensors_),
+      values_(other.values_),
+      retained_outputs_(other.retained_outputs_),
+      retained_lookup_(other.retained_lookup_),
+      current_node_index_(other.current_node_index_),
+      subgraph_node_index_(other.subgraph_node_index_),
+      subgraph_attr_name_(other.subgraph_attr_name_),
+      append_sink_(other.append_sink_) {}
+
+RuntimeContext& RuntimeContext::operator=(const RuntimeContext& other) {
+  if (this != &other) {
+    RuntimeContext copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+RuntimeContext::RuntimeContext(RuntimeContext&&) noexcept = default;
+RuntimeContext& RuntimeContext::operator=(RuntimeContext&&) noexcept = default;
+RuntimeContext::~RuntimeContext() = default;
+
+RuntimeContext::RuntimeContext(SharedTag, const RuntimeContext& parent)
+    : kernel_context_(parent.kernel_context_),
+      events_enabled_(parent.events_enabled_),
+      allocator_(parent.allocator_),
+      event_log_(parent.event_log_),
+      kernel_usage_(parent.kernel_usage_) {}
+
+RuntimeContext RuntimeContext::CreateChild(ChildContextKind kind, int64_t subgraph_node_index,
+                                           std::string subgraph_attr_name) const {
+  RuntimeContext child(SharedTag{}, *this);
+  if (kind == ChildContextKind::kSubgraph) {
+    child.subgraph_node_index_ = subgraph_node_index;
+    child.subgraph_attr_name_ = std::move(subgraph_attr_name);
+  } else {
+    // Function bodies, feedback calls and scratch work report where their parent is.
+    child.subgraph_node_index_ = subgraph_node_index_;
+    child.subgraph_attr_name_ = subgraph_attr_name_;
+  }
+  if (kind == ChildContextKind::kHalfPrecisionScratch || kind == ChildContextKind::kFunction) {
+    child.current_node_index_ = current_node_index_;
+  }
+  if (kind == ChildContextKind::kFeedback) child.append_sink_ = append_sink_;
+  return child;
+}
+
+void RuntimeContext::RecordEvent(RuntimeEvent event) {
+  if (!events_enabled_) return;
+  event.node_index =
+      event.action == RuntimeEventAction::kRemove ? kNodeIndexNone : current_node_index_;
+  event.subgraph_node_index = subgraph_node_index_;
+  event.subgraph_attr_name = subgraph_attr_name_;
+  event.allocated_bytes = allocator_->live_bytes();
+  event.peak_bytes = allocator_->peak_bytes();
+  if (event.timestamp_ns == 0) event.timestamp_ns = NowNs();
+  event_log_->Append(std::move(event));
+}
+
+void RuntimeContext::ClearEvents() { event_log_->Clear(); }
+
+void RuntimeContext::Clear() {
+  event_log_->Clear();
+  tensors_.clear();
+  values_.clear();
+}
+
+void RuntimeContext::RecordValueEvent(RuntimeEventAction action, const std::string& name,
+                                      const RuntimeValue* value, TensorKind kind) {
+  RuntimeEvent event{.action = action, .kind = kind, .name = name};
+  if (value != nullptr && value->is_tensor()) {
+    event.data_type = static_cast<int32_t>(value->tensor().dtype());
+    event.shape = value->tensor().shape();
+  }
+  RecordEvent(std::move(event));
+}
+
+void RuntimeContext::PutValue(const std::string& name, RuntimeValue value, TensorKind kind) {
+  if (!value.has_value()) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("value '{}' holds nothing", name));
+  }
+  bool replaced;
+  if (value.is_tensor()) {
+    replaced = values_.erase(name) > 0;
+    auto [it, inserted] = tensors_.insert_or_assign(name, value.tensor());
+    replaced = replaced || !inserted;
+  } else {
+    replaced = tensors_.erase(name) > 0;
+    auto [it, inserted] = values_.insert_or_assign(name, value);
+    replaced = replaced || !inserted;
+  }
+  if (events_enabled_) {
+    RecordValueEvent(replaced ? RuntimeEventAction::kReplace : RuntimeEventAction::kAdd, name, &value,
+                     kind);
+  }
+}
+
+const Tensor* RuntimeContext::FindTensor(std::string_view name) const {
+  auto it = tensors_.find(std::string(name));
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+const RuntimeValue* RuntimeContext::FindValue(std::string_view name) const {
+  auto it = values_.find(std::string(name));
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+const Tensor& RuntimeContext::GetTensor(std::string_view name) const {
+  const std::string key(name);
+  if (auto it = tensors_.find(key); it != tensors_.end()) return it->second;
+  if (auto it = values_.find(key); it != values_.end()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("value '{}' is a {}, not a tensor", name, it->second.Describe()));
+  }
+  throw Error(ErrorCode::kNotFound, fmt::format("no tensor named '{}' in the context", name));
+}
+
+bool RuntimeContext::RemoveValue(const std::string& name, TensorKind kind) {
+  const bool existed = tensors_.erase(name) > 0 || values_.erase(name) > 0;
+  if (existed && events_enabled_) {
+    RecordValueEvent(RuntimeEventAction::kRemove, name, nullptr, kind);
+  }
+  return existed;
+}
+
+void RuntimeContext::set_retained_outputs(std::vector<std::string> names) {
+  retained_lookup_ = std::unordered_set<std::string>(names.begin(), names.end());
+  retained_outputs_ = std::move(names);
+}
+
+bool RuntimeContext::IsRetainedOutput(std::string_view name) const {
+  return !retained_lookup_.empty() && retained_lookup_.contains(std::string(name));
+}
+
+// ---- kernel I/O ------------------------------------------------------------------------------
+
+namespace {
+[[noreturn]] void NoFrame() {
+  throw Error(ErrorCode::kFailedPrecondition,
+              "kernel inputs and outputs are only available while a node is being dispatched");
+}
+}  // namespace
+
+size_t RuntimeContext::num_inputs() const noexcept { return frame_ ? frame_->inputs.size() : 0; }
+size_t RuntimeContext::num_outputs() const noexcept { return frame_ ? frame_->outputs.size() : 0; }
+
+bool RuntimeContext::has_input(size_t index) const noexcept {
+  return frame_ != nullptr && index < frame_->inputs.size() && frame_->inputs[index] != nullptr;
+}
+
+std::string RuntimeContext::DescribeNode() const {
+  if (frame_ == nullptr) return "no node";
+  return fmt::format("node '{}' ({})", frame_->node_name, frame_->op_type);
+}
+
+const RuntimeValue& RuntimeContext::InputValue(size_t index) const {
+  if (frame_ == nullptr) NoFrame();
+  if (!has_input(index)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: input {} is required but {}", DescribeNode(), index,
+                            index < frame_->inputs.size() ? "was omitted"
+                                                          : fmt::format("the node has only {} inputs",
+                                                                        frame_->inputs.size())));
+  }
+  return *frame_->inputs[index];
+}
+
+const Tensor& RuntimeContext::Input(size_t index) const {
+  const RuntimeValue& value = InputValue(index);
+  if (!value.is_tensor()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: input {} ('{}') must be a tensor, got {}", DescribeNode(), index,
+                            input_name(index), value.Describe()));
+  }
+  return value.tensor();
+}
+
+const Tensor* RuntimeContext::OptionalInput(size_t index) const {
+  if (!has_input(index)) return nullptr;
+  return &Input(index);
+}
+
+bool RuntimeContext::output_requested(size_t index) const noexcept {
+  return frame_ != nullptr && index < frame_->outputs.size() && frame_->outputs[index] != nullptr;
+}
+
+void RuntimeContext::CheckOutputIndex(size_t index) const {
+  if (frame_ == nullptr) NoFrame();
+  if (index >= frame_->outputs.size()) {
+    throw Error(ErrorCode::kInternal, fmt::format("{}: output {} does not exist (the node has {})",
+                                                  DescribeNode(), index, frame_->outputs.size()));
+  }
+}
+
+Tensor& RuntimeContext::AllocateOutput(size_t index, DataType type, Shape shape) {
+  CheckOutputIndex(index);
+  Tensor tensor = Tensor::Allocate(type, std::move(shape), allocator_);
+  if (!output_requested(index)) {
+    discarded_output_ = std::move(tensor);
+    return discarded_output_;
+  }
+  SetOutput(index, std::move(tensor));
+  return frame_->outputs[index]->tensor();
+}
+
+void RuntimeContext::SetOutput(size_t index, RuntimeValue value) {
+  CheckOutputIndex(index);
+  if (frame_->outputs[index] == nullptr) return;  // unused optional output
+  *frame_->outputs[index] = std::move(value);
+}
+
+const std::string& RuntimeContext::input_name(size_t index) const {
+  static const std::string kNone;
+  if (frame_ == nullptr || frame_->input_names == nullptr || index >= frame_->input_names->size()) {
+    return kNone;
+  }
+  return (*frame_->input_names)[index];
+}
+
+const std::string& RuntimeContext::output_name(size_t index) const {
+  static const std::string kNone;
+  if (frame_ == nullptr || frame_->output_names == nullptr || index >= frame_->output_names->size()) {
+    return kNone;
+  }
+  return (*frame_->output_names)[index];
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,163 @@
+#include "onnx_light/runtime/tensor.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime {
+
+int64_t ShapeSize(std::span<const int64_t> shape) {
+  int64_t size = 1;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("shape {} has a negative dimension", ShapeToString(shape)));
+    }
+    if (d != 0 && size > std::numeric_limits<int64_t>::max() / d) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("shape {} has more elements than int64 can count", ShapeToString(shape)));
+    }
+    size *= d;
+  }
+  return size;
+}
+
+std::string ShapeToString(std::span<const int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+Shape ContiguousStrides(std::span<const int64_t> shape) {
+  Shape strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+Tensor::Tensor(DataType type, Shape shape, std::shared_ptr<void> owner, void* data, Shape strides)
+    : type_(type), shape_(std::move(shape)), size_(ShapeSize(shape_)), owner_(std::move(owner)),
+      data_(data) {
+  if (!strides.empty()) {
+    if (strides.size() != shape_.size()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("tensor strides {} do not match shape {}", ShapeToString(strides),
+                              ShapeToString(shape_)));
+    }
+    if (strides != ContiguousStrides(shape_)) strides_ = std::move(strides);
+  }
+}
+
+Tensor Tensor::Allocate(DataType type, Shape shape, const std::shared_ptr<Allocator>& allocator) {
+  const int64_t count = ShapeSize(shape);
+  const size_t element = ElementSize(type);
+  if (element == 0) {
+    throw Error(ErrorCode::kUnimplemented,
+                fmt::format("cannot allocate a tensor of type {}", DataTypeName(type)));
+  }
+  if (static_cast<uint64_t>(count) > std::numeric_limits<size_t>::max() / element) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("tensor of shape {} is too large", ShapeToString(shape)));
+  }
+  const size_t bytes = static_cast<size_t>(count) * element;
+  if (type == DataType::kString) {
+    void* block = allocator->Allocate(bytes);
+    auto* strings = static_cast<std::string*>(block);
+    for (int64_t i = 0; i < count; ++i) new (strings + i) std::string();
+    std::shared_ptr<void> owner(block, [allocator, bytes, count](void* p) {
+      auto* s = static_cast<std::string*>(p);
+      for (int64_t i = 0; i < count; ++i) s[i].~basic_string();
+      allocator->Free(p, bytes);
+    });
+    return Tensor(type, std::move(shape), std::move(owner), block);
+  }
+  std::shared_ptr<void> owner = AllocateBuffer(allocator, bytes);
+  void* data = owner.get();
+  return Tensor(type, std::move(shape), std::move(owner), data);
+}
+
+Shape Tensor::strides() const { return strides_.empty() ? ContiguousStrides(shape_) : strides_; }
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  if (!is_contiguous()) {
+    throw Error(ErrorCode::kInternal, "Reshaped needs a contiguous tensor");
+  }
+  if (ShapeSize(shape) != size_) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("cannot view {} elements as shape {}", size_, ShapeToString(shape)));
+  }
+  return Tensor(type_, std::move(shape), owner_, data_);
+}
+
+Tensor Tensor::Contiguous(const std::shared_ptr<Allocator>& allocator) const {
+  return is_contiguous() ? *this : Clone(allocator);
+}
+
+Tensor Tensor::Clone(const std::shared_ptr<Allocator>& allocator) const {
+  Tensor copy = Allocate(type_, shape_, allocator);
+  CopyElements(*this, copy);
+  return copy;
+}
+
+namespace {
+
+// Copies the innermost contiguous run at a time; the outer dimensions are walked with a counter.
+template <typename CopyRun>
+void ForEachRun(const Tensor& src, CopyRun&& copy_run) {
+  const Shape& shape = src.shape();
+  const Shape strides = src.strides();
+  const size_t rank = shape.size();
+  if (src.size() == 0) return;
+  // Merge trailing dimensions that are contiguous in the source.
+  int64_t run = 1;
+  size_t outer_rank = rank;
+  while (outer_rank > 0 && strides[outer_rank - 1] == run) {
+    run *= shape[outer_rank - 1];
+    --outer_rank;
+  }
+  std::vector<int64_t> index(outer_rank, 0);
+  int64_t dst_offset = 0;
+  while (true) {
+    int64_t src_offset = 0;
+    for (size_t d = 0; d < outer_rank; ++d) src_offset += index[d] * strides[d];
+    copy_run(src_offset, dst_offset, run);
+    dst_offset += run;
+    size_t d = outer_rank;
+    while (d > 0) {
+      --d;
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+      if (d == 0) return;
+    }
+    if (outer_rank == 0) return;
+  }
+}
+
+}  // namespace
+
+void CopyElements(const Tensor& src, Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.size() != dst.size() || !dst.is_contiguous()) {
+    throw Error(ErrorCode::kInternal, "CopyElements needs a contiguous destination of equal type and size");
+  }
+  if (src.dtype() == DataType::kString) {
+    const auto* s = src.data<std::string>();
+    auto* d = dst.data<std::string>();
+    ForEachRun(src, [&](int64_t so, int64_t dO, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) d[dO + i] = s[so + i];
+    });
+    return;
+  }
+  const size_t element = ElementSize(src.dtype());
+  const auto* s = static_cast<const std::byte*>(src.raw_data());
+  auto* d = static_cast<std::byte*>(dst.raw_data());
+  ForEachRun(src, [&](int64_t so, int64_t dO, int64_t n) {
+    std::memcpy(d + dO * element, s + so * element, static_cast<size_t>(n) * element);
+  });
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,14 @@
+#include "kernels/kernel_tables.h"
+
+namespace onnx_light::runtime {
+
+const KernelRegistry& BuiltinKernels() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    RegisterIdentityKernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace onnx_light::runtime

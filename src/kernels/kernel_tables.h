@@ -1,0 +1,16 @@
+#pragma once
+// Registration entry points of the built-in operator families, called from one explicit table
+// in builtin_kernels.cc. Each family lives in its own file.
+
+#include <memory>
+
+#include "onnx_light/runtime/kernel_base.h"
+
+namespace onnx_light::runtime {
+
+/// Snapshot of the process-wide custom kernels.
+std::shared_ptr<const KernelRegistry> GlobalKernels();
+
+void RegisterIdentityKernels(KernelRegistry& registry);
+
+}  // namespace onnx_light::runtime
