@@ -34,6 +34,7 @@ void KernelRegistry::Register(std::string domain, std::string op_type, int64_t s
   };
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(), same), entries_.end());
   entries_.push_back({std::move(domain), std::move(op_type), since_version, std::move(factory)});
+  ++generation_;
 }
 
 const KernelFactory* KernelRegistry::Find(std::string_view domain, std::string_view op_type,

@@ -91,6 +91,8 @@ class KernelRegistry {
   const KernelFactory* Find(std::string_view domain, std::string_view op_type,
                             int64_t opset_version) const;
   bool empty() const noexcept { return entries_.empty(); }
+  /// Incremented by every Register, so cached resolutions can tell they are stale.
+  uint64_t generation() const noexcept { return generation_; }
   /// Sorted unique "domain::op" names (default domain written as just "op").
   std::vector<std::string> OperatorNames() const;
 
@@ -102,6 +104,7 @@ class KernelRegistry {
     KernelFactory factory;
   };
   std::vector<Entry> entries_;
+  uint64_t generation_ = 0;
 };
 
 /// The built-in kernels (one explicit table, built on first use). Thread-safe.

@@ -1,0 +1,1 @@
+"""Home of the compiled extension module ``_onnxpykernels``."""

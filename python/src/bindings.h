@@ -1,0 +1,33 @@
+#pragma once
+// Registration functions of the Python module, one per area, and the conversions they share.
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+
+#include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/runtime_value.h"
+
+namespace onnx_light::runtime::python {
+
+namespace py = pybind11;
+
+void BindErrors(py::module_& m);
+void BindTensor(py::module_& m);
+void BindContext(py::module_& m);
+void BindSession(py::module_& m);
+
+/// A feed as a Tensor, without copying: a C-contiguous aligned NumPy array, a runtime.Tensor or
+/// a DLPack producer on the CPU. NumPy string arrays are converted (strings cannot be viewed).
+/// Anything else raises TypeError / ValueError naming `name`.
+Tensor TensorFromPython(py::handle object, const std::string& name);
+/// A feed as a RuntimeValue: a tensor as above, a list/tuple of tensors (a sequence) or None.
+RuntimeValue ValueFromPython(py::handle object, const std::string& name);
+/// A context value as Python: runtime.Tensor, list of runtime.Tensor, None or bytes.
+py::object ValueToPython(const RuntimeValue& value, const std::string& name);
+/// A model from a path (str or os.PathLike), bytes-like object or onnx.ModelProto. Bytes are
+/// viewed, not copied.
+std::shared_ptr<const Model> ModelFromPython(py::handle model);
+
+}  // namespace onnx_light::runtime::python

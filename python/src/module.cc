@@ -1,0 +1,15 @@
+// onnx_light.onnx_py._onnxpykernels: the compiled module. Everything lives in its `runtime`
+// submodule, which onnx_light also publishes as onnx_light.runtime.
+#include "bindings.h"
+
+PYBIND11_MODULE(_onnxpykernels, m) {
+  namespace rt = onnx_light::runtime::python;
+  m.doc() = "onnx-light runtime extension";
+  pybind11::module_ runtime = m.def_submodule("runtime", "onnx-light runtime: contexts, sessions, state");
+  // Registered as a real module so `import onnx_light.onnx_py._onnxpykernels.runtime` works too.
+  pybind11::module_::import("sys").attr("modules")["onnx_light.onnx_py._onnxpykernels.runtime"] = runtime;
+  rt::BindErrors(runtime);
+  rt::BindTensor(runtime);
+  rt::BindContext(runtime);
+  rt::BindSession(runtime);
+}

@@ -1,0 +1,15 @@
+#pragma once
+// runtime.Tensor as Python sees it: a named view of a runtime Tensor.
+
+#include <string>
+
+#include "onnx_light/runtime/tensor.h"
+
+namespace onnx_light::runtime::python {
+
+struct PyTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+}  // namespace onnx_light::runtime::python

@@ -1,0 +1,22 @@
+#pragma once
+// Keeps a Python object alive from C++ storage owners (tensor data, model bytes). The deleter
+// takes the GIL, because the last reference may drop on a thread that runs without it.
+
+#include <pybind11/pybind11.h>
+
+#include <memory>
+
+namespace onnx_light::runtime::python {
+
+/// An owner for `data` that holds a reference to `object` until the last C++ user is gone.
+inline std::shared_ptr<void> OwnerOf(pybind11::handle object, const void* data) {
+  PyObject* raw = object.ptr();
+  Py_INCREF(raw);
+  return std::shared_ptr<void>(const_cast<void*>(data), [raw](void*) {
+    if (!Py_IsInitialized()) return;  // interpreter gone: nothing left to release
+    pybind11::gil_scoped_acquire gil;
+    Py_DECREF(raw);
+  });
+}
+
+}  // namespace onnx_light::runtime::python

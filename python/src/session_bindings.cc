@@ -1,0 +1,121 @@
+// runtime.RuntimeSession, runtime.RuntimeSessionOptions and model conversion.
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include "bindings.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/runtime_session.h"
+#include "python_owner.h"
+
+namespace onnx_light::runtime::python {
+
+std::shared_ptr<const Model> ModelFromPython(py::handle model) {
+  py::module_ os = py::module_::import("os");
+  if (py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"))) {
+    const std::string path = py::str(os.attr("fspath")(model)).cast<std::string>();
+    py::gil_scoped_release release;
+    return LoadModel(path);
+  }
+  py::object bytes_like = py::reinterpret_borrow<py::object>(model);
+  if (!py::isinstance<py::bytes>(model) && !PyObject_CheckBuffer(model.ptr())) {
+    if (!py::hasattr(model, "SerializeToString")) {
+      throw py::type_error(fmt::format("model must be a path, bytes or onnx.ModelProto, got {}",
+                                       py::str(py::type::of(model).attr("__name__")).cast<std::string>()));
+    }
+    bytes_like = model.attr("SerializeToString")();
+  }
+  py::buffer_info info = py::reinterpret_borrow<py::buffer>(bytes_like).request();
+  const auto* data = static_cast<const std::byte*>(info.ptr);
+  const auto size = static_cast<size_t>(info.size * info.itemsize);
+  // The model views the Python buffer; the owner keeps that object alive.
+  return LoadModelFromBuffer(OwnerOf(bytes_like, data), std::span<const std::byte>(data, size));
+}
+
+namespace {
+
+py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::object feeds) {
+  if (!feeds.is_none()) {
+    if (!py::isinstance<py::dict>(feeds)) {
+      throw py::type_error("feeds must be a dict mapping input names to arrays");
+    }
+    const auto& inputs = session.inputs();
+    for (auto [key, value] : py::reinterpret_borrow<py::dict>(feeds)) {
+      const std::string name = py::str(key).cast<std::string>();
+      bool known = false;
+      for (const ValueInfo& input : inputs) known = known || input.name == name;
+      if (!known) {
+        std::vector<std::string> names;
+        for (const ValueInfo& input : inputs) names.push_back(input.name);
+        throw py::key_error(fmt::format("feed '{}' is not a graph input; the inputs are [{}]", name,
+                                        fmt::join(names, ", ")));
+      }
+      rt.PutValue(name, ValueFromPython(value, name), TensorKind::kInput);
+    }
+  }
+  {
+    py::gil_scoped_release release;
+    session.Run(rt);
+  }
+  py::dict outputs;
+  for (const ValueInfo& output : session.outputs()) {
+    if (const Tensor* t = rt.FindTensor(output.name)) {
+      outputs[py::str(output.name)] = ValueToPython(RuntimeValue(*t), output.name);
+    } else if (const RuntimeValue* v = rt.FindValue(output.name)) {
+      outputs[py::str(output.name)] = ValueToPython(*v, output.name);
+    }
+  }
+  return outputs;
+}
+
+py::list DescribeValues(const std::vector<ValueInfo>& values) {
+  py::list out;
+  for (const ValueInfo& v : values) {
+    py::dict d;
+    d["name"] = v.name;
+    d["data_type"] = static_cast<int>(v.type.element_type);
+    if (v.type.shape) d["shape"] = py::cast(*v.type.shape);
+    else d["shape"] = py::none();
+    out.append(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+void BindSession(py::module_& m) {
+  py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions")
+      .def(py::init([](int64_t capacity, int num_threads) {
+             return RuntimeSessionOptions{.persistent_tensor_initial_capacity = capacity, .num_threads = num_threads};
+           }),
+           py::kw_only(), py::arg("persistent_tensor_initial_capacity") = 32, py::arg("num_threads") = 0)
+      .def_readwrite("persistent_tensor_initial_capacity", &RuntimeSessionOptions::persistent_tensor_initial_capacity)
+      .def_readwrite("num_threads", &RuntimeSessionOptions::num_threads);
+
+  py::class_<RuntimeSession>(m, "RuntimeSession",
+                             "A model compiled for execution. run() may be called from several threads, "
+                             "each with its own RuntimeContext; it releases the GIL.")
+      .def(py::init([](py::handle model, std::optional<RuntimeSessionOptions> options) {
+             auto loaded = ModelFromPython(model);
+             py::gil_scoped_release release;
+             return std::make_unique<RuntimeSession>(std::move(loaded), options.value_or(RuntimeSessionOptions{}));
+           }),
+           py::arg("model"), py::arg("options") = py::none())
+      .def("run", &RunSession, py::arg("context"), py::arg("feeds") = py::none(),
+           "Puts feeds into the context, runs, and returns every graph output by name.")
+      .def_property_readonly("input_names", [](const RuntimeSession& s) {
+        std::vector<std::string> names;
+        for (const ValueInfo& v : s.inputs()) names.push_back(v.name);
+        return names;
+      })
+      .def_property_readonly("output_names", [](const RuntimeSession& s) {
+        std::vector<std::string> names;
+        for (const ValueInfo& v : s.outputs()) names.push_back(v.name);
+        return names;
+      })
+      .def_property_readonly("required_input_names", &RuntimeSession::RequiredInputNames)
+      .def_property_readonly("inputs", [](const RuntimeSession& s) { return DescribeValues(s.inputs()); })
+      .def_property_readonly("outputs", [](const RuntimeSession& s) { return DescribeValues(s.outputs()); });
+}
+
+}  // namespace onnx_light::runtime::python

@@ -1,0 +1,346 @@
+// runtime.Tensor: zero-copy exchange with NumPy (buffer protocol) and DLPack, both directions.
+#include <dlpack/dlpack.h>
+#include <fmt/format.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "onnx_light/runtime/error.h"
+#include "py_tensor.h"
+#include "python_owner.h"
+
+namespace onnx_light::runtime::python {
+
+namespace {
+
+const char* BufferFormat(DataType type) {
+  switch (type) {
+    case DataType::kFloat: return "f";
+    case DataType::kDouble: return "d";
+    case DataType::kFloat16: return "e";
+    case DataType::kBFloat16: return "H";  // NumPy has no bfloat16: raw bits as uint16
+    case DataType::kInt8: return "b";
+    case DataType::kUInt8: return "B";
+    case DataType::kInt16: return "h";
+    case DataType::kUInt16: return "H";
+    case DataType::kInt32: return "i";
+    case DataType::kUInt32: return "I";
+    case DataType::kInt64: return "q";
+    case DataType::kUInt64: return "Q";
+    case DataType::kBool: return "?";
+    case DataType::kComplex64: return "Zf";
+    case DataType::kComplex128: return "Zd";
+    default: return nullptr;
+  }
+}
+
+DataType FromNumpyDtype(const py::dtype& dtype, const std::string& name) {
+  const char kind = dtype.kind();
+  const auto size = dtype.itemsize();
+  switch (kind) {
+    case 'f':
+      if (size == 2) return DataType::kFloat16;
+      if (size == 4) return DataType::kFloat;
+      if (size == 8) return DataType::kDouble;
+      break;
+    case 'i':
+      if (size == 1) return DataType::kInt8;
+      if (size == 2) return DataType::kInt16;
+      if (size == 4) return DataType::kInt32;
+      if (size == 8) return DataType::kInt64;
+      break;
+    case 'u':
+      if (size == 1) return DataType::kUInt8;
+      if (size == 2) return DataType::kUInt16;
+      if (size == 4) return DataType::kUInt32;
+      if (size == 8) return DataType::kUInt64;
+      break;
+    case 'b': return DataType::kBool;
+    case 'c':
+      if (size == 8) return DataType::kComplex64;
+      if (size == 16) return DataType::kComplex128;
+      break;
+    case 'V':
+      if (py::str(dtype.attr("name")).cast<std::string>() == "bfloat16") return DataType::kBFloat16;
+      break;
+    default: break;
+  }
+  throw py::type_error(fmt::format("feed '{}': NumPy dtype {} has no ONNX tensor type", name,
+                                   py::str(dtype).cast<std::string>()));
+}
+
+py::object NumpyDtypeOf(DataType type) {
+  py::module_ np = py::module_::import("numpy");
+  switch (type) {
+    case DataType::kFloat: return np.attr("dtype")("float32");
+    case DataType::kDouble: return np.attr("dtype")("float64");
+    case DataType::kFloat16: return np.attr("dtype")("float16");
+    case DataType::kBFloat16: {
+      try {
+        return np.attr("dtype")(py::module_::import("ml_dtypes").attr("bfloat16"));
+      } catch (const py::error_already_set&) {
+        return np.attr("dtype")("uint16");
+      }
+    }
+    case DataType::kInt8: return np.attr("dtype")("int8");
+    case DataType::kUInt8: return np.attr("dtype")("uint8");
+    case DataType::kInt16: return np.attr("dtype")("int16");
+    case DataType::kUInt16: return np.attr("dtype")("uint16");
+    case DataType::kInt32: return np.attr("dtype")("int32");
+    case DataType::kUInt32: return np.attr("dtype")("uint32");
+    case DataType::kInt64: return np.attr("dtype")("int64");
+    case DataType::kUInt64: return np.attr("dtype")("uint64");
+    case DataType::kBool: return np.attr("dtype")("bool");
+    case DataType::kComplex64: return np.attr("dtype")("complex64");
+    case DataType::kComplex128: return np.attr("dtype")("complex128");
+    case DataType::kString: return np.attr("dtype")("object");
+    default: return py::none();
+  }
+}
+
+Tensor TensorFromNumpy(const py::array& array, const std::string& name) {
+  const py::dtype dtype = array.dtype();
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  if (dtype.kind() == 'U' || dtype.kind() == 'O' || dtype.kind() == 'S') {
+    // Strings cannot be viewed: the runtime stores std::string elements.
+    py::array flat = py::array::ensure(array.attr("ravel")());
+    Tensor tensor = Tensor::Allocate(DataType::kString, shape, MakeCpuAllocator());
+    auto* out = tensor.data<std::string>();
+    for (py::ssize_t i = 0; i < flat.size(); ++i) {
+      py::object item = flat.attr("item")(i);
+      out[i] = py::isinstance<py::bytes>(item) ? item.cast<std::string>()
+                                                : py::str(item).cast<std::string>();
+    }
+    return tensor;
+  }
+  const DataType type = FromNumpyDtype(dtype, name);
+  if (!py::cast<py::object>(array.attr("flags")).attr("c_contiguous").cast<bool>()) {
+    throw py::value_error(fmt::format(
+        "feed '{}': the array is not C-contiguous (strides {}); pass numpy.ascontiguousarray(x) "
+        "to copy it explicitly",
+        name, py::str(array.attr("strides")).cast<std::string>()));
+  }
+  if (!py::cast<py::object>(array.attr("flags")).attr("aligned").cast<bool>()) {
+    throw py::value_error(fmt::format("feed '{}': the array's data is not aligned for {}", name,
+                                      DataTypeName(type)));
+  }
+  return Tensor(type, std::move(shape), OwnerOf(array, array.data()), const_cast<void*>(array.data()));
+}
+
+// ---- DLPack ------------------------------------------------------------------------------------
+
+DLDataType ToDLDataType(DataType type) {
+  switch (type) {
+    case DataType::kFloat: return {kDLFloat, 32, 1};
+    case DataType::kDouble: return {kDLFloat, 64, 1};
+    case DataType::kFloat16: return {kDLFloat, 16, 1};
+    case DataType::kBFloat16: return {kDLBfloat, 16, 1};
+    case DataType::kInt8: return {kDLInt, 8, 1};
+    case DataType::kInt16: return {kDLInt, 16, 1};
+    case DataType::kInt32: return {kDLInt, 32, 1};
+    case DataType::kInt64: return {kDLInt, 64, 1};
+    case DataType::kUInt8: return {kDLUInt, 8, 1};
+    case DataType::kUInt16: return {kDLUInt, 16, 1};
+    case DataType::kUInt32: return {kDLUInt, 32, 1};
+    case DataType::kUInt64: return {kDLUInt, 64, 1};
+    case DataType::kBool: return {kDLUInt, 8, 1};  // DLPack 0.6 has no bool code
+    case DataType::kComplex64: return {kDLComplex, 64, 1};
+    case DataType::kComplex128: return {kDLComplex, 128, 1};
+    default:
+      throw py::type_error(fmt::format("{} tensors cannot be exported through DLPack", DataTypeName(type)));
+  }
+}
+
+DataType FromDLDataType(const DLDataType& dl, const std::string& name) {
+  if (dl.lanes == 1) {
+    switch (dl.code) {
+      case kDLFloat:
+        if (dl.bits == 16) return DataType::kFloat16;
+        if (dl.bits == 32) return DataType::kFloat;
+        if (dl.bits == 64) return DataType::kDouble;
+        break;
+      case kDLBfloat:
+        if (dl.bits == 16) return DataType::kBFloat16;
+        break;
+      case kDLInt:
+        if (dl.bits == 8) return DataType::kInt8;
+        if (dl.bits == 16) return DataType::kInt16;
+        if (dl.bits == 32) return DataType::kInt32;
+        if (dl.bits == 64) return DataType::kInt64;
+        break;
+      case kDLUInt:
+        if (dl.bits == 8) return DataType::kUInt8;
+        if (dl.bits == 16) return DataType::kUInt16;
+        if (dl.bits == 32) return DataType::kUInt32;
+        if (dl.bits == 64) return DataType::kUInt64;
+        break;
+      case kDLComplex:
+        if (dl.bits == 64) return DataType::kComplex64;
+        if (dl.bits == 128) return DataType::kComplex128;
+        break;
+      default: break;
+    }
+  }
+  if (dl.code == 6 && dl.bits == 8) return DataType::kBool;  // kDLBool in DLPack >= 0.8
+  throw py::type_error(fmt::format("feed '{}': DLPack type (code {}, {} bits, {} lanes) has no ONNX "
+                                   "tensor type",
+                                   name, dl.code, dl.bits, dl.lanes));
+}
+
+struct ExportedTensor {
+  Tensor tensor;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  DLManagedTensor managed;
+};
+
+py::capsule ToDLPack(const Tensor& tensor) {
+  auto* holder = new ExportedTensor{tensor, tensor.shape(), tensor.strides(), {}};
+  DLTensor& dl = holder->managed.dl_tensor;
+  dl.data = const_cast<void*>(tensor.raw_data());
+  dl.device = {kDLCPU, 0};
+  dl.ndim = static_cast<int32_t>(tensor.rank());
+  dl.dtype = ToDLDataType(tensor.dtype());
+  dl.shape = holder->shape.data();
+  dl.strides = holder->strides.data();
+  dl.byte_offset = 0;
+  holder->managed.manager_ctx = holder;
+  holder->managed.deleter = [](DLManagedTensor* self) {
+    delete static_cast<ExportedTensor*>(self->manager_ctx);
+  };
+  // A capsule never consumed (still named "dltensor") frees its tensor itself.
+  return py::capsule(&holder->managed, "dltensor", [](PyObject* capsule) {
+    if (PyCapsule_IsValid(capsule, "dltensor")) {
+      auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+      if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+    }
+  });
+}
+
+Tensor TensorFromDLPack(py::handle producer, const std::string& name) {
+  py::object capsule = producer.attr("__dlpack__")();
+  PyObject* raw = capsule.ptr();
+  if (!PyCapsule_IsValid(raw, "dltensor")) {
+    throw py::type_error(fmt::format("feed '{}': __dlpack__ did not return a 'dltensor' capsule", name));
+  }
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(raw, "dltensor"));
+  std::shared_ptr<DLManagedTensor> owner(managed, [](DLManagedTensor* m) {
+    if (m->deleter != nullptr) m->deleter(m);
+  });
+  PyCapsule_SetName(raw, "used_dltensor");
+  const DLTensor& dl = managed->dl_tensor;
+  if (dl.device.device_type != kDLCPU) {
+    throw py::value_error(fmt::format("feed '{}': DLPack tensor lives on device type {}, the runtime "
+                                      "reads CPU memory only",
+                                      name, static_cast<int>(dl.device.device_type)));
+  }
+  const DataType type = FromDLDataType(dl.dtype, name);
+  Shape shape(dl.shape, dl.shape + dl.ndim);
+  Shape strides;
+  if (dl.strides != nullptr) {
+    strides.assign(dl.strides, dl.strides + dl.ndim);
+    if (strides != ContiguousStrides(shape) && ShapeSize(shape) > 1) {
+      throw py::value_error(fmt::format("feed '{}': the DLPack tensor is not contiguous (strides {})",
+                                        name, ShapeToString(strides)));
+    }
+  }
+  auto* data = static_cast<std::byte*>(dl.data) + dl.byte_offset;
+  return Tensor(type, std::move(shape), std::shared_ptr<void>(owner, data), data);
+}
+
+py::buffer_info BufferOf(const PyTensor& self) {
+  const Tensor& t = self.tensor;
+  const char* format = BufferFormat(t.dtype());
+  if (format == nullptr) {
+    throw py::type_error(fmt::format("tensor '{}' of type {} has no buffer view; use .numpy()",
+                                     self.name, DataTypeName(t.dtype())));
+  }
+  const auto item = static_cast<py::ssize_t>(ElementSize(t.dtype()));
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  std::vector<py::ssize_t> strides;
+  for (int64_t s : t.strides()) strides.push_back(s * item);
+  return py::buffer_info(const_cast<void*>(t.raw_data()), item, format, t.rank(), shape, strides,
+                         /*readonly=*/false);
+}
+
+}  // namespace
+
+Tensor TensorFromPython(py::handle object, const std::string& name) {
+  if (py::isinstance<PyTensor>(object)) return object.cast<const PyTensor&>().tensor;
+  if (py::isinstance<py::array>(object)) return TensorFromNumpy(py::reinterpret_borrow<py::array>(object), name);
+  if (py::hasattr(object, "__dlpack__")) return TensorFromDLPack(object, name);
+  throw py::type_error(fmt::format("feed '{}': expected a numpy.ndarray, runtime.Tensor or DLPack "
+                                   "tensor, got {}",
+                                   name, py::str(py::type::of(object).attr("__name__")).cast<std::string>()));
+}
+
+RuntimeValue ValueFromPython(py::handle object, const std::string& name) {
+  if (py::isinstance<py::list>(object) || py::isinstance<py::tuple>(object)) {
+    TensorSequence sequence;
+    for (py::handle item : object) {
+      Tensor t = TensorFromPython(item, name);
+      if (sequence.element_type == DataType::kUndefined) sequence.element_type = t.dtype();
+      if (t.dtype() != sequence.element_type) {
+        throw py::type_error(fmt::format("feed '{}': sequence items mix {} and {}", name,
+                                         DataTypeName(sequence.element_type), DataTypeName(t.dtype())));
+      }
+      sequence.items.push_back(std::move(t));
+    }
+    return sequence;
+  }
+  if (object.is_none()) return EmptyOptional{};
+  return TensorFromPython(object, name);
+}
+
+py::object ValueToPython(const RuntimeValue& value, const std::string& name) {
+  switch (value.kind()) {
+    case RuntimeValue::Kind::kTensor: return py::cast(PyTensor{name, value.tensor()});
+    case RuntimeValue::Kind::kSequence: {
+      py::list items;
+      for (const Tensor& t : value.sequence().items) items.append(py::cast(PyTensor{name, t}));
+      return items;
+    }
+    case RuntimeValue::Kind::kEncoded: return py::bytes(*value.encoded().bytes);
+    default: return py::none();
+  }
+}
+
+void BindTensor(py::module_& m) {
+  py::class_<PyTensor>(m, "Tensor", py::buffer_protocol(),
+                       "A named tensor owned or shared by the runtime. numpy.asarray(t) and "
+                       "numpy.from_dlpack(t) view it without copying.")
+      .def(py::init([](py::handle array, std::string name) {
+             return PyTensor{name, TensorFromPython(array, name)};
+           }),
+           py::arg("array"), py::arg("name") = "",
+           "Wraps a contiguous NumPy array or DLPack tensor without copying.")
+      .def_property_readonly("name", [](const PyTensor& t) { return t.name; })
+      .def_property_readonly("shape", [](const PyTensor& t) { return py::tuple(py::cast(t.tensor.shape())); })
+      .def_property_readonly("dtype", [](const PyTensor& t) { return NumpyDtypeOf(t.tensor.dtype()); })
+      .def_property_readonly("data_type", [](const PyTensor& t) { return static_cast<int>(t.tensor.dtype()); })
+      .def_property_readonly("is_contiguous", [](const PyTensor& t) { return t.tensor.is_contiguous(); })
+      .def_buffer(&BufferOf)
+      .def("numpy", [](py::object self) -> py::object {
+             const PyTensor& t = self.cast<const PyTensor&>();
+             py::module_ np = py::module_::import("numpy");
+             if (t.tensor.dtype() == DataType::kString) {
+               py::list items;
+               const auto* s = t.tensor.Contiguous(MakeCpuAllocator()).data<std::string>();
+               for (int64_t i = 0; i < t.tensor.size(); ++i) items.append(py::str(s[i]));
+               return np.attr("array")(items, "object").attr("reshape")(py::cast(t.tensor.shape()));
+             }
+             py::object array = np.attr("asarray")(self);
+             if (t.tensor.dtype() == DataType::kBFloat16) array = array.attr("view")(NumpyDtypeOf(DataType::kBFloat16));
+             return array;
+           },
+           "A NumPy view (strings and bfloat16 get their proper dtypes; strings are copied).")
+      .def("__dlpack__", [](const PyTensor& t, py::object stream, py::kwargs) { return ToDLPack(t.tensor); },
+           py::arg("stream") = py::none())
+      .def("__dlpack_device__", [](const PyTensor&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
+      .def("__repr__", [](const PyTensor& t) {
+        return fmt::format("Tensor(name='{}', dtype={}, shape={})", t.name, DataTypeName(t.tensor.dtype()),
+                           ShapeToString(t.tensor.shape()));
+      });
+}
+
+}  // namespace onnx_light::runtime::python

@@ -1,0 +1,105 @@
+#include "session/function_kernel.h"
+
+#include <absl/container/inlined_vector.h>
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+// Nested calls instantiate their callee while the caller is being built; a function that calls
+// itself (directly or not) would never finish.
+thread_local int instantiation_depth = 0;
+constexpr int kMaxFunctionDepth = 64;
+
+const Attribute* FindAttr(const std::vector<Attribute>& attrs, std::string_view name) {
+  for (const Attribute& a : attrs) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+// Body nodes with the caller's attribute references resolved; references the caller leaves
+// unset fall back to the function's defaults, or are dropped (the kernel's default applies).
+std::vector<Node> InstantiateBody(const Function& function, const Node& call) {
+  std::vector<Node> nodes = function.nodes;
+  for (Node& node : nodes) {
+    std::vector<Attribute> resolved;
+    for (Attribute& attr : node.attributes) {
+      if (attr.ref_attr_name.empty()) {
+        resolved.push_back(std::move(attr));
+        continue;
+      }
+      const Attribute* source = FindAttr(call.attributes, attr.ref_attr_name);
+      if (source == nullptr) source = FindAttr(function.attribute_defaults, attr.ref_attr_name);
+      if (source == nullptr) continue;
+      Attribute copy = *source;
+      copy.name = attr.name;
+      copy.ref_attr_name.clear();
+      resolved.push_back(std::move(copy));
+    }
+    node.attributes = std::move(resolved);
+  }
+  return nodes;
+}
+
+class FunctionKernel final : public KernelBase {
+ public:
+  FunctionKernel(const Function& function, const Node& call, const KernelSources& sources)
+      : function_(function) {
+    if (call.inputs.size() > function.inputs.size() || call.outputs.size() > function.outputs.size()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("node '{}' calls function '{}' with {} inputs and {} outputs; it "
+                              "declares {} and {}",
+                              call.name, function.name, call.inputs.size(), call.outputs.size(),
+                              function.inputs.size(), function.outputs.size()));
+    }
+    body_.name = function.name;
+    body_.nodes = InstantiateBody(function, call);
+    for (const std::string& name : function.inputs) body_.inputs.push_back({name, {}});
+    for (const std::string& name : function.outputs) body_.outputs.push_back({name, {}});
+    KernelSources body_sources = sources;
+    body_sources.opset_imports = &function.opset_imports;
+    if (++instantiation_depth > kMaxFunctionDepth) {
+      --instantiation_depth;
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("function '{}' nests deeper than {} calls (recursive?)", function.name,
+                              kMaxFunctionDepth));
+    }
+    try {
+      plan_ = std::make_unique<GraphPlan>(body_, body_sources, nullptr);
+    } catch (...) {
+      --instantiation_depth;
+      throw;
+    }
+    --instantiation_depth;
+  }
+
+  void Run(RuntimeContext& rt) const override {
+    absl::InlinedVector<const RuntimeValue*, 8> inputs;
+    for (size_t i = 0; i < function_.inputs.size(); ++i) {
+      inputs.push_back(rt.has_input(i) ? &rt.InputValue(i) : nullptr);
+    }
+    RuntimeContext child = rt.CreateChild(ChildContextKind::kFunction);
+    std::vector<RuntimeValue> outputs = plan_->Execute(child, inputs, {});
+    for (size_t i = 0; i < rt.num_outputs() && i < outputs.size(); ++i) {
+      rt.SetOutput(i, std::move(outputs[i]));
+    }
+  }
+
+ private:
+  const Function& function_;
+  Graph body_;
+  std::unique_ptr<GraphPlan> plan_;
+};
+
+}  // namespace
+
+std::unique_ptr<KernelBase> MakeFunctionKernel(const Function& function, const Node& call,
+                                               const KernelSources& sources) {
+  return std::make_unique<FunctionKernel>(function, call, sources);
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,184 @@
+#include "session/graph_plan.h"
+
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/error.h"
+#include "session/function_kernel.h"
+#include "session/plan_scope.h"
+#include "session/planned_node.h"
+#include "session/subgraph_runner.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+std::string DescribeNode(const Node& node) {
+  return fmt::format("node '{}' ({})", node.name, node.op_type);
+}
+
+int64_t ImportedVersion(const std::vector<OpsetId>& imports, std::string_view domain) {
+  domain = CanonicalDomain(domain);
+  for (const OpsetId& opset : imports) {
+    if (CanonicalDomain(opset.domain) == domain) return opset.version;
+  }
+  return 0;
+}
+
+const Function* FindFunction(const std::vector<Function>* functions, const Node& node) {
+  if (functions == nullptr) return nullptr;
+  for (const Function& f : *functions) {
+    if (f.name == node.op_type && CanonicalDomain(f.domain) == CanonicalDomain(node.domain) &&
+        f.overload == node.overload) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+GraphPlan::GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope* parent)
+    : graph_(graph) {
+  PlanScope scope(*this, parent);
+  // Initializers first, so graph inputs of the same name take them as defaults.
+  std::vector<int32_t> initializer_slot_of(graph.initializers.size(), -1);
+  absl::flat_hash_map<std::string, int32_t> initializer_index;
+  for (size_t i = 0; i < graph.initializers.size(); ++i) {
+    initializer_index[graph.initializers[i].name] = static_cast<int32_t>(i);
+  }
+  for (const ValueInfo& input : graph.inputs) {
+    const int32_t slot = scope.Define(input.name, TensorKind::kInput, "graph input");
+    input_slots_.push_back(slot);
+    auto it = initializer_index.find(input.name);
+    input_defaults_.push_back(it == initializer_index.end() ? -1 : it->second);
+    if (it != initializer_index.end()) initializer_slot_of[it->second] = slot;
+  }
+  for (size_t i = 0; i < graph.initializers.size(); ++i) {
+    if (initializer_slot_of[i] < 0) {
+      initializer_slot_of[i] =
+          scope.Define(graph.initializers[i].name, TensorKind::kInitializer, "initializer");
+      initializer_slots_.emplace_back(initializer_slot_of[i], graph.initializers[i].tensor);
+    }
+  }
+  CompileNodes(sources, scope);
+
+  for (const ValueInfo& output : graph.outputs) {
+    const int32_t slot = scope.Resolve(output.name);
+    if (slot < 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("graph '{}': output '{}' is not produced by any node, input or "
+                              "initializer",
+                              graph.name, output.name));
+    }
+    if (slots_[slot].kind == TensorKind::kIntermediate) slots_[slot].kind = TensorKind::kOutput;
+    output_slots_.push_back(slot);
+  }
+
+  // Release each intermediate after its last consumer; graph outputs are never released.
+  std::vector<int32_t> last_use(slots_.size(), -1);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (int32_t s : nodes_[i].inputs) {
+      if (s >= 0) last_use[s] = static_cast<int32_t>(i);
+    }
+    for (int32_t s : nodes_[i].captures) last_use[s] = static_cast<int32_t>(i);
+    for (int32_t s : nodes_[i].outputs) {  // an unused output dies right after its producer
+      if (s >= 0 && last_use[s] < static_cast<int32_t>(i)) last_use[s] = static_cast<int32_t>(i);
+    }
+  }
+  for (int32_t s : output_slots_) last_use[s] = -1;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (last_use[s] >= 0) nodes_[last_use[s]].release_after.push_back(static_cast<int32_t>(s));
+  }
+}
+
+GraphPlan::~GraphPlan() = default;
+
+void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
+  nodes_.reserve(graph_.nodes.size());
+  for (const Node& node : graph_.nodes) {
+    PlannedNode planned;
+    planned.node = &node;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const std::string& name = node.inputs[i];
+      if (name.empty()) {
+        planned.inputs.push_back(-1);
+        continue;
+      }
+      const int32_t slot = scope.Resolve(name);
+      if (slot < 0) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("{}: input {} '{}' is not produced by an earlier node, a graph "
+                                "input or an initializer",
+                                DescribeNode(node), i, name));
+      }
+      planned.inputs.push_back(slot);
+    }
+
+    // Subgraphs see the values defined so far; their captures become this node's captures.
+    std::vector<std::pair<std::string, const SubgraphRunner*>> runners;
+    for (const Attribute& attr : node.attributes) {
+      if (attr.type != AttributeType::kGraph || !attr.g) continue;
+      auto runner = std::make_unique<CompiledSubgraph>(*attr.g, sources, scope, attr.name);
+      std::vector<int32_t> capture_positions;
+      for (const std::string& captured : runner->plan().capture_names()) {
+        const int32_t slot = scope.Resolve(captured);
+        if (slot < 0) {
+          throw Error(ErrorCode::kInvalidArgument,
+                      fmt::format("{}: subgraph '{}' uses '{}', which no enclosing graph defines",
+                                  DescribeNode(node), attr.name, captured));
+        }
+        capture_positions.push_back(static_cast<int32_t>(planned.captures.size()));
+        planned.captures.push_back(slot);
+      }
+      runner->set_capture_positions(std::move(capture_positions));
+      runners.emplace_back(attr.name, runner.get());
+      planned.subgraphs.push_back(std::move(runner));
+    }
+
+    const int64_t version = ImportedVersion(*sources.opset_imports, node.domain);
+    const KernelFactory* factory = nullptr;
+    for (const KernelRegistry* registry :
+         {sources.context_kernels, sources.global_kernels.get()}) {
+      if (registry != nullptr && factory == nullptr) {
+        factory = registry->Find(node.domain, node.op_type, version > 0 ? version : INT64_MAX);
+      }
+    }
+    const Function* function = factory == nullptr ? FindFunction(sources.functions, node) : nullptr;
+    if (factory == nullptr && function == nullptr) {
+      if (version == 0) {
+        throw Error(ErrorCode::kUnimplemented,
+                    fmt::format("{}: domain '{}' is not imported by the model", DescribeNode(node),
+                                node.domain));
+      }
+      factory = sources.builtin_kernels->Find(node.domain, node.op_type, version);
+      if (factory == nullptr) {
+        throw Error(ErrorCode::kUnimplemented,
+                    fmt::format("{}: no kernel for operator '{}{}' at opset {}", DescribeNode(node),
+                                node.domain.empty() ? "" : node.domain + "::", node.op_type, version));
+      }
+    }
+    if (function != nullptr) {
+      planned.kernel = MakeFunctionKernel(*function, node, sources);
+    } else {
+      KernelBuildInfo info(node, version, [&runners](std::string_view attr) -> const SubgraphRunner* {
+        for (auto& [name, runner] : runners) {
+          if (name == attr) return runner;
+        }
+        return nullptr;
+      });
+      planned.kernel = (*factory)(info);
+      if (!planned.kernel) {
+        throw Error(ErrorCode::kInternal,
+                    fmt::format("{}: the kernel factory returned nothing", DescribeNode(node)));
+      }
+    }
+
+    for (const std::string& name : node.outputs) {
+      planned.outputs.push_back(
+          name.empty() ? -1 : scope.Define(name, TensorKind::kIntermediate, DescribeNode(node)));
+    }
+    nodes_.push_back(std::move(planned));
+  }
+}
+
+}  // namespace onnx_light::runtime

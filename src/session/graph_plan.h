@@ -1,0 +1,69 @@
+#pragma once
+// GraphPlan: one graph compiled for execution — value slots, resolved kernels, captured outer
+// values and release points. Immutable after construction; Execute keeps all per-run state in a
+// frame on the stack, so one plan may run on several threads.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "onnx_light/runtime/kernel_base.h"
+#include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/runtime_context.h"
+
+namespace onnx_light::runtime {
+
+class PlanScope;
+
+/// Where kernels come from while compiling: per-context custom, then global custom, then built-in.
+struct KernelSources {
+  const KernelRegistry* context_kernels = nullptr;
+  std::shared_ptr<const KernelRegistry> global_kernels;
+  const KernelRegistry* builtin_kernels = nullptr;
+  const std::vector<Function>* functions = nullptr;
+  /// Imported opset versions of the graph being compiled (model or function imports).
+  const std::vector<OpsetId>* opset_imports = nullptr;
+};
+
+class GraphPlan {
+ public:
+  /// Compiles `graph`. `parent` is the enclosing graph's scope for subgraphs (null at the top):
+  /// names the graph uses without defining them become captures resolved through it.
+  GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope* parent);
+  ~GraphPlan();
+
+  /// Runs the graph in `rt`. `inputs` follow the graph inputs (nullptr: omitted, so the
+  /// initializer default applies); `captures` follow capture_names(). Returns graph outputs.
+  std::vector<RuntimeValue> Execute(RuntimeContext& rt, std::span<const RuntimeValue* const> inputs,
+                                    std::span<const RuntimeValue* const> captures) const;
+
+  const std::vector<std::string>& capture_names() const noexcept { return capture_names_; }
+  const std::vector<ValueInfo>& inputs() const noexcept { return graph_.inputs; }
+  const std::vector<ValueInfo>& outputs() const noexcept { return graph_.outputs; }
+  /// Whether input `index` has an initializer default.
+  bool input_has_default(size_t index) const { return input_defaults_[index] >= 0; }
+
+  struct Slot {
+    std::string name;
+    TensorKind kind = TensorKind::kIntermediate;
+  };
+  struct PlannedNode;
+
+ private:
+  friend class PlanScope;
+  void CompileNodes(const KernelSources& sources, PlanScope& scope);
+
+  const Graph& graph_;
+  std::vector<Slot> slots_;
+  std::vector<int32_t> input_slots_;
+  std::vector<int32_t> input_defaults_;  // initializer index per input, -1 if none
+  std::vector<std::pair<int32_t, Tensor>> initializer_slots_;
+  std::vector<int32_t> output_slots_;
+  std::vector<std::string> capture_names_;
+  std::vector<int32_t> capture_slots_;
+  std::vector<PlannedNode> nodes_;
+};
+
+}  // namespace onnx_light::runtime

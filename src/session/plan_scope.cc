@@ -1,0 +1,31 @@
+#include "session/plan_scope.h"
+
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/error.h"
+#include "session/planned_node.h"
+
+namespace onnx_light::runtime {
+
+int32_t PlanScope::Define(const std::string& name, TensorKind kind, std::string_view defined_by) {
+  const auto slot = static_cast<int32_t>(plan_.slots_.size());
+  auto [it, inserted] = names_.try_emplace(name, slot);
+  if (!inserted) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{} defines value '{}', which the graph already defines", defined_by,
+                            name));
+  }
+  plan_.slots_.push_back({name, kind});
+  return slot;
+}
+
+int32_t PlanScope::Resolve(const std::string& name) {
+  if (auto it = names_.find(name); it != names_.end()) return it->second;
+  if (parent_ == nullptr || parent_->Resolve(name) < 0) return -1;
+  const int32_t slot = Define(name, TensorKind::kUnknown, "capture");
+  plan_.capture_names_.push_back(name);
+  plan_.capture_slots_.push_back(slot);
+  return slot;
+}
+
+}  // namespace onnx_light::runtime

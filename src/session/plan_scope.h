@@ -1,0 +1,32 @@
+#pragma once
+// PlanScope: name resolution while a graph is compiled. Names a graph uses without defining
+// them are looked up in enclosing graphs and become captures of every graph in between.
+
+#include <absl/container/flat_hash_map.h>
+
+#include <string>
+#include <string_view>
+
+#include "onnx_light/runtime/runtime_event.h"
+
+namespace onnx_light::runtime {
+
+class GraphPlan;
+
+class PlanScope {
+ public:
+  PlanScope(GraphPlan& plan, PlanScope* parent) : plan_(plan), parent_(parent) {}
+
+  /// A new slot for a value this graph defines. Throws when the name is already defined here.
+  int32_t Define(const std::string& name, TensorKind kind, std::string_view defined_by);
+  /// The slot holding `name`, capturing it from enclosing graphs when needed; -1 when no graph
+  /// in the chain defines it.
+  int32_t Resolve(const std::string& name);
+
+ private:
+  GraphPlan& plan_;
+  PlanScope* parent_;
+  absl::flat_hash_map<std::string, int32_t> names_;
+};
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,23 @@
+#pragma once
+// One node of a GraphPlan: its kernel, slot indexes and what to release after it runs.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnx_light/runtime/kernel_base.h"
+#include "session/graph_plan.h"
+
+namespace onnx_light::runtime {
+
+struct GraphPlan::PlannedNode {
+  const Node* node = nullptr;
+  std::unique_ptr<KernelBase> kernel;
+  std::vector<int32_t> inputs;    // -1: omitted optional input
+  std::vector<int32_t> outputs;   // -1: unused optional output
+  std::vector<int32_t> captures;  // outer values used by the node's subgraphs
+  std::vector<int32_t> release_after;
+  std::vector<std::unique_ptr<SubgraphRunner>> subgraphs;
+};
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,127 @@
+"""Build one-node (or small) ONNX models and compare our runtime with onnx.reference / ORT.
+
+Every operator test uses these helpers:
+
+    check_node("Add", {"a": x, "b": y})                      # vs onnx.reference
+    check_node("Softmax", {"x": x}, {"axis": -1}, reference="ort")
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_light.runtime as runtime
+
+OPSET = 23
+
+
+def tensor_type(array: np.ndarray) -> int:
+    return helper.np_dtype_to_tensor_dtype(array.dtype)
+
+
+def make_model(
+    nodes,
+    inputs: dict[str, np.ndarray],
+    outputs: list[str] | dict[str, int | None],
+    initializers: dict[str, np.ndarray] | None = None,
+    opset: int = OPSET,
+    extra_opsets: dict[str, int] | None = None,
+    functions=None,
+    output_shapes: bool = False,
+) -> onnx.ModelProto:
+    """A model whose graph inputs are typed from `inputs` and whose outputs are untyped."""
+    graph_inputs = [helper.make_tensor_value_info(n, tensor_type(a), a.shape) for n, a in inputs.items()]
+    if isinstance(outputs, dict):
+        graph_outputs = [helper.make_tensor_value_info(n, t, None) for n, t in outputs.items()]
+    else:
+        graph_outputs = [helper.make_value_info(n, onnx.TypeProto()) for n in outputs]
+    inits = [numpy_helper.from_array(a, n) for n, a in (initializers or {}).items()]
+    graph = helper.make_graph(nodes, "test", graph_inputs, graph_outputs, initializer=inits)
+    opsets = [helper.make_opsetid("", opset)]
+    for domain, version in (extra_opsets or {}).items():
+        opsets.append(helper.make_opsetid(domain, version))
+    model = helper.make_model(graph, opset_imports=opsets, functions=functions or [])
+    model.ir_version = 10
+    return model
+
+
+def node_model(op_type, inputs, attrs=None, n_outputs=1, opset=OPSET, initializers=None, domain=""):
+    """A model with a single node whose inputs are graph inputs (or initializers) in order."""
+    names = list(inputs) + list(initializers or {})
+    outputs = [f"y{i}" for i in range(n_outputs)]
+    node = helper.make_node(op_type, names, outputs, domain=domain, **(attrs or {}))
+    return make_model([node], inputs, outputs, initializers=initializers, opset=opset)
+
+
+def run_ours(model, feeds, context=None, options=None):
+    ctx = context or runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+    session = runtime.RuntimeSession(model, options)
+    out = session.run(ctx, feeds)
+    return [_to_numpy(out[o.name]) for o in model.graph.output]
+
+
+def _to_numpy(value):
+    if isinstance(value, list):
+        return [np.asarray(v) for v in value]
+    if value is None:
+        return None
+    return value.numpy()
+
+
+def run_reference(model, feeds):
+    from onnx.reference import ReferenceEvaluator
+
+    return ReferenceEvaluator(model).run(None, feeds)
+
+
+def run_ort(model, feeds):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def assert_close(actual, expected, rtol=1e-5, atol=1e-6, name="output"):
+    if isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), f"{name}: sequence lengths differ"
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_close(a, e, rtol, atol, f"{name}[{i}]")
+        return
+    expected = np.asarray(expected)
+    actual = np.asarray(actual)
+    assert actual.shape == expected.shape, f"{name}: shape {actual.shape} != expected {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{name}: dtype {actual.dtype} != expected {expected.dtype}"
+    if expected.dtype.kind in "fc":
+        np.testing.assert_allclose(actual.astype(np.float64) if expected.dtype == np.float16 else actual,
+                                   expected, rtol=rtol, atol=atol, err_msg=name)
+    else:
+        np.testing.assert_array_equal(actual, expected, err_msg=name)
+
+
+def check_model(model, feeds, reference="onnx", rtol=1e-5, atol=1e-6):
+    """Runs `model` in both runtimes and asserts every output matches."""
+    expected = run_reference(model, feeds) if reference == "onnx" else run_ort(model, feeds)
+    actual = run_ours(model, feeds)
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        assert_close(a, e, rtol, atol, name=f"{model.graph.output[i].name}")
+    return actual
+
+
+def check_node(op_type, inputs, attrs=None, n_outputs=1, opset=OPSET, initializers=None,
+               reference="onnx", rtol=1e-5, atol=1e-6):
+    """One node against the reference on the given inputs; returns our outputs."""
+    model = node_model(op_type, inputs, attrs, n_outputs, opset, initializers)
+    return check_model(model, dict(inputs), reference, rtol, atol)
+
+
+def random(shape, dtype=np.float32, low=-2.0, high=2.0, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(int(low), int(high) + 1, size=shape).astype(dtype)
+    if np.dtype(dtype) == np.bool_:
+        return rng.random(size=shape) > 0.5
+    return rng.uniform(low, high, size=shape).astype(dtype)
