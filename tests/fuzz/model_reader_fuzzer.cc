@@ -12,8 +12,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A heap copy of exactly `size` bytes lets ASan flag any read past the end.
-  auto owner = std::make_shared<std::vector<std::byte>>(reinterpret_cast<const std::byte*>(data),
-                                                        reinterpret_cast<const std::byte*>(data) + size);
+  auto owner = std::make_shared<std::vector<std::byte>>(
+      reinterpret_cast<const std::byte*>(data), reinterpret_cast<const std::byte*>(data) + size);
   try {
     onnx_light::runtime::LoadModelFromBuffer(owner, std::span<const std::byte>(*owner));
   } catch (const onnx_light::runtime::Error&) {
