@@ -11,13 +11,20 @@
 namespace onnx_light::runtime {
 
 int64_t ShapeSize(std::span<const int64_t> shape) {
-  int64_t size = 1;
+  bool has_zero = false;
   for (int64_t d : shape) {
     if (d < 0) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("shape {} has a negative dimension", ShapeToString(shape)));
     }
-    if (d != 0 && size > std::numeric_limits<int64_t>::max() / d) {
+    has_zero = has_zero || d == 0;
+  }
+  // A zero dimension makes the count zero however large the others are; checking it first keeps
+  // the result independent of the order of the dimensions.
+  if (has_zero) return 0;
+  int64_t size = 1;
+  for (int64_t d : shape) {
+    if (size > std::numeric_limits<int64_t>::max() / d) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("shape {} has more elements than int64 can count", ShapeToString(shape)));
     }
