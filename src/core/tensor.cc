@@ -42,7 +42,10 @@ Shape ContiguousStrides(std::span<const int64_t> shape) {
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= shape[i];
+    // Only a shape with a zero dimension further out can overflow here (ShapeSize bounds every
+    // other product). Such a tensor has no elements to address, so the outer strides become 0
+    // instead of overflowing.
+    if (__builtin_mul_overflow(stride, shape[i], &stride)) stride = 0;
   }
   return strides;
 }
