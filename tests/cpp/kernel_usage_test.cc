@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "onnx_light/runtime/kernel_base.h"
 #include "onnx_light/runtime/runtime_context.h"
 #include "test_util.h"
 
@@ -210,6 +211,23 @@ TEST(KernelUsageTest, ChildKeepsTheRecorderAliveAfterItsParentIsDestroyed) {
   parent.reset();
   child.RecordKernelUsage("child");
   EXPECT_EQ(child.GetKernelUsage(), (Names{"parent", "child"}));
+}
+
+// The way backends use it: from KernelBase::Run with the dispatching context.
+class RecordingKernel final : public KernelBase {
+ public:
+  void Run(RuntimeContext& rt) const override { rt.RecordKernelUsage("Custom/float32/reference"); }
+};
+
+TEST(KernelUsageTest, KernelsRecordFromRun) {
+  RuntimeContext rt = MakeContext();
+  RuntimeContext body = rt.CreateChild(ChildContextKind::kSubgraph, 0, "body");
+  const RecordingKernel kernel;
+  kernel.Run(body);  // disabled: nothing
+  rt.set_kernel_usage_enabled(true);
+  kernel.Run(body);
+  kernel.Run(rt);
+  EXPECT_EQ(rt.GetKernelUsage(), Names(2, "Custom/float32/reference"));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/runtime_context.h"
@@ -226,6 +227,40 @@ TEST(RuntimeContextRecordingTest, ZeroTimestampBecomesRecordingTime) {
   EXPECT_LE(rt.events()[0].timestamp_ns, after);
   // Nanoseconds since the Unix epoch: later than 2020-01-01.
   EXPECT_GT(rt.events()[0].timestamp_ns, int64_t{1'577'836'800} * 1'000'000'000);
+}
+
+TEST(RuntimeContextRecordingTest, StorageFieldsArePerEventNotCumulative) {
+  RuntimeContext rt = MakeContext(true);
+  for (int i = 0; i < 3; ++i) {
+    rt.RecordEvent({.action = RuntimeEventAction::kPersistentStorage,
+                    .storage_allocations = 1,
+                    .storage_allocated_bytes = 256,
+                    .storage_prefix_copied_bytes = 128,
+                    .storage_append_copied_bytes = 64,
+                    .storage_reuse_count = 0});
+  }
+  uint64_t allocated = 0;
+  for (const RuntimeEvent& e : rt.events()) {
+    EXPECT_EQ(e.storage_allocations, 1u);
+    EXPECT_EQ(e.storage_allocated_bytes, 256u);
+    EXPECT_EQ(e.storage_prefix_copied_bytes, 128u);
+    EXPECT_EQ(e.storage_append_copied_bytes, 64u);
+    allocated += e.storage_allocated_bytes;
+  }
+  EXPECT_EQ(allocated, 768u);
+}
+
+// Children write straight into the shared log: no buffering, no merge when the child goes away.
+TEST(RuntimeContextRecordingTest, ChildEventsAppearImmediatelyInRecordingOrder) {
+  RuntimeContext root = MakeContext(true);
+  RuntimeContext child = root.CreateChild(ChildContextKind::kFunction);
+  root.RecordEvent({.name = "1"});
+  child.RecordEvent({.name = "2"});
+  ASSERT_EQ(root.events().size(), 2u);  // visible while the child is alive
+  root.RecordEvent({.name = "3"});
+  child.RecordEvent({.name = "4"});
+  ASSERT_EQ(root.events().size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(root.events()[i].name, std::to_string(i + 1));
 }
 
 TEST(RuntimeContextRecordingTest, EntriesRecordedBeforeAnExceptionStay) {
