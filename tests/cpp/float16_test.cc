@@ -104,9 +104,12 @@ TEST(Float16Test, ExhaustiveRoundTrip) {
     // Reference value from the IEEE definition.
     const int exponent = (bits >> 10) & 0x1f;
     const int mantissa = bits & 0x3ff;
-    const float magnitude = exponent == 0x1f ? std::numeric_limits<float>::infinity()
-                            : exponent == 0  ? std::ldexp(static_cast<float>(mantissa), -24)
-                                             : std::ldexp(static_cast<float>(1024 + mantissa), exponent - 25);
+    float magnitude = std::numeric_limits<float>::infinity();
+    if (exponent == 0) {
+      magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    } else if (exponent != 0x1f) {
+      magnitude = std::ldexp(static_cast<float>(1024 + mantissa), exponent - 25);
+    }
     ASSERT_EQ(f, (bits & 0x8000) ? -magnitude : magnitude) << std::hex << bits;
     ASSERT_EQ(Float16::FromFloat(f), h) << std::hex << bits;
   }

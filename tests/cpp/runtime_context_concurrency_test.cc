@@ -113,7 +113,9 @@ TEST(ConcurrencyTest, KernelUsageOperationsFromManyThreads) {
   // The shared recorder is still coherent: one clear and N records give exactly N names.
   root.set_kernel_usage_enabled(true);
   root.ClearKernelUsage();
-  for (int i = 0; i < 10; ++i) related[static_cast<size_t>(i % kThreads)].RecordKernelUsage("Add/float32");
+  for (int i = 0; i < 10; ++i) {
+    related[static_cast<size_t>(i % kThreads)].RecordKernelUsage("Add/float32");
+  }
   EXPECT_EQ(root.GetKernelUsage(), std::vector<std::string>(10, "Add/float32"));
 }
 
@@ -126,7 +128,9 @@ TEST(ConcurrencyTest, ConcurrentKernelUsageRecordingStopsExactlyAtTheLimit) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      for (size_t i = 0; i < kLimit; ++i) children[static_cast<size_t>(t)].RecordKernelUsage(fmt::format("t{}", t));
+      RuntimeContext& child = children[static_cast<size_t>(t)];
+      const std::string name = fmt::format("t{}", t);
+      for (size_t i = 0; i < kLimit; ++i) child.RecordKernelUsage(name);
     });
   }
   for (std::thread& thread : threads) thread.join();
