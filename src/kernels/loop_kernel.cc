@@ -80,6 +80,12 @@ class LoopKernel final : public KernelBase {
       body_inputs.push_back(rt.InputValue(2 + i));
     }
 
+    // Scan outputs the node leaves unnamed are neither kept nor checked.
+    const size_t n_out = rt.num_outputs();
+    std::vector<char> wanted(num_scan_);
+    for (size_t k = 0; k < num_scan_; ++k) {
+      wanted[k] = num_carried_ + k < n_out && rt.output_requested(num_carried_ + k);
+    }
     std::vector<std::vector<Tensor>> scans(num_scan_);
     int64_t iteration = 0;
     for (; cond && iteration < max_trips; ++iteration) {
@@ -96,6 +102,7 @@ class LoopKernel final : public KernelBase {
       body_inputs[1] = std::move(outputs[0]);
       for (size_t i = 0; i < num_carried_; ++i) body_inputs[2 + i] = std::move(outputs[1 + i]);
       for (size_t k = 0; k < num_scan_; ++k) {
+        if (!wanted[k]) continue;
         RuntimeValue& value = outputs[1 + num_carried_ + k];
         if (!value.is_tensor()) {
           ThrowInvalid(rt, "scan output {} ('{}') must be a tensor, got {} in iteration {}", k,
@@ -119,11 +126,10 @@ class LoopKernel final : public KernelBase {
     if (rt.kernel_usage_enabled()) {
       rt.RecordKernelUsage(num_scan_ == 0 ? "Loop/any/body" : "Loop/any/body+scan-outputs");
     }
-    const size_t n_out = rt.num_outputs();
     for (size_t i = 0; i < num_carried_ && i < n_out; ++i) rt.SetOutput(i, std::move(body_inputs[2 + i]));
-    for (size_t k = 0; k < num_scan_ && num_carried_ + k < n_out; ++k) {
+    for (size_t k = 0; k < num_scan_; ++k) {
+      if (!wanted[k]) continue;
       const size_t out_index = num_carried_ + k;
-      if (!rt.output_requested(out_index)) continue;
       if (scans[k].empty()) {
         rt.SetOutput(out_index, EmptyStackedOutput(rt, scan_types_[k], 0, scan_names_[k]));
         continue;
