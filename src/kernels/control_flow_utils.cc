@@ -41,9 +41,8 @@ bool ReadCondition(const RuntimeContext& rt, const Tensor& cond, std::string_vie
     ThrowInvalid(rt, "{} must hold exactly one element, got shape {}", what,
                  ShapeToString(cond.shape()));
   }
-  if (cond.is_contiguous()) return *cond.data<bool>();
-  // A one-element strided view still points at its only element.
-  return *static_cast<const bool*>(cond.raw_data());
+  // Contiguous or a strided view, a one-element tensor points at its only element.
+  return *cond.data<bool>();
 }
 
 Tensor SliceFront(const Tensor& t, int64_t index) {

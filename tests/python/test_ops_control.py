@@ -437,6 +437,18 @@ def test_loop_unnamed_outputs_are_skipped():
     np.testing.assert_array_equal(out[0], [0, 1])
 
 
+def test_loop_events_carry_body_position(events_context):
+    body = loop_body([ident("cin", "cout"), ident("i", "i_scan")], [], [], ["i_scan"])
+    nodes = [ident("M", "M2"), helper.make_node("Loop", ["M2", ""], ["iters"], body=body)]
+    feeds = {"M": np.array(3, np.int64)}
+    runtime.RuntimeSession(make_model(nodes, feeds, ["iters"])).run(events_context, feeds)
+    runs = [e for e in events_context.events() if e.action == runtime.RuntimeEventAction.kRunNode]
+    inner = [e for e in runs if e.subgraph_node_index != -1]
+    assert len(inner) == 6  # two Identity nodes, three iterations
+    assert all(e.subgraph_node_index == 1 and e.subgraph_attr_name == "body" for e in inner)
+    assert [e.op_type for e in runs if e.subgraph_node_index == -1] == ["Identity", "Loop"]
+
+
 def test_loop_kernel_usage():
     body = loop_body([ident("cin", "cout"), ident("i", "i_scan")], [], [], ["i_scan"])
     nodes = [helper.make_node("Loop", ["M", ""], ["iters"], body=body)]
@@ -676,6 +688,20 @@ def test_sequence_empty(dtype_code):
     feeds = {}
     out = check_model(seq_model(nodes, feeds, ["seq", "n"]), feeds)
     assert out[0] == [] and int(out[1]) == 0
+
+
+def test_sequence_empty_unsupported_dtype_is_not_implemented():
+    nodes = [helper.make_node("SequenceEmpty", [], ["seq"], dtype=TensorProto.FLOAT8E4M3FN, name="mk")]
+    with pytest.raises(NotImplementedError, match="mk"):
+        runtime.RuntimeSession(seq_model(nodes, {}, ["seq"]))
+
+
+def test_concat_from_sequence_bad_new_axis_is_value_error():
+    feeds = three(np.float32)
+    nodes = [construct(list(feeds)),
+             helper.make_node("ConcatFromSequence", ["seq"], ["y"], axis=0, new_axis=2, name="cat")]
+    with pytest.raises(ValueError, match="cat.*new_axis"):
+        runtime.RuntimeSession(seq_model(nodes, feeds, ["y"]))
 
 
 def test_sequence_empty_default_dtype_then_insert_float():
