@@ -12,4 +12,5 @@ PYBIND11_MODULE(_onnxpykernels, m) {
   rt::BindTensor(runtime);
   rt::BindContext(runtime);
   rt::BindSession(runtime);
+  rt::BindState(runtime);
 }
