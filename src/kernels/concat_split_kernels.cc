@@ -1,9 +1,8 @@
 // Concat and Split: contiguous runs moved with memcpy (std::string assignment for strings).
 // A split whose pieces are contiguous blocks of a contiguous input returns views.
-#include <numeric>
-
 #include "kernels/kernel_tables.h"
 #include "kernels/shape_copy.h"
+#include "onnx_light/runtime/persistent_append.h"
 
 namespace onnx_light::runtime {
 
@@ -44,6 +43,7 @@ class ConcatKernel final : public KernelBase {
       out_shape[axis] += t.dim(axis);
       inputs.push_back(t.Contiguous(rt.allocator()));
     }
+    if (rt.persistent_append_sink() != nullptr && n >= 2 && AppendInPlace(rt, inputs, axis)) return;
     int64_t outer = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= out_shape[d];
     int64_t inner = 1;
@@ -65,6 +65,29 @@ class ConcatKernel final : public KernelBase {
   }
 
  private:
+  // Inside a PersistentValueState call, Concat(past, new...) whose output feeds the next call's
+  // past writes only the new rows, after past in the state's buffer. False when the state
+  // offers no room (the output is not bound, or input 0 is not the bound value).
+  static bool AppendInPlace(RuntimeContext& rt, const std::vector<Tensor>& inputs, int64_t axis) {
+    const Tensor& past = rt.Input(0);
+    int64_t rows = 0;
+    for (size_t i = 1; i < inputs.size(); ++i) rows += inputs[i].dim(axis);
+    PersistentAppendReservation r = rt.ReservePersistentAppend(rt.output_name(0), past, axis, rows);
+    if (!r) return false;
+    const Shape strides = r.append.strides();
+    const size_t element = ElementSize(past.dtype());
+    int64_t column = 0;
+    for (size_t i = 1; i < inputs.size(); ++i) {
+      auto* dst = static_cast<std::byte*>(r.append.raw_data()) + column * strides[axis] * static_cast<int64_t>(element);
+      StridedWrite(past.dtype(), inputs[i].raw_data(), inputs[i].shape(), dst, strides);
+      column += inputs[i].dim(axis);
+    }
+    rt.CommitPersistentAppend(r);
+    rt.SetOutput(0, r.full);
+    rt.RecordKernelUsage("Concat/any/persistent-append");
+    return true;
+  }
+
   int64_t axis_;
 };
 

@@ -157,7 +157,7 @@ class RangeKernel final : public KernelBase {
         for (int64_t i = 0; i < count; ++i) out[i] = FromCompute<T>(static_cast<ComputeType<T>>(s + i * d));
       }
     });
-    rt.RecordKernelUsage(rt.kernel_usage_enabled() ? KernelUsageName("Range", start_t.dtype(), "loop") : "");
+    if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("Range", start_t.dtype(), "loop"));
   }
 };
 

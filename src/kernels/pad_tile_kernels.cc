@@ -189,12 +189,9 @@ class TileKernel final : public KernelBase {
 }  // namespace
 
 void RegisterPadTileKernels(KernelRegistry& registry) {
-  for (int64_t v : {1, 2, 11}) {
-    registry.Register("", "Pad", v, [](const KernelBuildInfo& info) { return std::make_unique<PadKernel>(info); });
-  }
-  for (int64_t v : {1, 6}) {
-    registry.Register("", "Tile", v, [](const KernelBuildInfo& info) { return std::make_unique<TileKernel>(info); });
-  }
+  // Both kernels check the opset themselves (attributes before Pad-11, tiles/axis in Tile-1).
+  registry.Register("", "Pad", 1, [](const KernelBuildInfo& info) { return std::make_unique<PadKernel>(info); });
+  registry.Register("", "Tile", 1, [](const KernelBuildInfo& info) { return std::make_unique<TileKernel>(info); });
 }
 
 }  // namespace onnx_light::runtime

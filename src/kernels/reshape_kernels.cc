@@ -232,15 +232,12 @@ class ExpandKernel final : public KernelBase {
 }  // namespace
 
 void RegisterReshapeKernels(KernelRegistry& registry) {
-  for (int64_t v : {1, 5, 14}) {
-    registry.Register("", "Reshape", v, [](const KernelBuildInfo& info) { return std::make_unique<ReshapeKernel>(info); });
-  }
+  // The kernels check the opset themselves (attributes that became inputs).
+  registry.Register("", "Reshape", 1, [](const KernelBuildInfo& info) { return std::make_unique<ReshapeKernel>(info); });
   registry.Register("", "Flatten", 1, [](const KernelBuildInfo& info) { return std::make_unique<FlattenKernel>(info); });
-  for (int64_t v : {1, 13}) {
-    registry.Register("", "Squeeze", v, [](const KernelBuildInfo& info) { return std::make_unique<SqueezeKernel>(info); });
-    registry.Register("", "Unsqueeze", v,
-                      [](const KernelBuildInfo& info) { return std::make_unique<UnsqueezeKernel>(info); });
-  }
+  registry.Register("", "Squeeze", 1, [](const KernelBuildInfo& info) { return std::make_unique<SqueezeKernel>(info); });
+  registry.Register("", "Unsqueeze", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<UnsqueezeKernel>(info); });
   registry.Register("", "Shape", 1, [](const KernelBuildInfo& info) { return std::make_unique<ShapeKernel>(info); });
   registry.Register("", "Size", 1, [](const KernelBuildInfo&) { return std::make_unique<SizeKernel>(); });
   registry.Register("", "Expand", 8, [](const KernelBuildInfo&) { return std::make_unique<ExpandKernel>(); });

@@ -202,6 +202,44 @@ CopyPath StridedCopy(DataType type, const void* src, std::span<const int64_t> sh
   });
 }
 
+void StridedWrite(DataType type, const void* src, std::span<const int64_t> shape, void* dst,
+                  std::span<const int64_t> dst_strides) {
+  for (int64_t d : shape) {
+    if (d == 0) return;
+  }
+  std::vector<int64_t> merged_shape;
+  std::vector<int64_t> merged_strides;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!merged_shape.empty() && merged_strides.back() == shape[d] * dst_strides[d]) {
+      merged_shape.back() *= shape[d];
+      merged_strides.back() = dst_strides[d];
+    } else {
+      merged_shape.push_back(shape[d]);
+      merged_strides.push_back(dst_strides[d]);
+    }
+  }
+  DispatchUnit(type, [&](auto tag) {
+    using U = decltype(tag);
+    const U* s = static_cast<const U*>(src);
+    U* d = static_cast<U*>(dst);
+    const size_t rank = merged_shape.size();
+    if (rank == 0) {
+      d[0] = s[0];
+      return;
+    }
+    const int64_t inner = merged_shape[rank - 1];
+    const int64_t stride = merged_strides[rank - 1];
+    ForEachOuter(merged_shape, merged_strides, rank - 1, [&](int64_t offset, int64_t row) {
+      if (stride == 1) {
+        CopyUnits(s + row * inner, d + offset, inner);
+      } else {
+        for (int64_t j = 0; j < inner; ++j) d[offset + j * stride] = s[row * inner + j];
+      }
+    });
+  });
+}
+
 bool IsContiguousRun(std::span<const int64_t> shape, std::span<const int64_t> strides) {
   int64_t expected = 1;
   for (size_t d = shape.size(); d-- > 0;) {

@@ -75,6 +75,11 @@ class CopyUsageNames {
 CopyPath StridedCopy(DataType type, const void* src, std::span<const int64_t> shape,
                      std::span<const int64_t> src_strides, void* dst);
 
+/// The inverse of StridedCopy: writes the contiguous `src` of `shape` into `dst` laid out with
+/// `dst_strides` (element strides of a view such as a persistent append reservation).
+void StridedWrite(DataType type, const void* src, std::span<const int64_t> shape, void* dst,
+                  std::span<const int64_t> dst_strides);
+
 /// True when the elements StridedCopy would read with these strides form one contiguous run in
 /// source order (so the result can be a view of the source).
 bool IsContiguousRun(std::span<const int64_t> shape, std::span<const int64_t> strides);

@@ -111,9 +111,8 @@ class SliceKernel final : public KernelBase {
 }  // namespace
 
 void RegisterSliceKernels(KernelRegistry& registry) {
-  for (int64_t v : {1, 10}) {
-    registry.Register("", "Slice", v, [](const KernelBuildInfo& info) { return std::make_unique<SliceKernel>(info); });
-  }
+  // Attributes before opset 10, inputs from 10: the kernel checks the opset.
+  registry.Register("", "Slice", 1, [](const KernelBuildInfo& info) { return std::make_unique<SliceKernel>(info); });
 }
 
 }  // namespace onnx_light::runtime
