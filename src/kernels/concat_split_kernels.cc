@@ -36,7 +36,8 @@ class ConcatKernel final : public KernelBase {
       }
       for (int64_t d = 0; d < rank; ++d) {
         if (d != axis && t.dim(d) != first.dim(d)) {
-          ThrowInvalid(rt, "input {} ('{}') has shape {}, which differs from input 0 shape {} outside axis {}", i,
+          ThrowInvalid(rt,
+                       "input {} ('{}') has shape {}, which differs from input 0 shape {} outside axis {}", i,
                        rt.input_name(i), ShapeToString(t.shape()), ShapeToString(first.shape()), axis);
         }
       }
@@ -78,7 +79,8 @@ class ConcatKernel final : public KernelBase {
     const size_t element = ElementSize(past.dtype());
     int64_t column = 0;
     for (size_t i = 1; i < inputs.size(); ++i) {
-      auto* dst = static_cast<std::byte*>(r.append.raw_data()) + column * strides[axis] * static_cast<int64_t>(element);
+      auto* dst = static_cast<std::byte*>(r.append.raw_data()) +
+                  column * strides[axis] * static_cast<int64_t>(element);
       StridedWrite(past.dtype(), inputs[i].raw_data(), inputs[i].shape(), dst, strides);
       column += inputs[i].dim(axis);
     }
@@ -132,8 +134,8 @@ class SplitKernel final : public KernelBase {
         total += s;
       }
       if (total != dim) {
-        ThrowInvalid(rt, "split {} sums to {} but axis {} of input shape {} is {}", ShapeToString(split), total,
-                     axis, ShapeToString(x.shape()), dim);
+        ThrowInvalid(rt, "split {} sums to {} but axis {} of input shape {} is {}", ShapeToString(split),
+                     total, axis, ShapeToString(x.shape()), dim);
       }
     } else {
       // Equal parts; when the axis does not divide evenly, all but the last part have
@@ -197,8 +199,10 @@ class SplitKernel final : public KernelBase {
 }  // namespace
 
 void RegisterConcatSplitKernels(KernelRegistry& registry) {
-  registry.Register("", "Concat", 1, [](const KernelBuildInfo& info) { return std::make_unique<ConcatKernel>(info); });
-  registry.Register("", "Split", 1, [](const KernelBuildInfo& info) { return std::make_unique<SplitKernel>(info); });
+  registry.Register("", "Concat", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<ConcatKernel>(info); });
+  registry.Register("", "Split", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<SplitKernel>(info); });
 }
 
 }  // namespace onnx_light::runtime

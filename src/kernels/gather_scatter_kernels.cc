@@ -14,8 +14,8 @@ namespace {
 // Wraps a negative index and rejects one outside [-dim, dim).
 inline int64_t WrapIndex(const RuntimeContext& rt, int64_t index, int64_t dim, int64_t axis) {
   if (index < -dim || index >= dim) {
-    ThrowInvalid(rt, "index {} is out of range for axis {} of size {} (expected [{}, {}])", index, axis, dim, -dim,
-                 dim - 1);
+    ThrowInvalid(rt, "index {} is out of range for axis {} of size {} (expected [{}, {}])", index, axis, dim,
+                 -dim, dim - 1);
   }
   return index < 0 ? index + dim : index;
 }
@@ -29,17 +29,22 @@ Reduction ParseReduction(const KernelBuildInfo& info) {
   if (r == "mul") return Reduction::kMul;
   if (r == "max" && info.opset_version() >= 18) return Reduction::kMax;
   if (r == "min" && info.opset_version() >= 18) return Reduction::kMin;
-  throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("{}: reduction '{}' is not supported at opset {}", info.Describe(), r, info.opset_version()));
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: reduction '{}' is not supported at opset {}",
+                                                       info.Describe(), r, info.opset_version()));
 }
 
 std::string_view ReductionName(Reduction r) {
   switch (r) {
-    case Reduction::kNone: return "none";
-    case Reduction::kAdd: return "add";
-    case Reduction::kMul: return "mul";
-    case Reduction::kMax: return "max";
-    case Reduction::kMin: return "min";
+    case Reduction::kNone:
+      return "none";
+    case Reduction::kAdd:
+      return "add";
+    case Reduction::kMul:
+      return "mul";
+    case Reduction::kMax:
+      return "max";
+    case Reduction::kMin:
+      return "min";
   }
   return "none";
 }
@@ -51,11 +56,21 @@ inline void Reduce(T& dst, const T& src, Reduction r) {
   const C b = ToCompute(src);
   C v;
   switch (r) {
-    case Reduction::kAdd: v = static_cast<C>(a + b); break;
-    case Reduction::kMul: v = static_cast<C>(a * b); break;
-    case Reduction::kMax: v = std::max(a, b); break;
-    case Reduction::kMin: v = std::min(a, b); break;
-    default: v = b; break;
+    case Reduction::kAdd:
+      v = static_cast<C>(a + b);
+      break;
+    case Reduction::kMul:
+      v = static_cast<C>(a * b);
+      break;
+    case Reduction::kMax:
+      v = std::max(a, b);
+      break;
+    case Reduction::kMin:
+      v = std::min(a, b);
+      break;
+    default:
+      v = b;
+      break;
   }
   dst = FromCompute<T>(v);
 }
@@ -77,7 +92,8 @@ class GatherKernel final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const Tensor data = rt.Input(0).Contiguous(rt.allocator());
     const Tensor& indices_tensor = rt.Input(1);
-    if (data.rank() == 0) ThrowInvalid(rt, "input 0 ('{}') is a scalar; Gather needs rank >= 1", rt.input_name(0));
+    if (data.rank() == 0)
+      ThrowInvalid(rt, "input 0 ('{}') is a scalar; Gather needs rank >= 1", rt.input_name(0));
     const int64_t axis = NormalizeAxis(rt, axis_, data.rank());
     std::vector<int64_t> indices = ReadInt64s(rt, 1);
     const int64_t dim = data.dim(axis);
@@ -115,7 +131,8 @@ class GatherKernel final : public KernelBase {
 // Walks every index of `shape` in row-major order and calls fn(linear_index, data_offset) where
 // data_offset = sum over d != axis of index[d] * strides[d].
 template <typename Fn>
-void ForEachIndexSkippingAxis(std::span<const int64_t> shape, std::span<const int64_t> strides, int64_t axis, Fn&& fn) {
+void ForEachIndexSkippingAxis(std::span<const int64_t> shape, std::span<const int64_t> strides, int64_t axis,
+                              Fn&& fn) {
   const int64_t total = ShapeSize(shape);
   if (total == 0) return;
   const size_t rank = shape.size();
@@ -217,10 +234,10 @@ class ScatterElementsKernel final : public KernelBase {
       });
     });
     if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(fmt::format("ScatterElements/{}/{}", reduction_ == Reduction::kNone
-                                                                   ? std::string_view("any")
-                                                                   : DataTypeName(data.dtype()),
-                                       ReductionName(reduction_)));
+      rt.RecordKernelUsage(
+          fmt::format("ScatterElements/{}/{}",
+                      reduction_ == Reduction::kNone ? std::string_view("any") : DataTypeName(data.dtype()),
+                      ReductionName(reduction_)));
     }
   }
 
@@ -231,17 +248,19 @@ class ScatterElementsKernel final : public KernelBase {
 
 // Splits data for GatherND / ScatterND: the offsets of the indexed slices.
 struct NdLayout {
-  int64_t batch = 1;        // product of the batch dimensions
-  int64_t per_batch = 1;    // index tuples per batch entry
-  int64_t slice = 1;        // elements per indexed slice
-  int64_t batch_stride = 1; // data elements per batch entry
+  int64_t batch = 1;             // product of the batch dimensions
+  int64_t per_batch = 1;         // index tuples per batch entry
+  int64_t slice = 1;             // elements per indexed slice
+  int64_t batch_stride = 1;      // data elements per batch entry
   std::vector<int64_t> offsets;  // data offset of each indexed slice (batch offset included)
 };
 
-NdLayout ResolveNd(const RuntimeContext& rt, const Tensor& data, const Tensor& indices_tensor, int64_t batch_dims) {
+NdLayout ResolveNd(const RuntimeContext& rt, const Tensor& data, const Tensor& indices_tensor,
+                   int64_t batch_dims) {
   const int64_t r = data.rank();
   const int64_t q = indices_tensor.rank();
-  if (q < 1) ThrowInvalid(rt, "indices must have rank >= 1, got shape {}", ShapeToString(indices_tensor.shape()));
+  if (q < 1)
+    ThrowInvalid(rt, "indices must have rank >= 1, got shape {}", ShapeToString(indices_tensor.shape()));
   if (r < 1) ThrowInvalid(rt, "data must have rank >= 1, got shape {}", ShapeToString(data.shape()));
   if (batch_dims < 0 || batch_dims >= std::min(q, r)) {
     ThrowInvalid(rt, "batch_dims {} must be in [0, {}) for data shape {} and indices shape {}", batch_dims,
@@ -249,8 +268,9 @@ NdLayout ResolveNd(const RuntimeContext& rt, const Tensor& data, const Tensor& i
   }
   const int64_t k = indices_tensor.dim(q - 1);
   if (k < 1 || k > r - batch_dims) {
-    ThrowInvalid(rt, "indices shape {} indexes {} dimensions; data shape {} with batch_dims {} allows 1 to {}",
-                 ShapeToString(indices_tensor.shape()), k, ShapeToString(data.shape()), batch_dims, r - batch_dims);
+    ThrowInvalid(
+        rt, "indices shape {} indexes {} dimensions; data shape {} with batch_dims {} allows 1 to {}",
+        ShapeToString(indices_tensor.shape()), k, ShapeToString(data.shape()), batch_dims, r - batch_dims);
   }
   NdLayout layout;
   for (int64_t d = 0; d < batch_dims; ++d) {
@@ -346,10 +366,10 @@ class ScatterNDKernel final : public KernelBase {
       }
     });
     if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(fmt::format("ScatterND/{}/{}", reduction_ == Reduction::kNone
-                                                             ? std::string_view("any")
-                                                             : DataTypeName(data.dtype()),
-                                       ReductionName(reduction_)));
+      rt.RecordKernelUsage(
+          fmt::format("ScatterND/{}/{}",
+                      reduction_ == Reduction::kNone ? std::string_view("any") : DataTypeName(data.dtype()),
+                      ReductionName(reduction_)));
     }
   }
 
@@ -360,15 +380,18 @@ class ScatterNDKernel final : public KernelBase {
 }  // namespace
 
 void RegisterGatherScatterKernels(KernelRegistry& registry) {
-  registry.Register("", "Gather", 1, [](const KernelBuildInfo& info) { return std::make_unique<GatherKernel>(info); });
+  registry.Register("", "Gather", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<GatherKernel>(info); });
   registry.Register("", "GatherElements", 11,
                     [](const KernelBuildInfo& info) { return std::make_unique<GatherElementsKernel>(info); });
   registry.Register("", "GatherND", 11,
                     [](const KernelBuildInfo& info) { return std::make_unique<GatherNDKernel>(info); });
-  registry.Register("", "ScatterElements", 11,
-                    [](const KernelBuildInfo& info) { return std::make_unique<ScatterElementsKernel>(info); });
-  registry.Register("", "Scatter", 9,
-                    [](const KernelBuildInfo& info) { return std::make_unique<ScatterElementsKernel>(info); });
+  registry.Register("", "ScatterElements", 11, [](const KernelBuildInfo& info) {
+    return std::make_unique<ScatterElementsKernel>(info);
+  });
+  registry.Register("", "Scatter", 9, [](const KernelBuildInfo& info) {
+    return std::make_unique<ScatterElementsKernel>(info);
+  });
   registry.Register("", "ScatterND", 11,
                     [](const KernelBuildInfo& info) { return std::make_unique<ScatterNDKernel>(info); });
 }

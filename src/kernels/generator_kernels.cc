@@ -27,8 +27,8 @@ class ConstantKernel final : public KernelBase {
  public:
   explicit ConstantKernel(const KernelBuildInfo& info) {
     int set = 0;
-    for (const char* name : {"value", "sparse_value", "value_float", "value_floats", "value_int", "value_ints",
-                             "value_string", "value_strings"}) {
+    for (const char* name : {"value", "sparse_value", "value_float", "value_floats", "value_int",
+                             "value_ints", "value_string", "value_strings"}) {
       set += info.HasAttribute(name) ? 1 : 0;
     }
     if (set != 1) throw BuildError(info, fmt::format("needs exactly one value attribute, got {}", set));
@@ -73,8 +73,9 @@ Shape ReadShapeInput(const RuntimeContext& rt, size_t index) {
   }
   Shape shape = ReadInt64s(rt, index);
   for (int64_t d : shape) {
-    if (d < 0) ThrowInvalid(rt, "input {} ('{}') holds a negative dimension: {}", index, rt.input_name(index),
-                            ShapeToString(shape));
+    if (d < 0)
+      ThrowInvalid(rt, "input {} ('{}') holds a negative dimension: {}", index, rt.input_name(index),
+                   ShapeToString(shape));
   }
   return shape;
 }
@@ -85,7 +86,8 @@ class ConstantOfShapeKernel final : public KernelBase {
     if (info.HasAttribute("value")) {
       value_ = info.GetTensor("value");
       if (value_.size() != 1) {
-        throw BuildError(info, fmt::format("value must hold one element, got shape {}", ShapeToString(value_.shape())));
+        throw BuildError(
+            info, fmt::format("value must hold one element, got shape {}", ShapeToString(value_.shape())));
       }
     } else {
       value_ = MakeTensor<float>(DataType::kFloat, {1}, {0.0f});
@@ -99,7 +101,8 @@ class ConstantOfShapeKernel final : public KernelBase {
       using U = decltype(tag);
       const U value = *value_.data<U>();
       if constexpr (!std::is_same_v<U, std::string>) {
-        if (std::all_of(reinterpret_cast<const std::byte*>(&value), reinterpret_cast<const std::byte*>(&value + 1),
+        if (std::all_of(reinterpret_cast<const std::byte*>(&value),
+                        reinterpret_cast<const std::byte*>(&value + 1),
                         [](std::byte b) { return b == std::byte{0}; })) {
           if (y.nbytes() > 0) std::memset(y.raw_data(), 0, y.nbytes());
           return;
@@ -121,42 +124,45 @@ class RangeKernel final : public KernelBase {
     for (size_t i = 0; i < 3; ++i) {
       const Tensor& t = rt.Input(i);
       if (t.size() != 1) {
-        ThrowInvalid(rt, "input {} ('{}') must be a scalar, got shape {}", i, rt.input_name(i), ShapeToString(t.shape()));
+        ThrowInvalid(rt, "input {} ('{}') must be a scalar, got shape {}", i, rt.input_name(i),
+                     ShapeToString(t.shape()));
       }
       if (t.dtype() != start_t.dtype()) {
         ThrowInvalid(rt, "input {} ('{}') has type {}, expected {} like input 0", i, rt.input_name(i),
                      DataTypeName(t.dtype()), DataTypeName(start_t.dtype()));
       }
     }
-    DispatchTypes<float, double, int16_t, int32_t, int64_t, Float16, BFloat16>(rt, 0, start_t.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const T start = *rt.Input(0).data<T>();
-      const T limit = *rt.Input(1).data<T>();
-      const T delta = *rt.Input(2).data<T>();
-      int64_t count = 0;
-      if constexpr (std::is_integral_v<T>) {
-        if (delta == 0) ThrowInvalid(rt, "delta must not be zero");
-        const int64_t span = static_cast<int64_t>(limit) - static_cast<int64_t>(start);
-        const int64_t d = static_cast<int64_t>(delta);
-        if ((d > 0 && span > 0) || (d < 0 && span < 0)) count = (span - (d > 0 ? 1 : -1)) / d + 1;
-      } else {
-        const double s = static_cast<double>(ToCompute(start));
-        const double d = static_cast<double>(ToCompute(delta));
-        if (d == 0.0 || std::isnan(d)) ThrowInvalid(rt, "delta must be a non-zero number");
-        const double n = std::ceil((static_cast<double>(ToCompute(limit)) - s) / d);
-        if (!(n <= 1e12)) ThrowInvalid(rt, "range would have {} elements", n);
-        count = n > 0 ? static_cast<int64_t>(n) : 0;
-      }
-      Tensor y = rt.AllocateOutput(0, start_t.dtype(), {count});
-      T* out = y.data<T>();
-      if constexpr (std::is_integral_v<T>) {
-        for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(start + i * delta);
-      } else {
-        const double s = static_cast<double>(ToCompute(start));
-        const double d = static_cast<double>(ToCompute(delta));
-        for (int64_t i = 0; i < count; ++i) out[i] = FromCompute<T>(static_cast<ComputeType<T>>(s + i * d));
-      }
-    });
+    DispatchTypes<float, double, int16_t, int32_t, int64_t, Float16, BFloat16>(
+        rt, 0, start_t.dtype(), [&](auto tag) {
+          using T = decltype(tag);
+          const T start = *rt.Input(0).data<T>();
+          const T limit = *rt.Input(1).data<T>();
+          const T delta = *rt.Input(2).data<T>();
+          int64_t count = 0;
+          if constexpr (std::is_integral_v<T>) {
+            if (delta == 0) ThrowInvalid(rt, "delta must not be zero");
+            const int64_t span = static_cast<int64_t>(limit) - static_cast<int64_t>(start);
+            const int64_t d = static_cast<int64_t>(delta);
+            if ((d > 0 && span > 0) || (d < 0 && span < 0)) count = (span - (d > 0 ? 1 : -1)) / d + 1;
+          } else {
+            const double s = static_cast<double>(ToCompute(start));
+            const double d = static_cast<double>(ToCompute(delta));
+            if (d == 0.0 || std::isnan(d)) ThrowInvalid(rt, "delta must be a non-zero number");
+            const double n = std::ceil((static_cast<double>(ToCompute(limit)) - s) / d);
+            if (!(n <= 1e12)) ThrowInvalid(rt, "range would have {} elements", n);
+            count = n > 0 ? static_cast<int64_t>(n) : 0;
+          }
+          Tensor y = rt.AllocateOutput(0, start_t.dtype(), {count});
+          T* out = y.data<T>();
+          if constexpr (std::is_integral_v<T>) {
+            for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(start + i * delta);
+          } else {
+            const double s = static_cast<double>(ToCompute(start));
+            const double d = static_cast<double>(ToCompute(delta));
+            for (int64_t i = 0; i < count; ++i)
+              out[i] = FromCompute<T>(static_cast<ComputeType<T>>(s + i * d));
+          }
+        });
     if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("Range", start_t.dtype(), "loop"));
   }
 };
@@ -262,7 +268,8 @@ class TriluKernel final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const Tensor x = rt.Input(0).Contiguous(rt.allocator());
     if (x.rank() < 2) {
-      ThrowInvalid(rt, "input 0 ('{}') must have rank >= 2, got shape {}", rt.input_name(0), ShapeToString(x.shape()));
+      ThrowInvalid(rt, "input 0 ('{}') must have rank >= 2, got shape {}", rt.input_name(0),
+                   ShapeToString(x.shape()));
     }
     int64_t k = 0;
     if (rt.OptionalInput(1) != nullptr) {
@@ -305,13 +312,18 @@ class TriluKernel final : public KernelBase {
 }  // namespace
 
 void RegisterGeneratorKernels(KernelRegistry& registry) {
-  registry.Register("", "Constant", 1, [](const KernelBuildInfo& info) { return std::make_unique<ConstantKernel>(info); });
-  registry.Register("", "ConstantOfShape", 9,
-                    [](const KernelBuildInfo& info) { return std::make_unique<ConstantOfShapeKernel>(info); });
+  registry.Register("", "Constant", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<ConstantKernel>(info); });
+  registry.Register("", "ConstantOfShape", 9, [](const KernelBuildInfo& info) {
+    return std::make_unique<ConstantOfShapeKernel>(info);
+  });
   registry.Register("", "Range", 11, [](const KernelBuildInfo&) { return std::make_unique<RangeKernel>(); });
-  registry.Register("", "OneHot", 9, [](const KernelBuildInfo& info) { return std::make_unique<OneHotKernel>(info); });
-  registry.Register("", "NonZero", 9, [](const KernelBuildInfo&) { return std::make_unique<NonZeroKernel>(); });
-  registry.Register("", "Trilu", 14, [](const KernelBuildInfo& info) { return std::make_unique<TriluKernel>(info); });
+  registry.Register("", "OneHot", 9,
+                    [](const KernelBuildInfo& info) { return std::make_unique<OneHotKernel>(info); });
+  registry.Register("", "NonZero", 9,
+                    [](const KernelBuildInfo&) { return std::make_unique<NonZeroKernel>(); });
+  registry.Register("", "Trilu", 14,
+                    [](const KernelBuildInfo& info) { return std::make_unique<TriluKernel>(info); });
 }
 
 }  // namespace onnx_light::runtime

@@ -26,8 +26,8 @@ class PadKernel final : public KernelBase {
     } else if (mode == "wrap" && opset_ >= 19) {
       mode_ = PadMode::kWrap;
     } else {
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: mode '{}' is not supported at opset {}",
-                                                           info.Describe(), mode, opset_));
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: mode '{}' is not supported at opset {}", info.Describe(), mode, opset_));
     }
     usage_ = fmt::format("Pad/any/{}", mode);
     if (opset_ < 11) {
@@ -48,8 +48,8 @@ class PadKernel final : public KernelBase {
       for (int64_t d = 0; d < rank; ++d) axes[d] = d;
     }
     if (pads.size() != 2 * axes.size()) {
-      ThrowInvalid(rt, "pads {} must have 2 * {} entries for input shape {}", ShapeToString(pads), axes.size(),
-                   ShapeToString(x.shape()));
+      ThrowInvalid(rt, "pads {} must have 2 * {} entries for input shape {}", ShapeToString(pads),
+                   axes.size(), ShapeToString(x.shape()));
     }
     std::vector<int64_t> begin(static_cast<size_t>(rank), 0), end(static_cast<size_t>(rank), 0);
     for (size_t i = 0; i < axes.size(); ++i) {
@@ -75,9 +75,15 @@ class PadKernel final : public KernelBase {
         int64_t i = o - begin[d];
         if (i < 0 || i >= n) {
           switch (mode_) {
-            case PadMode::kConstant: i = -1; break;
-            case PadMode::kEdge: i = std::clamp<int64_t>(i, 0, n - 1); break;
-            case PadMode::kWrap: i = ((i % n) + n) % n; break;
+            case PadMode::kConstant:
+              i = -1;
+              break;
+            case PadMode::kEdge:
+              i = std::clamp<int64_t>(i, 0, n - 1);
+              break;
+            case PadMode::kWrap:
+              i = ((i % n) + n) % n;
+              break;
             case PadMode::kReflect: {
               if (n == 1) {
                 i = 0;
@@ -96,7 +102,8 @@ class PadKernel final : public KernelBase {
     Tensor y = rt.AllocateOutput(0, x.dtype(), out_shape);
     if (x.dtype() == DataType::kString) {
       std::string fill;
-      if (mode_ == PadMode::kConstant && opset_ >= 11 && rt.OptionalInput(2) != nullptr) fill = FillString(rt);
+      if (mode_ == PadMode::kConstant && opset_ >= 11 && rt.OptionalInput(2) != nullptr)
+        fill = FillString(rt);
       MapCopy(x.dtype(), x.raw_data(), x.shape(), maps, &fill, y.raw_data());
     } else {
       alignas(16) std::byte fill[16] = {};
@@ -110,8 +117,8 @@ class PadKernel final : public KernelBase {
   std::string FillString(const RuntimeContext& rt) const {
     const Tensor& v = rt.Input(2);
     if (v.dtype() != DataType::kString || v.size() != 1) {
-      ThrowInvalid(rt, "constant_value must be one string like input 0, got {} of shape {}", DataTypeName(v.dtype()),
-                   ShapeToString(v.shape()));
+      ThrowInvalid(rt, "constant_value must be one string like input 0, got {} of shape {}",
+                   DataTypeName(v.dtype()), ShapeToString(v.shape()));
     }
     return *v.data<std::string>();
   }
@@ -165,8 +172,8 @@ class TileKernel final : public KernelBase {
       repeats = ReadInt64s(rt, 1);
     }
     if (static_cast<int64_t>(repeats.size()) != rank) {
-      ThrowInvalid(rt, "repeats {} must have one entry per dimension of input shape {}", ShapeToString(repeats),
-                   ShapeToString(x.shape()));
+      ThrowInvalid(rt, "repeats {} must have one entry per dimension of input shape {}",
+                   ShapeToString(repeats), ShapeToString(x.shape()));
     }
     Shape out_shape(static_cast<size_t>(rank));
     std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
@@ -190,8 +197,10 @@ class TileKernel final : public KernelBase {
 
 void RegisterPadTileKernels(KernelRegistry& registry) {
   // Both kernels check the opset themselves (attributes before Pad-11, tiles/axis in Tile-1).
-  registry.Register("", "Pad", 1, [](const KernelBuildInfo& info) { return std::make_unique<PadKernel>(info); });
-  registry.Register("", "Tile", 1, [](const KernelBuildInfo& info) { return std::make_unique<TileKernel>(info); });
+  registry.Register("", "Pad", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<PadKernel>(info); });
+  registry.Register("", "Tile", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<TileKernel>(info); });
 }
 
 }  // namespace onnx_light::runtime

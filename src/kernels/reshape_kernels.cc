@@ -233,12 +233,16 @@ class ExpandKernel final : public KernelBase {
 
 void RegisterReshapeKernels(KernelRegistry& registry) {
   // The kernels check the opset themselves (attributes that became inputs).
-  registry.Register("", "Reshape", 1, [](const KernelBuildInfo& info) { return std::make_unique<ReshapeKernel>(info); });
-  registry.Register("", "Flatten", 1, [](const KernelBuildInfo& info) { return std::make_unique<FlattenKernel>(info); });
-  registry.Register("", "Squeeze", 1, [](const KernelBuildInfo& info) { return std::make_unique<SqueezeKernel>(info); });
+  registry.Register("", "Reshape", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<ReshapeKernel>(info); });
+  registry.Register("", "Flatten", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<FlattenKernel>(info); });
+  registry.Register("", "Squeeze", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<SqueezeKernel>(info); });
   registry.Register("", "Unsqueeze", 1,
                     [](const KernelBuildInfo& info) { return std::make_unique<UnsqueezeKernel>(info); });
-  registry.Register("", "Shape", 1, [](const KernelBuildInfo& info) { return std::make_unique<ShapeKernel>(info); });
+  registry.Register("", "Shape", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<ShapeKernel>(info); });
   registry.Register("", "Size", 1, [](const KernelBuildInfo&) { return std::make_unique<SizeKernel>(); });
   registry.Register("", "Expand", 8, [](const KernelBuildInfo&) { return std::make_unique<ExpandKernel>(); });
 }

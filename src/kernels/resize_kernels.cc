@@ -28,9 +28,8 @@ enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple
 enum class AspectPolicy { kStretch, kNotLarger, kNotSmaller };
 
 Error BuildError(const KernelBuildInfo& info, std::string_view what, std::string_view value) {
-  return Error(ErrorCode::kInvalidArgument,
-               fmt::format("{}: {} '{}' is not supported at opset {}", info.Describe(), what, value,
-                           info.opset_version()));
+  return Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} '{}' is not supported at opset {}",
+                                                        info.Describe(), what, value, info.opset_version()));
 }
 
 // One axis of the resize: its sizes and how output coordinates map to input coordinates.
@@ -75,30 +74,47 @@ class ResizeKernel final : public KernelBase {
       }
     } else {
       const std::string ctm = info.GetString("coordinate_transformation_mode", "half_pixel");
-      if (ctm == "half_pixel") coordinate_ = Coordinate::kHalfPixel;
-      else if (ctm == "half_pixel_symmetric" && opset_ >= 19) coordinate_ = Coordinate::kHalfPixelSymmetric;
-      else if (ctm == "pytorch_half_pixel") coordinate_ = Coordinate::kPytorchHalfPixel;
-      else if (ctm == "align_corners") coordinate_ = Coordinate::kAlignCorners;
-      else if (ctm == "asymmetric") coordinate_ = Coordinate::kAsymmetric;
-      else if (ctm == "tf_half_pixel_for_nn" && opset_ < 13) coordinate_ = Coordinate::kTfHalfPixelForNn;
-      else if (ctm == "tf_crop_and_resize") coordinate_ = Coordinate::kTfCropAndResize;
-      else throw BuildError(info, "coordinate_transformation_mode", ctm);
+      if (ctm == "half_pixel")
+        coordinate_ = Coordinate::kHalfPixel;
+      else if (ctm == "half_pixel_symmetric" && opset_ >= 19)
+        coordinate_ = Coordinate::kHalfPixelSymmetric;
+      else if (ctm == "pytorch_half_pixel")
+        coordinate_ = Coordinate::kPytorchHalfPixel;
+      else if (ctm == "align_corners")
+        coordinate_ = Coordinate::kAlignCorners;
+      else if (ctm == "asymmetric")
+        coordinate_ = Coordinate::kAsymmetric;
+      else if (ctm == "tf_half_pixel_for_nn" && opset_ < 13)
+        coordinate_ = Coordinate::kTfHalfPixelForNn;
+      else if (ctm == "tf_crop_and_resize")
+        coordinate_ = Coordinate::kTfCropAndResize;
+      else
+        throw BuildError(info, "coordinate_transformation_mode", ctm);
       const std::string nm = info.GetString("nearest_mode", "round_prefer_floor");
-      if (nm == "round_prefer_floor") nearest_ = Nearest::kRoundPreferFloor;
-      else if (nm == "round_prefer_ceil") nearest_ = Nearest::kRoundPreferCeil;
-      else if (nm == "floor") nearest_ = Nearest::kFloor;
-      else if (nm == "ceil") nearest_ = Nearest::kCeil;
-      else throw BuildError(info, "nearest_mode", nm);
+      if (nm == "round_prefer_floor")
+        nearest_ = Nearest::kRoundPreferFloor;
+      else if (nm == "round_prefer_ceil")
+        nearest_ = Nearest::kRoundPreferCeil;
+      else if (nm == "floor")
+        nearest_ = Nearest::kFloor;
+      else if (nm == "ceil")
+        nearest_ = Nearest::kCeil;
+      else
+        throw BuildError(info, "nearest_mode", nm);
       cubic_a_ = info.GetFloat("cubic_coeff_a", -0.75f);
       exclude_outside_ = info.GetInt("exclude_outside", 0) != 0;
       extrapolation_ = info.GetFloat("extrapolation_value", 0.0f);
       antialias_ = info.GetInt("antialias", 0) != 0 && mode_ != Mode::kNearest;
       axes_attr_ = info.GetInts("axes", {});
       const std::string policy = info.GetString("keep_aspect_ratio_policy", "stretch");
-      if (policy == "stretch") policy_ = AspectPolicy::kStretch;
-      else if (policy == "not_larger") policy_ = AspectPolicy::kNotLarger;
-      else if (policy == "not_smaller") policy_ = AspectPolicy::kNotSmaller;
-      else throw BuildError(info, "keep_aspect_ratio_policy", policy);
+      if (policy == "stretch")
+        policy_ = AspectPolicy::kStretch;
+      else if (policy == "not_larger")
+        policy_ = AspectPolicy::kNotLarger;
+      else if (policy == "not_smaller")
+        policy_ = AspectPolicy::kNotSmaller;
+      else
+        throw BuildError(info, "keep_aspect_ratio_policy", policy);
     }
     const char* op = upsample ? "Upsample" : "Resize";
     const char* impl = mode_ == Mode::kNearest ? "nearest" : mode_ == Mode::kLinear ? "linear" : "cubic";
@@ -158,13 +174,14 @@ class ResizeKernel final : public KernelBase {
         scales = ReadFloats(rt, scales_index);
       }
       if (!legacy_) {
-        if (rt.num_inputs() > 3 && rt.OptionalInput(3) != nullptr && rt.Input(3).size() > 0) sizes = ReadInt64s(rt, 3);
+        if (rt.num_inputs() > 3 && rt.OptionalInput(3) != nullptr && rt.Input(3).size() > 0)
+          sizes = ReadInt64s(rt, 3);
         if (const Tensor* r = rt.OptionalInput(1); r != nullptr && r->size() > 0) roi = ReadFloats(rt, 1);
       }
     }
     if (scales.empty() == sizes.empty()) {
-      ThrowInvalid(rt, "exactly one of scales and sizes must be given (got {} scales and {} sizes)", scales.size(),
-                   sizes.size());
+      ThrowInvalid(rt, "exactly one of scales and sizes must be given (got {} scales and {} sizes)",
+                   scales.size(), sizes.size());
     }
     if (!scales.empty() && scales.size() != n) {
       ThrowInvalid(rt, "scales has {} entries, expected {} for input shape {}", scales.size(), n,
@@ -215,10 +232,12 @@ class ResizeKernel final : public KernelBase {
     }
     for (AxisResize& a : result) {
       if (a.in == 0 && a.out > 0) {
-        ThrowInvalid(rt, "cannot resize an empty axis of input shape {} to {} elements", ShapeToString(x.shape()),
-                     a.out);
+        ThrowInvalid(rt, "cannot resize an empty axis of input shape {} to {} elements",
+                     ShapeToString(x.shape()), a.out);
       }
-      auto close = [](double u, double v) { return std::abs(u - v) <= 1e-9 * std::max(std::abs(u), std::abs(v)); };
+      auto close = [](double u, double v) {
+        return std::abs(u - v) <= 1e-9 * std::max(std::abs(u), std::abs(v));
+      };
       a.identity = close(a.scale, 1.0) && a.out == a.in &&
                    (coordinate_ != Coordinate::kTfCropAndResize ||
                     (std::abs(a.roi_start) <= 1e-9 && close(a.roi_end, 1.0)));
@@ -243,17 +262,22 @@ class ResizeKernel final : public KernelBase {
     const double oo = static_cast<double>(o);
     outside = false;
     switch (coordinate_) {
-      case Coordinate::kHalfPixel: return (oo + 0.5) / a.scale - 0.5;
+      case Coordinate::kHalfPixel:
+        return (oo + 0.5) / a.scale - 0.5;
       case Coordinate::kHalfPixelSymmetric: {
         const double adjustment = static_cast<double>(a.out) / out_width;
         const double offset = in / 2 * (1 - adjustment);
         return offset + (oo + 0.5) / a.scale - 0.5;
       }
-      case Coordinate::kPytorchHalfPixel: return a.out > 1 ? (oo + 0.5) / a.scale - 0.5 : 0.0;
+      case Coordinate::kPytorchHalfPixel:
+        return a.out > 1 ? (oo + 0.5) / a.scale - 0.5 : 0.0;
       // Like the spec (and unlike onnx.reference), the lengths below are the integer output length.
-      case Coordinate::kAlignCorners: return a.out == 1 ? 0.0 : oo * (in - 1) / static_cast<double>(a.out - 1);
-      case Coordinate::kAsymmetric: return oo / a.scale;
-      case Coordinate::kTfHalfPixelForNn: return (oo + 0.5) / a.scale;
+      case Coordinate::kAlignCorners:
+        return a.out == 1 ? 0.0 : oo * (in - 1) / static_cast<double>(a.out - 1);
+      case Coordinate::kAsymmetric:
+        return oo / a.scale;
+      case Coordinate::kTfHalfPixelForNn:
+        return (oo + 0.5) / a.scale;
       case Coordinate::kTfCropAndResize: {
         double v = a.out == 1 ? (a.roi_end - a.roi_start) * (in - 1) / 2
                               : oo * (a.roi_end - a.roi_start) * (in - 1) / static_cast<double>(a.out - 1);
@@ -276,18 +300,28 @@ class ResizeKernel final : public KernelBase {
       const double ratio = v - f;
       bool up = false;
       switch (nearest_) {
-        case Nearest::kRoundPreferFloor: up = ratio > 0.5; break;
-        case Nearest::kRoundPreferCeil: up = ratio >= 0.5; break;
-        case Nearest::kFloor: up = false; break;
-        case Nearest::kCeil: up = true; break;
-        case Nearest::kSimple: break;
+        case Nearest::kRoundPreferFloor:
+          up = ratio > 0.5;
+          break;
+        case Nearest::kRoundPreferCeil:
+          up = ratio >= 0.5;
+          break;
+        case Nearest::kFloor:
+          up = false;
+          break;
+        case Nearest::kCeil:
+          up = true;
+          break;
+        case Nearest::kSimple:
+          break;
       }
       i = static_cast<int64_t>(f) + (up ? 1 : 0);
     }
     return std::clamp<int64_t>(i, 0, a.in - 1);
   }
 
-  void RunNearest(const RuntimeContext& rt, const Tensor& x, const std::vector<AxisResize>& axes, Tensor& y) const {
+  void RunNearest(const RuntimeContext& rt, const Tensor& x, const std::vector<AxisResize>& axes,
+                  Tensor& y) const {
     std::vector<std::vector<int64_t>> maps(axes.size());
     for (size_t d = 0; d < axes.size(); ++d) {
       const AxisResize& a = axes[d];
@@ -368,8 +402,10 @@ class ResizeKernel final : public KernelBase {
     for (int64_t i = start; i < end; ++i) {
       const double v = std::abs(s * (static_cast<double>(i) - ratio));
       double w = 0;
-      if (v <= 1) w = (A + 2) * v * v * v - (A + 3) * v * v + 1;
-      else if (v < 2) w = A * v * v * v - 5 * A * v * v + 8 * A * v - 4 * A;
+      if (v <= 1)
+        w = (A + 2) * v * v * v - (A + 3) * v * v + 1;
+      else if (v < 2)
+        w = A * v * v * v - 5 * A * v * v + 8 * A * v - 4 * A;
       c.push_back(w);
       sum += w;
     }

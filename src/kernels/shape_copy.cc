@@ -29,8 +29,8 @@ void ForEachOuter(const std::vector<int64_t>& shape, const std::vector<int64_t>&
 }
 
 template <typename U>
-CopyPath StridedCopyTyped(const U* src, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
-                          U* dst) {
+CopyPath StridedCopyTyped(const U* src, const std::vector<int64_t>& shape,
+                          const std::vector<int64_t>& strides, U* dst) {
   const size_t rank = shape.size();
   if (rank == 0) {
     dst[0] = src[0];
@@ -77,8 +77,8 @@ CopyPath StridedCopyTyped(const U* src, const std::vector<int64_t>& shape, const
 }
 
 template <typename U>
-void MapCopyTyped(const U* src, std::span<const int64_t> in_shape, const std::vector<std::vector<int64_t>>& maps,
-                  const U* fill, U* dst) {
+void MapCopyTyped(const U* src, std::span<const int64_t> in_shape,
+                  const std::vector<std::vector<int64_t>>& maps, const U* fill, U* dst) {
   const size_t rank = maps.size();
   if (rank == 0) {
     dst[0] = src[0];
@@ -147,12 +147,18 @@ template <typename Fn>
 decltype(auto) DispatchUnit(DataType type, Fn&& fn) {
   if (type == DataType::kString) return fn(std::string{});
   switch (ElementSize(type)) {
-    case 1: return fn(uint8_t{});
-    case 2: return fn(uint16_t{});
-    case 4: return fn(uint32_t{});
-    case 8: return fn(uint64_t{});
-    case 16: return fn(Bytes16{});
-    default: break;
+    case 1:
+      return fn(uint8_t{});
+    case 2:
+      return fn(uint16_t{});
+    case 4:
+      return fn(uint32_t{});
+    case 8:
+      return fn(uint64_t{});
+    case 16:
+      return fn(Bytes16{});
+    default:
+      break;
   }
   throw Error(ErrorCode::kUnimplemented, fmt::format("cannot move elements of type {}", DataTypeName(type)));
 }
@@ -161,11 +167,16 @@ decltype(auto) DispatchUnit(DataType type, Fn&& fn) {
 
 std::string_view CopyPathName(CopyPath path) noexcept {
   switch (path) {
-    case CopyPath::kEmpty: return "empty";
-    case CopyPath::kMemcpy: return "memcpy";
-    case CopyPath::kRuns: return "runs";
-    case CopyPath::kTiled2D: return "tiled2d";
-    case CopyPath::kStrided: return "strided";
+    case CopyPath::kEmpty:
+      return "empty";
+    case CopyPath::kMemcpy:
+      return "memcpy";
+    case CopyPath::kRuns:
+      return "runs";
+    case CopyPath::kTiled2D:
+      return "tiled2d";
+    case CopyPath::kStrided:
+      return "strided";
   }
   return "unknown";
 }
@@ -198,7 +209,8 @@ CopyPath StridedCopy(DataType type, const void* src, std::span<const int64_t> sh
   }
   return DispatchUnit(type, [&](auto tag) {
     using U = decltype(tag);
-    return StridedCopyTyped<U>(static_cast<const U*>(src), merged_shape, merged_strides, static_cast<U*>(dst));
+    return StridedCopyTyped<U>(static_cast<const U*>(src), merged_shape, merged_strides,
+                               static_cast<U*>(dst));
   });
 }
 
@@ -258,7 +270,8 @@ void MapCopy(DataType type, const void* src, std::span<const int64_t> in_shape,
   }
   DispatchUnit(type, [&](auto tag) {
     using U = decltype(tag);
-    MapCopyTyped<U>(static_cast<const U*>(src), in_shape, maps, static_cast<const U*>(fill), static_cast<U*>(dst));
+    MapCopyTyped<U>(static_cast<const U*>(src), in_shape, maps, static_cast<const U*>(fill),
+                    static_cast<U*>(dst));
   });
 }
 

@@ -27,12 +27,18 @@ template <typename Fn>
 decltype(auto) DispatchByElementSize(const RuntimeContext& rt, size_t input_index, DataType type, Fn&& fn) {
   if (type == DataType::kString) return fn(std::string{});
   switch (ElementSize(type)) {
-    case 1: return fn(uint8_t{});
-    case 2: return fn(uint16_t{});
-    case 4: return fn(uint32_t{});
-    case 8: return fn(uint64_t{});
-    case 16: return fn(Bytes16{});
-    default: break;
+    case 1:
+      return fn(uint8_t{});
+    case 2:
+      return fn(uint16_t{});
+    case 4:
+      return fn(uint32_t{});
+    case 8:
+      return fn(uint64_t{});
+    case 16:
+      return fn(Bytes16{});
+    default:
+      break;
   }
   ThrowUnsupportedType(rt, input_index, type);
 }

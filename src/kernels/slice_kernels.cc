@@ -12,16 +12,18 @@ namespace {
 
 class SliceKernel final : public KernelBase {
  public:
-  explicit SliceKernel(const KernelBuildInfo& info) : from_attributes_(info.opset_version() < 10), names_("Slice") {
+  explicit SliceKernel(const KernelBuildInfo& info)
+      : from_attributes_(info.opset_version() < 10), names_("Slice") {
     if (from_attributes_) {
       starts_ = info.GetInts("starts");
       ends_ = info.GetInts("ends");
       has_axes_ = info.HasAttribute("axes");
       axes_ = info.GetInts("axes", {});
       if (starts_.size() != ends_.size() || (has_axes_ && axes_.size() != starts_.size())) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    fmt::format("{}: starts {}, ends {} and axes {} must have the same length", info.Describe(),
-                                ShapeToString(starts_), ShapeToString(ends_), ShapeToString(axes_)));
+        throw Error(
+            ErrorCode::kInvalidArgument,
+            fmt::format("{}: starts {}, ends {} and axes {} must have the same length", info.Describe(),
+                        ShapeToString(starts_), ShapeToString(ends_), ShapeToString(axes_)));
       }
     }
   }
@@ -44,8 +46,8 @@ class SliceKernel final : public KernelBase {
     }
     const size_t n = starts.size();
     if (ends.size() != n || (has_axes && axes.size() != n) || (!steps.empty() && steps.size() != n)) {
-      ThrowInvalid(rt, "starts {}, ends {}, axes {} and steps {} must have the same length", ShapeToString(starts),
-                   ShapeToString(ends), ShapeToString(axes), ShapeToString(steps));
+      ThrowInvalid(rt, "starts {}, ends {}, axes {} and steps {} must have the same length",
+                   ShapeToString(starts), ShapeToString(ends), ShapeToString(axes), ShapeToString(steps));
     }
     if (!has_axes) {
       if (static_cast<int64_t>(n) > rank) {
@@ -78,8 +80,8 @@ class SliceKernel final : public KernelBase {
       } else {
         start = std::clamp<int64_t>(start, 0, dim - 1);
         end = std::clamp<int64_t>(end, -1, dim - 1);
-        const int64_t magnitude = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max()
-                                                                              : -step;
+        const int64_t magnitude =
+            step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
         count = start > end ? (start - end - 1) / magnitude + 1 : 0;
       }
       out_shape[axis] = count;
@@ -112,7 +114,8 @@ class SliceKernel final : public KernelBase {
 
 void RegisterSliceKernels(KernelRegistry& registry) {
   // Attributes before opset 10, inputs from 10: the kernel checks the opset.
-  registry.Register("", "Slice", 1, [](const KernelBuildInfo& info) { return std::make_unique<SliceKernel>(info); });
+  registry.Register("", "Slice", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<SliceKernel>(info); });
 }
 
 }  // namespace onnx_light::runtime

@@ -34,8 +34,8 @@ class TransposeKernel final : public KernelBase {
       perm.resize(static_cast<size_t>(rank));
       std::iota(perm.rbegin(), perm.rend(), 0);
     } else if (static_cast<int64_t>(perm.size()) != rank) {
-      ThrowInvalid(rt, "perm {} has {} entries but input 0 ('{}') has rank {} (shape {})", ShapeToString(perm),
-                   perm.size(), rt.input_name(0), rank, ShapeToString(x.shape()));
+      ThrowInvalid(rt, "perm {} has {} entries but input 0 ('{}') has rank {} (shape {})",
+                   ShapeToString(perm), perm.size(), rt.input_name(0), rank, ShapeToString(x.shape()));
     }
     Shape out_shape(perm.size());
     Shape strides(perm.size());
