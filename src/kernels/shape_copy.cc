@@ -47,26 +47,51 @@ CopyPath StridedCopyTyped(const U* src, const std::vector<int64_t>& shape,
                  [&](int64_t offset, int64_t row) { CopyUnits(src + offset, dst + row * inner, inner); });
     return CopyPath::kRuns;
   }
-  if (rank >= 2 && strides[rank - 2] == 1) {
-    // dst[i][j] = src[i + j * inner_stride]: a transpose of the last two dimensions, tiled so
-    // both sides stay in cache.
+  // The dimension the source walks contiguously, if any: copying tiles of the plane it forms
+  // with the last dimension keeps both the reads and the writes in cache (a 2-D transpose when
+  // it is the second-to-last dimension).
+  size_t unit = rank;
+  for (size_t d = 0; d + 1 < rank; ++d) {
+    if (strides[d] == 1) unit = d;
+  }
+  if (unit < rank) {
     constexpr int64_t kBlock = 32;
-    const int64_t rows = shape[rank - 2];
-    const int64_t plane = rows * inner;
-    ForEachOuter(shape, strides, rank - 2, [&](int64_t offset, int64_t index) {
-      const U* s = src + offset;
-      U* d = dst + index * plane;
+    const int64_t rows = shape[unit];
+    const Shape dst_strides = ContiguousStrides(shape);
+    const int64_t row_step = dst_strides[unit];
+    // Walk every dimension except `unit` and the last with both offsets.
+    std::vector<size_t> outer_dims;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      if (d != unit) outer_dims.push_back(d);
+    }
+    std::vector<int64_t> index(outer_dims.size(), 0);
+    int64_t src_offset = 0;
+    int64_t dst_offset = 0;
+    while (true) {
+      const U* s = src + src_offset;
+      U* d = dst + dst_offset;
       for (int64_t i0 = 0; i0 < rows; i0 += kBlock) {
         const int64_t i1 = std::min(rows, i0 + kBlock);
         for (int64_t j0 = 0; j0 < inner; j0 += kBlock) {
           const int64_t j1 = std::min(inner, j0 + kBlock);
           for (int64_t i = i0; i < i1; ++i) {
-            for (int64_t j = j0; j < j1; ++j) d[i * inner + j] = s[i + j * inner_stride];
+            for (int64_t j = j0; j < j1; ++j) d[i * row_step + j] = s[i + j * inner_stride];
           }
         }
       }
-    });
-    return CopyPath::kTiled2D;
+      size_t k = outer_dims.size();
+      while (true) {
+        if (k == 0) return CopyPath::kTiled2D;
+        --k;
+        const size_t dim = outer_dims[k];
+        src_offset += strides[dim];
+        dst_offset += dst_strides[dim];
+        if (++index[k] < shape[dim]) break;
+        src_offset -= strides[dim] * shape[dim];
+        dst_offset -= dst_strides[dim] * shape[dim];
+        index[k] = 0;
+      }
+    }
   }
   ForEachOuter(shape, strides, rank - 1, [&](int64_t offset, int64_t row) {
     const U* s = src + offset;

@@ -218,14 +218,16 @@ def test_expand_incompatible():
 @pytest.mark.parametrize("shape,perm", [((5, 7), [1, 0]), ((64, 33), [1, 0]), ((2, 3, 4), [1, 0, 2]),
                                         ((2, 3, 4), [2, 0, 1]), ((2, 3, 4, 5), [0, 2, 3, 1]),
                                         ((2, 3, 4), None), ((1, 3, 1, 4), [2, 0, 3, 1]), ((2, 0, 3), [2, 1, 0]),
-                                        ((), None)])
+                                        ((), None), ((3, 4, 5, 6), [3, 2, 1, 0]), ((40, 3, 35), [2, 1, 0]),
+                                        ((2, 33, 3, 40), [3, 1, 2, 0])])
 def test_transpose(dtype, shape, perm):
     attrs = {} if perm is None else {"perm": perm}
     check_node("Transpose", {"x": sample(shape, dtype)}, attrs)
 
 
 @pytest.mark.parametrize("shape,perm,path", [((40, 50), [1, 0], "tiled2d"), ((3, 4, 5), [1, 0, 2], "runs"),
-                                             ((3, 4, 5), [2, 1, 0], "strided"),
+                                             ((3, 4, 5), [2, 1, 0], "tiled2d"),
+                                             ((2, 3, 4, 5), [3, 1, 2, 0], "tiled2d"),
                                              ((3, 1, 5), [1, 0, 2], "view")])
 def test_transpose_paths(shape, perm, path):
     x = random(shape)
@@ -395,6 +397,15 @@ def test_slice_view_and_copy():
     inits["ends"] = np.array([3], dtype=I64)
     _, usage = run_with_usage(node_model("Slice", {"x": x}, initializers=inits), {"x": x})
     assert "Slice/any/view" not in usage
+
+
+def test_slice_strided_path():
+    x = random((4, 6))
+    inits = {"starts": np.array([1], dtype=I64), "ends": np.array([6], dtype=I64), "axes": np.array([1], dtype=I64),
+             "steps": np.array([2], dtype=I64)}
+    (out,), usage = run_with_usage(node_model("Slice", {"x": x}, initializers=inits), {"x": x})
+    np.testing.assert_array_equal(out, x[:, 1::2])
+    assert "Slice/any/strided" in usage, usage
 
 
 def test_slice_zero_step():
