@@ -854,6 +854,15 @@ def test_resize_opset10_and_upsample(mode, scales):
                    reference="ort")
 
 
+@pytest.mark.parametrize("scales", [[1, 1, 2, 3], [1, 1, 0.5, 0.8]])
+def test_resize_tf_half_pixel_for_nn(scales):
+    pytest.importorskip("onnxruntime")
+    x = random((1, 2, 4, 5))
+    check_node("Resize", {"x": x}, {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn"},
+               opset=11, reference="ort",
+               initializers={"roi": np.array([], dtype=np.float32), "scales": np.array(scales, dtype=np.float32)})
+
+
 def test_resize_pytorch_half_pixel_single_output():
     # The spec (and ONNX Runtime) map a one-pixel output to coordinate 0.
     pytest.importorskip("onnxruntime")
@@ -955,3 +964,33 @@ def test_concat_appends_in_place_and_consumers_read_strided_views():
 def test_unsupported_types(op, inputs, attrs):
     model = named_node_model(op, inputs, attrs)
     expect_error(model, inputs, exc=NotImplementedError)
+
+
+@pytest.mark.parametrize("op,inputs,attrs,opset", [
+    ("Expand", {"x": random((3, 1)), "s": np.array([2, 3, 4], dtype=I64)}, {}, 8),
+    ("Expand", {"x": random((3, 1)), "s": np.array([3, 4], dtype=I64)}, {}, 13),
+    ("GatherElements", {"x": random((3, 3)), "i": np.array([[2, 0, -1]], dtype=I64)}, {"axis": 0}, 11),
+    ("GatherND", {"x": random((3, 3)), "i": np.array([[2, 0], [1, 1]], dtype=I64)}, {}, 11),
+    ("GatherND", {"x": random((2, 3)), "i": np.array([[1], [0]], dtype=I64)}, {"batch_dims": 1}, 12),
+    ("NonZero", {"x": np.array([[0, 1], [2, 0]], dtype=np.float32)}, {}, 9),
+    ("Size", {"x": random((2, 5))}, {}, 1),
+    ("Shape", {"x": random((2, 5))}, {}, 1),
+    ("Tile", {"x": random((2, 3)), "r": np.array([3, 1], dtype=I64)}, {}, 6),
+    ("Transpose", {"x": random((2, 3, 4))}, {"perm": [1, 2, 0]}, 1),
+    ("Concat", {"a": random((2, 3)), "b": random((2, 2))}, {"axis": -1}, 11),
+    ("Flatten", {"x": random((2, 3, 4))}, {"axis": 0}, 1),
+    ("Gather", {"x": random((3, 4)), "i": np.array([[1, 0]], dtype=I64)}, {"axis": 1}, 1),
+    ("Trilu", {"x": random((3, 4))}, {"upper": 0}, 14),
+    ("OneHot", {"i": np.array([0, 2], dtype=I64), "d": np.array(3, dtype=I64),
+                "v": np.array([0.0, 1.0], dtype=np.float32)}, {}, 9),
+    ("SpaceToDepth", {"x": random((1, 2, 4, 4))}, {"blocksize": 4}, 13),
+])
+def test_opset_variants(op, inputs, attrs, opset):
+    check_node(op, inputs, attrs, opset=opset)
+
+
+def test_tile_opset1_tiles_and_axis():
+    x = random((2, 3))
+    model = node_model("Tile", {"x": x, "t": np.array(3, dtype=I64), "a": np.array(-1, dtype=I64)}, opset=1)
+    (out,) = run_ours(model, {"x": x, "t": np.array(3, dtype=I64), "a": np.array(-1, dtype=I64)})
+    np.testing.assert_array_equal(out, np.tile(x, (1, 3)))
