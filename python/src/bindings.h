@@ -18,6 +18,7 @@ void BindTensor(py::module_& m);
 void BindContext(py::module_& m);
 void BindSession(py::module_& m);
 void BindState(py::module_& m);
+void BindCustomKernels(py::module_& m);
 
 /// A feed as a Tensor, without copying: a C-contiguous aligned NumPy array, a runtime.Tensor or
 /// a DLPack producer on the CPU. NumPy string arrays are converted (strings cannot be viewed).

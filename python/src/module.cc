@@ -13,4 +13,5 @@ PYBIND11_MODULE(_onnxpykernels, m) {
   rt::BindContext(runtime);
   rt::BindSession(runtime);
   rt::BindState(runtime);
+  rt::BindCustomKernels(runtime);
 }

@@ -14,6 +14,11 @@ const KernelRegistry& BuiltinKernels() {
     RegisterPadTileKernels(r);
     RegisterGeneratorKernels(r);
     RegisterResizeKernels(r);
+    RegisterIfKernels(r);
+    RegisterLoopKernels(r);
+    RegisterScanKernels(r);
+    RegisterSequenceKernels(r);
+    RegisterOptionalKernels(r);
     return r;
   }();
   return registry;

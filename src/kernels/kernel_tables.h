@@ -20,5 +20,10 @@ void RegisterGatherScatterKernels(KernelRegistry& registry);
 void RegisterPadTileKernels(KernelRegistry& registry);
 void RegisterGeneratorKernels(KernelRegistry& registry);
 void RegisterResizeKernels(KernelRegistry& registry);
+void RegisterIfKernels(KernelRegistry& registry);
+void RegisterLoopKernels(KernelRegistry& registry);
+void RegisterScanKernels(KernelRegistry& registry);
+void RegisterSequenceKernels(KernelRegistry& registry);
+void RegisterOptionalKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
