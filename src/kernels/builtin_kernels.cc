@@ -6,6 +6,14 @@ const KernelRegistry& BuiltinKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     RegisterIdentityKernels(r);
+    RegisterReshapeKernels(r);
+    RegisterTransposeKernels(r);
+    RegisterConcatSplitKernels(r);
+    RegisterSliceKernels(r);
+    RegisterGatherScatterKernels(r);
+    RegisterPadTileKernels(r);
+    RegisterGeneratorKernels(r);
+    RegisterResizeKernels(r);
     RegisterIfKernels(r);
     RegisterLoopKernels(r);
     RegisterScanKernels(r);

@@ -12,6 +12,14 @@ namespace onnx_light::runtime {
 std::shared_ptr<const KernelRegistry> GlobalKernels();
 
 void RegisterIdentityKernels(KernelRegistry& registry);
+void RegisterReshapeKernels(KernelRegistry& registry);
+void RegisterTransposeKernels(KernelRegistry& registry);
+void RegisterConcatSplitKernels(KernelRegistry& registry);
+void RegisterSliceKernels(KernelRegistry& registry);
+void RegisterGatherScatterKernels(KernelRegistry& registry);
+void RegisterPadTileKernels(KernelRegistry& registry);
+void RegisterGeneratorKernels(KernelRegistry& registry);
+void RegisterResizeKernels(KernelRegistry& registry);
 void RegisterIfKernels(KernelRegistry& registry);
 void RegisterLoopKernels(KernelRegistry& registry);
 void RegisterScanKernels(KernelRegistry& registry);
