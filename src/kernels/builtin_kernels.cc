@@ -6,6 +6,7 @@ const KernelRegistry& BuiltinKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     RegisterIdentityKernels(r);
+    RegisterReduceKernels(r);
     return r;
   }();
   return registry;

@@ -12,5 +12,10 @@ namespace onnx_light::runtime {
 std::shared_ptr<const KernelRegistry> GlobalKernels();
 
 void RegisterIdentityKernels(KernelRegistry& registry);
+void RegisterReduceKernels(KernelRegistry& registry);
+void RegisterArgTopKKernels(KernelRegistry& registry);
+void RegisterSoftmaxKernels(KernelRegistry& registry);
+void RegisterNormalizationKernels(KernelRegistry& registry);
+void RegisterDropoutKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
