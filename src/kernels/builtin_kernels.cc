@@ -7,6 +7,10 @@ const KernelRegistry& BuiltinKernels() {
     KernelRegistry r;
     RegisterIdentityKernels(r);
     RegisterReduceKernels(r);
+    RegisterArgTopKKernels(r);
+    RegisterSoftmaxKernels(r);
+    RegisterNormalizationKernels(r);
+    RegisterDropoutKernels(r);
     return r;
   }();
   return registry;

@@ -25,26 +25,6 @@ enum class ReduceOp { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLog
 // How an accumulated value becomes an output element.
 enum class Finish { kNone, kMean, kSqrt, kLog, kLogShift };
 
-// Integer sums and products wrap like numpy instead of overflowing (undefined in C++).
-template <typename A>
-inline A WrapAdd(A a, A b) {
-  if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {
-    using U = std::make_unsigned_t<A>;
-    return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-template <typename A>
-inline A WrapMul(A a, A b) {
-  if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {
-    using U = std::make_unsigned_t<A>;
-    return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
-
 // Converts an accumulator to the output element type. Non-finite values going to an integer
 // type become the type's minimum (what x86 conversions produce) instead of undefined behaviour.
 template <typename Out, typename V>
@@ -109,7 +89,7 @@ struct MaxPolicy {
   using Acc = A;
   static A Init() { return LowestValue<A>(); }
   A Pre(T x, int64_t) const { return static_cast<A>(ToCompute(x)); }
-  static A Combine(A a, A b) { return (b > a || IsNan(b)) ? b : a; }
+  static A Combine(A a, A b) { return MaxNan(a, b); }
 };
 
 template <typename T, typename A>
@@ -117,7 +97,7 @@ struct MinPolicy {
   using Acc = A;
   static A Init() { return HighestValue<A>(); }
   A Pre(T x, int64_t) const { return static_cast<A>(ToCompute(x)); }
-  static A Combine(A a, A b) { return (b < a || IsNan(b)) ? b : a; }
+  static A Combine(A a, A b) { return MinNan(a, b); }
 };
 
 // LogSumExp, first pass: the shift is the maximum over the finite elements.
@@ -127,9 +107,9 @@ struct MaxFinitePolicy {
   static A Init() { return LowestValue<A>(); }
   A Pre(T x, int64_t) const {
     const A v = static_cast<A>(ToCompute(x));
-    return std::isinf(v) ? LowestValue<A>() : v;
+    return Select(std::isinf(v), LowestValue<A>(), v);
   }
-  static A Combine(A a, A b) { return (b > a || IsNan(b)) ? b : a; }
+  static A Combine(A a, A b) { return MaxNan(a, b); }
 };
 
 // LogSumExp, second pass: sum of exp(x - shift[output element]).
@@ -138,7 +118,7 @@ struct ExpShiftSumPolicy {
   using Acc = A;
   const A* shift;
   static A Init() { return A(0); }
-  A Pre(T x, int64_t o) const { return std::exp(static_cast<A>(ToCompute(x)) - shift[o]); }
+  A Pre(T x, int64_t o) const { return ExpOf<A>(static_cast<A>(ToCompute(x)) - shift[o]); }
   static A Combine(A a, A b) { return a + b; }
 };
 
@@ -197,21 +177,11 @@ Geometry MergeDims(std::span<const int64_t> shape, std::span<const uint8_t> mask
   return g;
 }
 
-// Reduces a contiguous run with four independent accumulators (vectorisable, and better
-// rounding than one running sum).
+// Reduces a contiguous run (independent lanes: vectorisable, and better rounding than one chain).
 template <typename T, typename P>
 inline typename P::Acc ReduceRun(const P& p, const T* x, int64_t n, int64_t o) {
   using A = typename P::Acc;
-  A a0 = P::Init(), a1 = P::Init(), a2 = P::Init(), a3 = P::Init();
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    a0 = P::Combine(a0, p.Pre(x[i], o));
-    a1 = P::Combine(a1, p.Pre(x[i + 1], o));
-    a2 = P::Combine(a2, p.Pre(x[i + 2], o));
-    a3 = P::Combine(a3, p.Pre(x[i + 3], o));
-  }
-  for (; i < n; ++i) a0 = P::Combine(a0, p.Pre(x[i], o));
-  return P::Combine(P::Combine(a0, a1), P::Combine(a2, a3));
+  return LaneReduce<A>(x, n, P::Init(), [&p, o](T v) { return p.Pre(v, o); }, [](A a, A b) { return P::Combine(a, b); });
 }
 
 // acc[i] = Combine(acc[i], Pre(x[i])) for a contiguous run of kept elements starting at output o.
