@@ -122,36 +122,35 @@ struct ExpShiftSumPolicy {
   static A Combine(A a, A b) { return a + b; }
 };
 
-template <typename Out, typename A>
-struct Finisher {
-  Finish kind = Finish::kNone;
-  double count = 1;
-  const A* shift = nullptr;
-
-  Out operator()(A a, int64_t o) const {
-    if constexpr (std::is_floating_point_v<A>) {
-      switch (kind) {
-        case Finish::kNone: return ConvertOut<Out>(a);
-        case Finish::kMean: return ConvertOut<Out>(a / static_cast<A>(count));
-        case Finish::kSqrt: return ConvertOut<Out>(std::sqrt(a));
-        case Finish::kLog: return ConvertOut<Out>(std::log(a));
-        case Finish::kLogShift: return ConvertOut<Out>(std::log(a) + shift[o]);
+// Turns accumulators into output elements (`acc` may be `y` itself when A is T). One loop per
+// finishing kind, outside the reduction loops.
+template <typename T, typename A>
+void FinishAll(Finish kind, const A* acc, T* y, int64_t n, double count, const A* shift) {
+  using W = std::conditional_t<std::is_floating_point_v<A>, A, double>;  // where the math happens
+  switch (kind) {
+    case Finish::kNone:
+      if constexpr (!std::is_same_v<A, T>) {
+        for (int64_t i = 0; i < n; ++i) y[i] = ConvertOut<T>(acc[i]);
       }
-      return Out{};
-    } else {
-      switch (kind) {
-        case Finish::kNone: return ConvertOut<Out>(a);
-        // numpy's integer mean: true division, truncated back to the integer type.
-        case Finish::kMean:
-          return count == 0 ? Out{} : ConvertOut<Out>(static_cast<double>(a) / count);
-        case Finish::kSqrt: return ConvertOut<Out>(std::sqrt(static_cast<double>(a)));
-        case Finish::kLog: return ConvertOut<Out>(std::log(static_cast<double>(a)));
-        case Finish::kLogShift: return Out{};  // integer LogSumExp accumulates in double
+      return;
+    case Finish::kMean:
+      if constexpr (std::is_floating_point_v<A>) {
+        for (int64_t i = 0; i < n; ++i) y[i] = ConvertOut<T>(acc[i] / static_cast<A>(count));
+      } else {  // numpy's integer mean: true division, truncated back to the integer type
+        for (int64_t i = 0; i < n; ++i) y[i] = count == 0 ? T{} : ConvertOut<T>(static_cast<double>(acc[i]) / count);
       }
-      return Out{};
-    }
+      return;
+    case Finish::kSqrt:
+      for (int64_t i = 0; i < n; ++i) y[i] = ConvertOut<T>(std::sqrt(static_cast<W>(acc[i])));
+      return;
+    case Finish::kLog:
+      for (int64_t i = 0; i < n; ++i) y[i] = ConvertOut<T>(std::log(static_cast<W>(acc[i])));
+      return;
+    case Finish::kLogShift:
+      for (int64_t i = 0; i < n; ++i) y[i] = ConvertOut<T>(std::log(static_cast<W>(acc[i])) + static_cast<W>(shift[i]));
+      return;
   }
-};
+}
 
 // Merged view of the input: size-1 dims dropped, neighbours with the same role fused.
 struct Geometry {
@@ -178,30 +177,29 @@ Geometry MergeDims(std::span<const int64_t> shape, std::span<const uint8_t> mask
 }
 
 // Reduces a contiguous run (independent lanes: vectorisable, and better rounding than one chain).
+// Out of line: each (type, policy) pair gets one copy, shared by all the loops below.
 template <typename T, typename P>
-inline typename P::Acc ReduceRun(const P& p, const T* x, int64_t n, int64_t o) {
+[[gnu::noinline]] typename P::Acc ReduceRun(const P& p, const T* x, int64_t n, int64_t o) {
   using A = typename P::Acc;
   return LaneReduce<A>(x, n, P::Init(), [&p, o](T v) { return p.Pre(v, o); }, [](A a, A b) { return P::Combine(a, b); });
 }
 
 // acc[i] = Combine(acc[i], Pre(x[i])) for a contiguous run of kept elements starting at output o.
 template <typename T, typename P>
-inline void AccumulateRun(const P& p, typename P::Acc* acc, const T* x, int64_t n, int64_t o) {
+[[gnu::noinline]] void AccumulateRun(const P& p, typename P::Acc* acc, const T* x, int64_t n, int64_t o) {
   for (int64_t i = 0; i < n; ++i) acc[i] = P::Combine(acc[i], p.Pre(x[i], o + i));
 }
 
-// Runs policy `p` over `x` with geometry `g`, writing out_size outputs. Returns the path name.
-template <typename T, typename P, typename Out>
-const char* ReduceLoops(const P& p, const Finisher<Out, typename P::Acc>& fin, const T* x, Out* y,
-                        const Geometry& g) {
-  using A = typename P::Acc;
+// Runs policy `p` over `x` with geometry `g`, writing out_size accumulators. Returns the path.
+template <typename T, typename P>
+const char* ReduceLoops(const P& p, const T* x, typename P::Acc* acc, const Geometry& g) {
   if (g.out_size == 0) return "empty";
   if (g.red_size == 0) {
-    for (int64_t o = 0; o < g.out_size; ++o) y[o] = fin(P::Init(), o);
+    std::fill(acc, acc + g.out_size, P::Init());
     return "empty-axis";
   }
   if (g.red_size == 1) {  // nothing left to reduce: the op's element transform only
-    for (int64_t i = 0; i < g.out_size; ++i) y[i] = fin(P::Combine(P::Init(), p.Pre(x[i], i)), i);
+    for (int64_t i = 0; i < g.out_size; ++i) acc[i] = P::Combine(P::Init(), p.Pre(x[i], i));
     return "elementwise";
   }
   const size_t n = g.sizes.size();
@@ -215,16 +213,14 @@ const char* ReduceLoops(const P& p, const Finisher<Out, typename P::Acc>& fin, c
     for (size_t d = block + 1; d < n; ++d) inner *= g.sizes[d];
     const int64_t r = g.sizes[block];
     if (inner == 1) {
-      for (int64_t o = 0; o < outer; ++o) y[o] = fin(ReduceRun(p, x + o * r, r, o), o);
+      for (int64_t o = 0; o < outer; ++o) acc[o] = ReduceRun(p, x + o * r, r, o);
       return "contiguous";
     }
-    std::unique_ptr<A[]> acc(new A[static_cast<size_t>(inner)]);
     for (int64_t o = 0; o < outer; ++o) {
-      std::fill(acc.get(), acc.get() + inner, P::Init());
+      typename P::Acc* out = acc + o * inner;
+      std::fill(out, out + inner, P::Init());
       const T* base = x + o * r * inner;
-      const int64_t out0 = o * inner;
-      for (int64_t k = 0; k < r; ++k) AccumulateRun(p, acc.get(), base + k * inner, inner, out0);
-      for (int64_t i = 0; i < inner; ++i) y[out0 + i] = fin(acc[i], out0 + i);
+      for (int64_t k = 0; k < r; ++k) AccumulateRun(p, out, base + k * inner, inner, o * inner);
     }
     return "strided";
   }
@@ -238,8 +234,7 @@ const char* ReduceLoops(const P& p, const Finisher<Out, typename P::Acc>& fin, c
       stride *= g.sizes[d];
     }
   }
-  std::unique_ptr<A[]> acc(new A[static_cast<size_t>(g.out_size)]);
-  std::fill(acc.get(), acc.get() + g.out_size, P::Init());
+  std::fill(acc, acc + g.out_size, P::Init());
   const int64_t row_len = g.sizes[n - 1];
   const bool last_reduced = g.reduced[n - 1] != 0;
   const int64_t rows = (g.out_size * g.red_size) / row_len;
@@ -250,7 +245,7 @@ const char* ReduceLoops(const P& p, const Finisher<Out, typename P::Acc>& fin, c
     if (last_reduced) {
       acc[out_off] = P::Combine(acc[out_off], ReduceRun(p, src, row_len, out_off));
     } else {
-      AccumulateRun(p, acc.get() + out_off, src, row_len, out_off);
+      AccumulateRun(p, acc + out_off, src, row_len, out_off);
     }
     for (size_t d = n - 1; d-- > 0;) {  // odometer over all but the last merged dim
       out_off += out_stride[d];
@@ -259,15 +254,32 @@ const char* ReduceLoops(const P& p, const Finisher<Out, typename P::Acc>& fin, c
       index[d] = 0;
     }
   }
-  for (int64_t o = 0; o < g.out_size; ++o) y[o] = fin(acc[o], o);
   return "multi-axis";
 }
+
+// Accumulates straight into the output when the accumulator is the element type; otherwise
+// into a scratch buffer that FinishAll converts.
+template <typename T, typename A>
+struct AccBuffer {
+  AccBuffer(T* y, int64_t n) {
+    if constexpr (std::is_same_v<A, T>) {
+      data = y;
+    } else {
+      owned.reset(new A[static_cast<size_t>(std::max<int64_t>(n, 1))]);
+      data = owned.get();
+    }
+  }
+  std::unique_ptr<A[]> owned;
+  A* data = nullptr;
+};
 
 template <typename T, template <typename, typename> class Policy>
 const char* RunPolicy(Finish finish, const Geometry& g, const T* x, T* y) {
   using A = ComputeType<T>;
-  Finisher<T, A> fin{finish, static_cast<double>(g.red_size), nullptr};
-  return ReduceLoops(Policy<T, A>{}, fin, x, y, g);
+  AccBuffer<T, A> acc(y, g.out_size);
+  const char* path = ReduceLoops(Policy<T, A>{}, x, acc.data, g);
+  FinishAll<T, A>(finish, acc.data, y, g.out_size, static_cast<double>(g.red_size), nullptr);
+  return path;
 }
 
 template <typename T>
@@ -275,9 +287,11 @@ const char* RunLogSumExp(const Geometry& g, const T* x, T* y) {
   using C = ComputeType<T>;
   using A = std::conditional_t<std::is_floating_point_v<C>, C, double>;
   std::unique_ptr<A[]> shift(new A[static_cast<size_t>(std::max<int64_t>(g.out_size, 1))]);
-  ReduceLoops(MaxFinitePolicy<T, A>{}, Finisher<A, A>{}, x, shift.get(), g);
-  Finisher<T, A> fin{Finish::kLogShift, static_cast<double>(g.red_size), shift.get()};
-  return ReduceLoops(ExpShiftSumPolicy<T, A>{shift.get()}, fin, x, y, g);
+  ReduceLoops(MaxFinitePolicy<T, A>{}, x, shift.get(), g);
+  AccBuffer<T, A> acc(y, g.out_size);
+  const char* path = ReduceLoops(ExpShiftSumPolicy<T, A>{shift.get()}, x, acc.data, g);
+  FinishAll<T, A>(Finish::kLogShift, acc.data, y, g.out_size, static_cast<double>(g.red_size), shift.get());
+  return path;
 }
 
 // int8, uint8 and bool are only reduced by Max and Min.
