@@ -341,16 +341,16 @@ class ReduceKernel final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const Tensor& input = rt.Input(0);
     const int64_t rank = input.rank();
-    std::vector<int64_t> axes;
+    std::vector<int64_t> axes_from_input;
+    std::span<const int64_t> axes = axes_;
     if (axes_input_) {
       if (const Tensor* a = rt.OptionalInput(1); a != nullptr) {
         if (a->rank() > 1) {
           ThrowInvalid(rt, "input 1 ('axes') must be a 1-D tensor, got shape {}", ShapeToString(a->shape()));
         }
-        axes = ReadInt64s(rt, 1);
+        axes_from_input = ReadInt64s(rt, 1);
       }
-    } else {
-      axes = axes_;
+      axes = axes_from_input;
     }
 
     absl::InlinedVector<uint8_t, 8> mask(static_cast<size_t>(rank), 0);
