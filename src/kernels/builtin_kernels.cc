@@ -6,6 +6,11 @@ const KernelRegistry& BuiltinKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     RegisterIdentityKernels(r);
+    RegisterIfKernels(r);
+    RegisterLoopKernels(r);
+    RegisterScanKernels(r);
+    RegisterSequenceKernels(r);
+    RegisterOptionalKernels(r);
     RegisterReduceKernels(r);
     RegisterArgTopKKernels(r);
     RegisterSoftmaxKernels(r);

@@ -12,6 +12,11 @@ namespace onnx_light::runtime {
 std::shared_ptr<const KernelRegistry> GlobalKernels();
 
 void RegisterIdentityKernels(KernelRegistry& registry);
+void RegisterIfKernels(KernelRegistry& registry);
+void RegisterLoopKernels(KernelRegistry& registry);
+void RegisterScanKernels(KernelRegistry& registry);
+void RegisterSequenceKernels(KernelRegistry& registry);
+void RegisterOptionalKernels(KernelRegistry& registry);
 void RegisterReduceKernels(KernelRegistry& registry);
 void RegisterArgTopKKernels(KernelRegistry& registry);
 void RegisterSoftmaxKernels(KernelRegistry& registry);
