@@ -19,6 +19,11 @@ const KernelRegistry& BuiltinKernels() {
     RegisterScanKernels(r);
     RegisterSequenceKernels(r);
     RegisterOptionalKernels(r);
+    RegisterReduceKernels(r);
+    RegisterArgTopKKernels(r);
+    RegisterSoftmaxKernels(r);
+    RegisterNormalizationKernels(r);
+    RegisterDropoutKernels(r);
     return r;
   }();
   return registry;

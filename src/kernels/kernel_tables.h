@@ -25,5 +25,10 @@ void RegisterLoopKernels(KernelRegistry& registry);
 void RegisterScanKernels(KernelRegistry& registry);
 void RegisterSequenceKernels(KernelRegistry& registry);
 void RegisterOptionalKernels(KernelRegistry& registry);
+void RegisterReduceKernels(KernelRegistry& registry);
+void RegisterArgTopKKernels(KernelRegistry& registry);
+void RegisterSoftmaxKernels(KernelRegistry& registry);
+void RegisterNormalizationKernels(KernelRegistry& registry);
+void RegisterDropoutKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
