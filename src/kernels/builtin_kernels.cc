@@ -6,6 +6,8 @@ const KernelRegistry& BuiltinKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     RegisterIdentityKernels(r);
+    RegisterAttentionKernels(r);
+    RegisterRotaryEmbeddingKernels(r);
     return r;
   }();
   return registry;

@@ -12,5 +12,7 @@ namespace onnx_light::runtime {
 std::shared_ptr<const KernelRegistry> GlobalKernels();
 
 void RegisterIdentityKernels(KernelRegistry& registry);
+void RegisterAttentionKernels(KernelRegistry& registry);
+void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
