@@ -34,8 +34,8 @@ Tensor SplitHeads(const Tensor& t, int64_t heads) {
                 {s[0], head * s[2], s[1], s[2]});
 }
 
-// Copies the rows of a 4-D [b, h, rows, cols] tensor (any strides) into `dst`, which has the same
-// batch and head extents and row stride `dst_row` (elements), starting at row `dst_first`.
+// Copies the rows of a 4-D [b, h, rows, cols] tensor (any strides) into `dst`, a buffer with the
+// same batch, head and column extents and element strides `dst_strides`, from row `dst_first` on.
 void CopyHeadRows(const Tensor& src, char* dst, const Shape& dst_strides, int64_t dst_first) {
   const size_t elem = ElementSize(src.dtype());
   const Shape s = src.strides();
