@@ -3,12 +3,60 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 namespace onnx_light::runtime::attention {
+
+float ExpShiftedSum(float* x, int64_t n, float shift) {
+  // Cephes-style expf: exp(v) = 2^k * exp(r), k = round(v / ln 2), |r| <= ln(2) / 2, with a
+  // degree-6 polynomial for exp(r). Inputs are <= 0 here (scores minus the row maximum); below
+  // -87 (where the result leaves the normal range) the result is 0. The range test compares bit
+  // patterns: float compares would stop GCC from vectorizing under its default -ftrapping-math.
+  // A negative bit pattern beyond -87 (including -inf and sign-set NaNs) reads as "below".
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  constexpr uint32_t kLowestBits = std::bit_cast<uint32_t>(-87.0f);
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = x[j] - shift;
+    const uint32_t vb = std::bit_cast<uint32_t>(v);
+    const uint32_t below = vb > kLowestBits ? ~0u : 0u;
+    const float c = std::bit_cast<float>((vb & ~below) | (kLowestBits & below));
+    const float t = c * kLog2e + kRound;
+    const int32_t k = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kRound);
+    const float kf = t - kRound;
+    const float r = c - kf * kLn2Hi - kf * kLn2Lo;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const float e = p * std::bit_cast<float>((k + 127) << 23);
+    x[j] = std::bit_cast<float>(std::bit_cast<uint32_t>(e) & ~below);
+  }
+  // Eight partial sums keep the reduction vectorizable without reassociation flags.
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) acc[l] += x[j + l];
+  }
+  float sum = 0;
+  for (; j < n; ++j) sum += x[j];
+  for (float a : acc) sum += a;
+  return sum;
+}
+
+double ExpShiftedSum(double* x, int64_t n, double shift) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - shift));
+  return sum;
+}
 
 namespace {
 
@@ -78,21 +126,17 @@ void FinishRow(T* s, int64_t n, int64_t allowed_end, const AttentionOptions& o, 
   for (int64_t j = allowed_end; j < n; ++j) s[j] = kNegInf;
   if (o.qk_mode == 2) CopyRow(s, n, qk_row);
   // A row whose bias disallows every key has no attendable key: its probabilities are zero.
+  // Keys past allowed_end hold -inf, so only [0, allowed_end) needs the exponential.
   T max = kNegInf;
   if (any_allowed) {
-    for (int64_t j = 0; j < n; ++j) max = std::max(max, s[j]);
+    for (int64_t j = 0; j < allowed_end; ++j) max = std::max(max, s[j]);
   }
   if (max == kNegInf) {
     std::fill_n(s, n, T(0));
   } else {
-    T sum = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      const T e = std::exp(s[j] - max);
-      s[j] = e;
-      sum += e;
-    }
-    const T inv = T(1) / sum;
-    for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+    const T inv = T(1) / ExpShiftedSum(s, allowed_end, max);
+    for (int64_t j = 0; j < allowed_end; ++j) s[j] *= inv;
+    std::fill(s + allowed_end, s + n, T(0));
   }
   if (o.qk_mode == 3) CopyRow(s, n, qk_row);
 }

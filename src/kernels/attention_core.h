@@ -77,6 +77,11 @@ enum class AttentionPath {
   kGrouped,  // one GEMM pair per key/value head covering its whole group of query heads
 };
 
+/// x[j] = exp(x[j] - shift) for j < n (x[j] - shift <= 0 expected); returns the sum. The float
+/// version is a vectorizable polynomial within a few ulp of std::exp.
+float ExpShiftedSum(float* x, int64_t n, float shift);
+double ExpShiftedSum(double* x, int64_t n, double shift);
+
 /// Elements of scratch RunAttention needs for `dims`.
 int64_t AttentionScratchSize(const AttentionDims& dims);
 

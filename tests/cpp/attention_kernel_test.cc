@@ -233,3 +233,33 @@ TEST(AttentionCore, DoubleMatchesFloat) {
 
 }  // namespace
 }  // namespace onnx_light::runtime::attention
+
+namespace onnx_light::runtime::attention {
+namespace {
+
+TEST(AttentionCore, ExpShiftedSumMatchesStdExp) {
+  std::vector<float> x;
+  for (float v = -100.0f; v <= 0.0f; v += 0.00731f) x.push_back(v);
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(0.0f);
+  std::vector<float> y = x;
+  const float sum = ExpShiftedSum(y.data(), static_cast<int64_t>(y.size()), 0.5f);
+  double expected_sum = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i] - 0.5f;  // the argument as the kernel rounds it
+    const double e = std::exp(double(v));
+    expected_sum += e;
+    if (v < -87.0f) {
+      EXPECT_EQ(y[i], 0.0f) << x[i];
+    } else {
+      EXPECT_NEAR(y[i], e, 3e-7 * e) << x[i];
+    }
+  }
+  EXPECT_NEAR(sum, expected_sum, 1e-6 * expected_sum);
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  ExpShiftedSum(&nan, 1, 0.0f);
+  EXPECT_TRUE(std::isnan(nan));
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime::attention
