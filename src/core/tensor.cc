@@ -49,7 +49,14 @@ Tensor::Tensor(DataType type, Shape shape, std::shared_ptr<void> owner, void* da
                   fmt::format("tensor strides {} do not match shape {}", ShapeToString(strides),
                               ShapeToString(shape_)));
     }
-    if (strides != ContiguousStrides(shape_)) strides_ = std::move(strides);
+    // Strides of size-1 dimensions never matter: such views are contiguous.
+    const Shape contiguous = ContiguousStrides(shape_);
+    for (size_t d = 0; d < shape_.size(); ++d) {
+      if (shape_[d] != 1 && strides[d] != contiguous[d]) {
+        strides_ = std::move(strides);
+        break;
+      }
+    }
   }
 }
 

@@ -37,7 +37,8 @@ uint64_t ParseUnsigned(std::string_view key, const std::string& text, std::strin
 }
 
 bool IsInside(const fs::path& path, const fs::path& folder) {
-  const auto [folder_end, path_it] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
+  const auto [folder_end, path_it] =
+      std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
   return folder_end == folder.end() && path_it != path.end();
 }
 
@@ -63,7 +64,8 @@ fs::path ResolveLocation(const fs::path& base_directory, const std::string& loca
   }
   if (!IsInside(target, base)) {
     Fail(ErrorCode::kInvalidArgument, tensor_name, offset,
-         fmt::format("location {} resolves to {}, outside the model folder {}", relative, target, base));
+         fmt::format("location {} resolves to {}, outside the model folder {}", relative, target,
+                     base));
   }
   if (!fs::exists(target, error)) {
     Fail(ErrorCode::kNotFound, tensor_name, offset, fmt::format("file {} does not exist", target));
@@ -88,7 +90,8 @@ ExternalBytes MapExternalData(const std::vector<std::pair<std::string, std::stri
       length = ParseUnsigned(key, value, tensor_name, offset);
     }
   }
-  if (location == nullptr) Fail(ErrorCode::kInvalidArgument, tensor_name, offset, "no location given");
+  if (location == nullptr)
+    Fail(ErrorCode::kInvalidArgument, tensor_name, offset, "no location given");
   if (context.base_directory.empty()) {
     Fail(ErrorCode::kInvalidArgument, tensor_name, offset,
          "the model was read from memory without a base directory to resolve external data");

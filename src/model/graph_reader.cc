@@ -31,7 +31,8 @@ TypeInfo ReadType(ProtoReader reader, LoadContext& context);
 
 std::shared_ptr<const TypeInfo> ReadInnerType(ProtoReader& reader, std::string_view field_name,
                                               LoadContext& context) {
-  return std::make_shared<const TypeInfo>(ReadType(reader.ReadMessage(field_name, "TypeProto"), context));
+  return std::make_shared<const TypeInfo>(
+      ReadType(reader.ReadMessage(field_name, "TypeProto"), context));
 }
 
 std::vector<int64_t> ReadShape(ProtoReader reader) {
@@ -181,19 +182,23 @@ Attribute ReadAttribute(ProtoReader reader, LoadContext& context) {
       case 2: attr.f = reader.ReadFloat("f"); break;
       case 3: attr.i = reader.ReadInt64("i"); break;
       case 4: attr.s = reader.ReadString("s"); break;
-      case 5: attr.t = ReadTensor(reader.ReadMessage("t", "TensorProto"), context, ignored_name); break;
+      case 5:
+        attr.t = ReadTensor(reader.ReadMessage("t", "TensorProto"), context, ignored_name);
+        break;
       case 6:
-        attr.g = std::make_shared<const Graph>(ReadGraph(reader.ReadMessage("g", "GraphProto"), context));
+        attr.g = std::make_shared<const Graph>(
+            ReadGraph(reader.ReadMessage("g", "GraphProto"), context));
         break;
       case 7: reader.ReadRepeatedFloat("floats", attr.floats); break;
       case 8: reader.ReadRepeatedInt64("ints", attr.ints); break;
       case 9: attr.strings.push_back(reader.ReadString("strings")); break;
       case 10:
-        attr.tensors.push_back(ReadTensor(reader.ReadMessage("tensors", "TensorProto"), context, ignored_name));
+        attr.tensors.push_back(
+            ReadTensor(reader.ReadMessage("tensors", "TensorProto"), context, ignored_name));
         break;
       case 11:
-        attr.graphs.push_back(
-            std::make_shared<const Graph>(ReadGraph(reader.ReadMessage("graphs", "GraphProto"), context)));
+        attr.graphs.push_back(std::make_shared<const Graph>(
+            ReadGraph(reader.ReadMessage("graphs", "GraphProto"), context)));
         break;
       case 13: reader.ReadBytes("doc_string"); break;
       // Type-valued attributes are checked but not kept: Attribute has no member for them.
@@ -241,7 +246,8 @@ Node ReadNode(ProtoReader reader, LoadContext& context) {
       case 3: node.name = reader.ReadString("name"); break;
       case 4: node.op_type = reader.ReadString("op_type"); break;
       case 5:
-        node.attributes.push_back(ReadAttribute(reader.ReadMessage("attribute", "AttributeProto"), context));
+        node.attributes.push_back(
+            ReadAttribute(reader.ReadMessage("attribute", "AttributeProto"), context));
         break;
       case 6: reader.ReadBytes("doc_string"); break;
       case 7: node.domain = reader.ReadString("domain"); break;
@@ -250,7 +256,8 @@ Node ReadNode(ProtoReader reader, LoadContext& context) {
     }
   }
   if (node.op_type.empty()) {
-    Fail(ErrorCode::kInvalidArgument, fmt::format("NodeProto '{}'", node.name), start, "op_type is empty");
+    Fail(ErrorCode::kInvalidArgument, fmt::format("NodeProto '{}'", node.name), start,
+         "op_type is empty");
   }
   return node;
 }
@@ -275,43 +282,42 @@ PersistentBinding ReadPersistentBinding(ProtoReader reader) {
 
 }  // namespace
 
-NestingGuard::NestingGuard(LoadContext& context, std::string_view what, uint64_t offset)
-    : context_(context) {
-  if (context_.depth >= kMaxNestingDepth) {
-    Fail(ErrorCode::kInvalidArgument, what, offset,
-         fmt::format("nested more than {} levels deep", kMaxNestingDepth));
-  }
-  ++context_.depth;
-}
-
 Graph ReadGraph(ProtoReader reader, LoadContext& context) {
   const NestingGuard guard(context, "GraphProto", reader.message().offset);
   Graph graph;
   while (reader.Next()) {
     switch (reader.field()) {
-      case 1: graph.nodes.push_back(ReadNode(reader.ReadMessage("node", "NodeProto"), context)); break;
+      case 1:
+        graph.nodes.push_back(ReadNode(reader.ReadMessage("node", "NodeProto"), context));
+        break;
       case 2: graph.name = reader.ReadString("name"); break;
       case 5: {
         Initializer init;
-        init.tensor = ReadTensor(reader.ReadMessage("initializer", "TensorProto"), context, init.name);
+        init.tensor =
+            ReadTensor(reader.ReadMessage("initializer", "TensorProto"), context, init.name);
         graph.initializers.push_back(std::move(init));
         break;
       }
       case 10: reader.ReadBytes("doc_string"); break;
-      case 11: graph.inputs.push_back(ReadValueInfo(reader.ReadMessage("input", "ValueInfoProto"), context)); break;
+      case 11:
+        graph.inputs.push_back(
+            ReadValueInfo(reader.ReadMessage("input", "ValueInfoProto"), context));
+        break;
       case 12:
-        graph.outputs.push_back(ReadValueInfo(reader.ReadMessage("output", "ValueInfoProto"), context));
+        graph.outputs.push_back(
+            ReadValueInfo(reader.ReadMessage("output", "ValueInfoProto"), context));
         break;
       case 13:
         graph.value_info.push_back(
             ReadValueInfo(reader.ReadMessage("value_info", "ValueInfoProto"), context));
         break;
       case 15:
-        Fail(ErrorCode::kUnimplemented, fmt::format("GraphProto.sparse_initializer of graph '{}'", graph.name),
+        Fail(ErrorCode::kUnimplemented,
+             fmt::format("GraphProto.sparse_initializer of graph '{}'", graph.name),
              reader.field_offset(), "sparse initializers are not supported");
       case 1001:
-        graph.persistent_bindings.push_back(
-            ReadPersistentBinding(reader.ReadMessage("persistent_binding", "PersistentBindingProto")));
+        graph.persistent_bindings.push_back(ReadPersistentBinding(
+            reader.ReadMessage("persistent_binding", "PersistentBindingProto")));
         break;
       default: reader.Skip();
     }
@@ -328,9 +334,14 @@ Function ReadFunction(ProtoReader reader, LoadContext& context) {
       case 4: function.inputs.push_back(reader.ReadString("input")); break;
       case 5: function.outputs.push_back(reader.ReadString("output")); break;
       case 6: function.attribute_names.push_back(reader.ReadString("attribute")); break;
-      case 7: function.nodes.push_back(ReadNode(reader.ReadMessage("node", "NodeProto"), context)); break;
+      case 7:
+        function.nodes.push_back(ReadNode(reader.ReadMessage("node", "NodeProto"), context));
+        break;
       case 8: reader.ReadBytes("doc_string"); break;
-      case 9: function.opset_imports.push_back(ReadOpsetId(reader.ReadMessage("opset_import", "OperatorSetIdProto"))); break;
+      case 9:
+        function.opset_imports.push_back(
+            ReadOpsetId(reader.ReadMessage("opset_import", "OperatorSetIdProto")));
+        break;
       case 10: function.domain = reader.ReadString("domain"); break;
       case 11:
         function.attribute_defaults.push_back(
@@ -341,7 +352,8 @@ Function ReadFunction(ProtoReader reader, LoadContext& context) {
       default: reader.Skip();
     }
   }
-  if (function.name.empty()) Fail(ErrorCode::kInvalidArgument, "FunctionProto", start, "name is empty");
+  if (function.name.empty())
+    Fail(ErrorCode::kInvalidArgument, "FunctionProto", start, "name is empty");
   return function;
 }
 

@@ -31,8 +31,8 @@ class FileDescriptor {
 };
 
 [[noreturn]] void FailErrno(const std::filesystem::path& path, std::string_view action, int error) {
-  const ErrorCode code = error == ENOENT || error == ENOTDIR ? ErrorCode::kNotFound
-                                                             : ErrorCode::kInvalidArgument;
+  const ErrorCode code =
+      error == ENOENT || error == ENOTDIR ? ErrorCode::kNotFound : ErrorCode::kInvalidArgument;
   throw Error(code, fmt::format("cannot {} file {}: {}", action, path, std::strerror(error)));
 }
 
@@ -44,8 +44,7 @@ std::shared_ptr<const MappedFile> MappedFile::Open(const std::filesystem::path& 
   struct stat info {};
   if (::fstat(fd.get(), &info) != 0) FailErrno(path, "stat", errno);
   if (!S_ISREG(info.st_mode)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{} is not a regular file", path));
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{} is not a regular file", path));
   }
   const auto size = static_cast<uint64_t>(info.st_size);
   if (size == 0) return std::shared_ptr<const MappedFile>(new MappedFile(nullptr, 0));

@@ -48,8 +48,8 @@ void ReadModelFields(ProtoReader reader, LoadContext& context, Model& model) {
             model_internal::ReadOpsetId(reader.ReadMessage("opset_import", "OperatorSetIdProto")));
         break;
       case 25:
-        model.functions.push_back(
-            model_internal::ReadFunction(reader.ReadMessage("functions", "FunctionProto"), context));
+        model.functions.push_back(model_internal::ReadFunction(
+            reader.ReadMessage("functions", "FunctionProto"), context));
         break;
       default: reader.Skip();
     }
@@ -94,7 +94,8 @@ std::shared_ptr<const Model> LoadModelFromBuffer(std::shared_ptr<const void> own
 std::shared_ptr<const Model> LoadModelFromBytes(std::string bytes,
                                                 const std::filesystem::path& base_directory) {
   auto owned = std::make_shared<const std::string>(std::move(bytes));
-  const std::span<const std::byte> view(reinterpret_cast<const std::byte*>(owned->data()), owned->size());
+  const std::span<const std::byte> view(reinterpret_cast<const std::byte*>(owned->data()),
+                                        owned->size());
   return ReadModel(std::move(owned), view, base_directory);
 }
 

@@ -36,9 +36,10 @@ std::string EncodeBindings(std::span<const PersistentBinding> bindings) {
   std::string entry;
   for (const PersistentBinding& binding : bindings) {
     if (binding.input_name.empty() || binding.output_name.empty()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("persistent binding input '{}' -> output '{}': both names must be set",
-                              binding.input_name, binding.output_name));
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("persistent binding input '{}' -> output '{}': both names must be set",
+                      binding.input_name, binding.output_name));
     }
     entry.clear();
     AppendStringField(entry, 1, binding.input_name);

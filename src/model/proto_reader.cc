@@ -28,9 +28,8 @@ std::string_view WireTypeName(WireType type) {
 }  // namespace
 
 void ProtoReader::Fail(std::string_view field_name, uint64_t at, std::string_view what) const {
-  const std::string where = field_name.empty()
-                                ? fmt::format("{} field {}", message_name_, field_)
-                                : fmt::format("{}.{}", message_name_, field_name);
+  const std::string where = field_name.empty() ? fmt::format("{} field {}", message_name_, field_)
+                                               : fmt::format("{}.{}", message_name_, field_name);
   throw Error(ErrorCode::kInvalidArgument,
               fmt::format("malformed model: {} at byte {}: {}", where, at, what));
 }
@@ -110,7 +109,8 @@ Slice ProtoReader::ReadBytes(std::string_view field_name) {
   const size_t remaining = bytes_.size() - pos_;
   if (length > remaining) {
     Fail(field_name, length_offset,
-         fmt::format("length {} runs past the end of the message ({} bytes left)", length, remaining));
+         fmt::format("length {} runs past the end of the message ({} bytes left)", length,
+                     remaining));
   }
   const Slice slice{bytes_.subspan(pos_, static_cast<size_t>(length)), offset()};
   pos_ += static_cast<size_t>(length);
@@ -138,7 +138,8 @@ void ProtoReader::Skip() {
   Fail("", field_offset_, "invalid wire type");
 }
 
-Slice ProtoReader::ReadPacked(std::string_view field_name, size_t width, std::string_view scalar_kind) {
+Slice ProtoReader::ReadPacked(std::string_view field_name, size_t width,
+                              std::string_view scalar_kind) {
   if (wire_type_ != WireType::kLengthDelimited) {
     Fail(field_name, field_offset_,
          fmt::format("wire type {} ({}), expected {} or packed (length-delimited)",
@@ -147,8 +148,8 @@ Slice ProtoReader::ReadPacked(std::string_view field_name, size_t width, std::st
   const Slice packed = ReadBytes(field_name);
   if (width != 0 && packed.bytes.size() % width != 0) {
     Fail(field_name, packed.offset,
-         fmt::format("packed {} length {} is not a multiple of {}", scalar_kind, packed.bytes.size(),
-                     width));
+         fmt::format("packed {} length {} is not a multiple of {}", scalar_kind,
+                     packed.bytes.size(), width));
   }
   return packed;
 }

@@ -158,13 +158,15 @@ TensorHeader ReadHeader(ProtoReader reader) {
   while (reader.Next()) {
     switch (reader.field()) {
       case kDims:
-        reader.ForEachVarint("dims", [&](uint64_t d) { header.dims.push_back(static_cast<int64_t>(d)); });
+        reader.ForEachVarint("dims",
+                             [&](uint64_t d) { header.dims.push_back(static_cast<int64_t>(d)); });
         break;
       case kDataType: header.data_type = reader.ReadInt32("data_type"); break;
       case kSegment:
-        throw Error(ErrorCode::kUnimplemented,
-                    fmt::format("TensorProto.segment at byte {}: segmented tensors are not supported",
-                                reader.field_offset()));
+        throw Error(
+            ErrorCode::kUnimplemented,
+            fmt::format("TensorProto.segment at byte {}: segmented tensors are not supported",
+                        reader.field_offset()));
       case kFloatData:
       case kInt32Data:
       case kStringData:
@@ -190,7 +192,8 @@ TensorHeader ReadHeader(ProtoReader reader) {
 
 DataType CheckedDataType(const TensorHeader& header) {
   const int32_t code = header.data_type;
-  if (code == 0) FailTensor(ErrorCode::kInvalidArgument, header, header.offset, "data_type is not set");
+  if (code == 0)
+    FailTensor(ErrorCode::kInvalidArgument, header, header.offset, "data_type is not set");
   if (IsSupportedDataType(code)) return static_cast<DataType>(code);
   if (code < 0) {
     FailTensor(ErrorCode::kInvalidArgument, header, header.offset,
@@ -251,19 +254,30 @@ T* CheckedSlot(Tensor& tensor, uint64_t index, uint64_t capacity) {
 
 // Writes an int32_data value into an element of `type` (ONNX stores narrow integers, bool and
 // 16-bit float bit patterns in int32_data).
-void StoreInt32Data(Tensor& tensor, DataType type, uint64_t index, uint64_t capacity, uint64_t wire) {
+void StoreInt32Data(Tensor& tensor, DataType type, uint64_t index, uint64_t capacity,
+                    uint64_t wire) {
   const auto value = static_cast<int64_t>(wire);
   switch (type) {
-    case DataType::kInt32: *CheckedSlot<int32_t>(tensor, index, capacity) = static_cast<int32_t>(value); break;
-    case DataType::kInt16: *CheckedSlot<int16_t>(tensor, index, capacity) = static_cast<int16_t>(value); break;
-    case DataType::kInt8: *CheckedSlot<int8_t>(tensor, index, capacity) = static_cast<int8_t>(value); break;
+    case DataType::kInt32:
+      *CheckedSlot<int32_t>(tensor, index, capacity) = static_cast<int32_t>(value);
+      break;
+    case DataType::kInt16:
+      *CheckedSlot<int16_t>(tensor, index, capacity) = static_cast<int16_t>(value);
+      break;
+    case DataType::kInt8:
+      *CheckedSlot<int8_t>(tensor, index, capacity) = static_cast<int8_t>(value);
+      break;
     case DataType::kUInt16:
     case DataType::kFloat16:
     case DataType::kBFloat16:
       *CheckedSlot<uint16_t>(tensor, index, capacity) = static_cast<uint16_t>(value);
       break;
-    case DataType::kUInt8: *CheckedSlot<uint8_t>(tensor, index, capacity) = static_cast<uint8_t>(value); break;
-    case DataType::kBool: *CheckedSlot<uint8_t>(tensor, index, capacity) = value != 0 ? 1 : 0; break;
+    case DataType::kUInt8:
+      *CheckedSlot<uint8_t>(tensor, index, capacity) = static_cast<uint8_t>(value);
+      break;
+    case DataType::kBool:
+      *CheckedSlot<uint8_t>(tensor, index, capacity) = value != 0 ? 1 : 0;
+      break;
     default: throw Error(ErrorCode::kInternal, "int32_data decoded into a wrong type");
   }
 }
@@ -305,7 +319,8 @@ void DecodeTyped(ProtoReader reader, const TensorHeader& header, Tensor& tensor)
         });
         break;
       case kInt32Data:
-        reader.ForEachVarint(name, [&](uint64_t v) { StoreInt32Data(tensor, type, index++, capacity, v); });
+        reader.ForEachVarint(
+            name, [&](uint64_t v) { StoreInt32Data(tensor, type, index++, capacity, v); });
         break;
       case kStringData:
         *CheckedSlot<std::string>(tensor, index++, capacity) = reader.ReadString(name);
@@ -315,7 +330,8 @@ void DecodeTyped(ProtoReader reader, const TensorHeader& header, Tensor& tensor)
   }
 }
 
-Tensor ReadExternal(const TensorHeader& header, DataType type, uint64_t count, LoadContext& context) {
+Tensor ReadExternal(const TensorHeader& header, DataType type, uint64_t count,
+                    LoadContext& context) {
   if (header.has_raw || header.typed_field != 0) {
     FailTensor(ErrorCode::kInvalidArgument, header, header.offset,
                "an external tensor may not also hold raw_data or typed values");
@@ -357,10 +373,10 @@ Tensor ReadTensor(ProtoReader reader, LoadContext& context, std::string& name) {
     }
     const uint64_t expected = ByteCount(count, element_size);
     if (expected != header.raw.bytes.size()) {
-      FailTensor(ErrorCode::kInvalidArgument, header, header.raw.offset,
-                 fmt::format("dims {} need {} bytes of {}, raw_data holds {}",
-                             ShapeToString(header.dims), expected, DataTypeName(type),
-                             header.raw.bytes.size()));
+      FailTensor(
+          ErrorCode::kInvalidArgument, header, header.raw.offset,
+          fmt::format("dims {} need {} bytes of {}, raw_data holds {}", ShapeToString(header.dims),
+                      expected, DataTypeName(type), header.raw.bytes.size()));
     }
     return ViewOrCopy(header.raw.bytes, context.backing, type, header.dims, context);
   }

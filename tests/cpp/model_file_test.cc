@@ -33,8 +33,9 @@ void WriteFile(const fs::path& path, std::string_view bytes) {
   ASSERT_TRUE(out.good()) << path;
 }
 
-ProtoBuilder ExternalTensor(std::string_view name, int32_t data_type, std::initializer_list<int64_t> dims,
-                            std::string_view location, std::optional<std::string> offset = std::nullopt,
+ProtoBuilder ExternalTensor(std::string_view name, int32_t data_type,
+                            std::initializer_list<int64_t> dims, std::string_view location,
+                            std::optional<std::string> offset = std::nullopt,
                             std::optional<std::string> length = std::nullopt) {
   ProtoBuilder tensor = TensorMessage(name, data_type, dims);
   tensor.Message(13, ProtoBuilder().Bytes(1, "location").Bytes(2, location));
@@ -116,13 +117,15 @@ TEST_F(ExternalDataTest, AllowsSubfoldersAndInnerDotDot) {
   EXPECT_EQ(FindInitializer(*LoadFromFolder(ExternalTensor("f", kFloat, {1}, "sub/w.bin")), "f")
                 .tensor.data<float>()[0],
             7.0f);
-  EXPECT_EQ(FindInitializer(*LoadFromFolder(ExternalTensor("f", kFloat, {1}, "sub/../sub/w.bin")), "f")
-                .tensor.data<float>()[0],
-            7.0f);
+  EXPECT_EQ(
+      FindInitializer(*LoadFromFolder(ExternalTensor("f", kFloat, {1}, "sub/../sub/w.bin")), "f")
+          .tensor.data<float>()[0],
+      7.0f);
 }
 
 TEST_F(ExternalDataTest, RejectsAbsolutePath) {
-  const Error error = LoadError(ExternalTensor("f", kFloat, {4}, (root_ / "outside" / "secret.bin").string()));
+  const Error error =
+      LoadError(ExternalTensor("f", kFloat, {4}, (root_ / "outside" / "secret.bin").string()));
   EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(std::string(error.what()).find("absolute"), std::string::npos) << error.what();
   EXPECT_NE(std::string(error.what()).find("'f'"), std::string::npos) << error.what();
@@ -131,36 +134,45 @@ TEST_F(ExternalDataTest, RejectsAbsolutePath) {
 TEST_F(ExternalDataTest, RejectsDotDotEscape) {
   const Error error = LoadError(ExternalTensor("f", kFloat, {4}, "../outside/secret.bin"));
   EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(std::string(error.what()).find("outside the model folder"), std::string::npos) << error.what();
+  EXPECT_NE(std::string(error.what()).find("outside the model folder"), std::string::npos)
+      << error.what();
 }
 
 TEST_F(ExternalDataTest, RejectsSymlinkEscape) {
   fs::create_symlink(root_ / "outside" / "secret.bin", folder() / "link.bin");
   fs::create_directory_symlink(root_ / "outside", folder() / "linkdir");
-  EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "link.bin")).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "link.bin")).code(),
+            ErrorCode::kInvalidArgument);
   EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "linkdir/secret.bin")).code(),
             ErrorCode::kInvalidArgument);
   // A symlink that stays inside the folder is fine.
   fs::create_symlink(folder() / "weights.bin", folder() / "inner_link.bin");
-  EXPECT_EQ(LoadFromFolder(ExternalTensor("f", kFloat, {4}, "inner_link.bin"))->graph.initializers.size(), 1u);
+  EXPECT_EQ(
+      LoadFromFolder(ExternalTensor("f", kFloat, {4}, "inner_link.bin"))->graph.initializers.size(),
+      1u);
 }
 
 TEST_F(ExternalDataTest, RejectsRangesOutsideTheFile) {
   const Error past_end = LoadError(ExternalTensor("f", kFloat, {4}, "weights.bin", "64"));
   EXPECT_EQ(past_end.code(), ErrorCode::kInvalidArgument);
-  EXPECT_NE(std::string(past_end.what()).find("outside file"), std::string::npos) << past_end.what();
-  EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "weights.bin", "24")).code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "weights.bin", "18446744073709551615")).code(),
+  EXPECT_NE(std::string(past_end.what()).find("outside file"), std::string::npos)
+      << past_end.what();
+  EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "weights.bin", "24")).code(),
             ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      LoadError(ExternalTensor("f", kFloat, {4}, "weights.bin", "18446744073709551615")).code(),
+      ErrorCode::kInvalidArgument);
   EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "weights.bin", "0", "12")).code(),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "weights.bin", "12abc")).code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "weights.bin", "-1")).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "weights.bin", "-1")).code(),
+            ErrorCode::kInvalidArgument);
 }
 
 TEST_F(ExternalDataTest, RejectsMissingFileAndMissingLocation) {
-  EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "missing.bin")).code(), ErrorCode::kNotFound);
+  EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "missing.bin")).code(),
+            ErrorCode::kNotFound);
   EXPECT_EQ(LoadError(ExternalTensor("f", kFloat, {4}, "")).code(), ErrorCode::kInvalidArgument);
   ProtoBuilder no_location = TensorMessage("f", kFloat, {4});
   no_location.Int(14, 1);
@@ -169,14 +181,16 @@ TEST_F(ExternalDataTest, RejectsMissingFileAndMissingLocation) {
 }
 
 TEST_F(ExternalDataTest, RejectsStringsAndMixedData) {
-  EXPECT_EQ(LoadError(ExternalTensor("s", kString, {1}, "weights.bin")).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(LoadError(ExternalTensor("s", kString, {1}, "weights.bin")).code(),
+            ErrorCode::kInvalidArgument);
   ProtoBuilder mixed = ExternalTensor("f", kFloat, {4}, "weights.bin");
   mixed.Bytes(9, RawBytes<float>({1, 2, 3, 4}));
   EXPECT_EQ(LoadError(mixed).code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(ExternalData, NeedsABaseDirectory) {
-  const Error error = CatchError([] { LoadModelFromBytes(ModelWith(ExternalTensor("f", kFloat, {1}, "w.bin"))); });
+  const Error error =
+      CatchError([] { LoadModelFromBytes(ModelWith(ExternalTensor("f", kFloat, {1}, "w.bin"))); });
   EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(std::string(error.what()).find("base directory"), std::string::npos) << error.what();
 }

@@ -58,7 +58,8 @@ TEST(ModelMalformed, EveryTruncationIsAnError) {
   ASSERT_NO_THROW(LoadModelFromBytes(bytes));
   for (size_t length = 0; length < bytes.size(); ++length) {
     const Error error = LoadError(bytes.substr(0, length));
-    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument) << "prefix " << length << ": " << error.what();
+    EXPECT_EQ(error.code(), ErrorCode::kInvalidArgument)
+        << "prefix " << length << ": " << error.what();
   }
 }
 
@@ -113,41 +114,51 @@ TEST(ModelMalformed, InvalidTagsAndGroups) {
 
 TEST(ModelMalformed, ErrorOffsetIsAbsolute) {
   ProtoBuilder graph;
-  graph.Bytes(2, "g").Message(5, TensorMessage("t", kFloat, {}).Bytes(1, "\x80"));  // truncated packed dims
+  graph.Bytes(2, "g").Message(
+      5, TensorMessage("t", kFloat, {}).Bytes(1, "\x80"));  // truncated packed dims
   const std::string bytes = ModelWithGraph(graph);
   const size_t dims_payload = bytes.rfind('\x80');
   ExpectMalformed(bytes, "TensorProto.dims at byte " + std::to_string(dims_payload));
 }
 
 TEST(ModelMalformed, DimsDataMismatch) {
-  ExpectMalformed(ModelWithInitializer(RawTensor("w", kFloat, {2, 3}, RawBytes<float>({1, 2, 3, 4, 5}))),
-                  "TensorProto 'w' at byte");
-  ExpectMalformed(ModelWithInitializer(RawTensor("w", kFloat, {2, 3}, RawBytes<float>({1, 2, 3, 4, 5}))),
-                  "need 24 bytes of float32, raw_data holds 20");
+  ExpectMalformed(
+      ModelWithInitializer(RawTensor("w", kFloat, {2, 3}, RawBytes<float>({1, 2, 3, 4, 5}))),
+      "TensorProto 'w' at byte");
+  ExpectMalformed(
+      ModelWithInitializer(RawTensor("w", kFloat, {2, 3}, RawBytes<float>({1, 2, 3, 4, 5}))),
+      "need 24 bytes of float32, raw_data holds 20");
   ExpectMalformed(ModelWithInitializer(TensorMessage("v", kInt64, {4}).PackedVarints(7, {1, 2})),
                   "need 4 values in int64_data, found 2");
   ExpectMalformed(ModelWithInitializer(TensorMessage("v", kFloat, {2})), "found 0");
-  ExpectMalformed(ModelWithInitializer(TensorMessage("s", kString, {1}).Bytes(6, "a").Bytes(6, "b")),
-                  "need 1 values in string_data, found 2");
+  ExpectMalformed(
+      ModelWithInitializer(TensorMessage("s", kString, {1}).Bytes(6, "a").Bytes(6, "b")),
+      "need 1 values in string_data, found 2");
   ExpectMalformed(ModelWithInitializer(TensorMessage("v", kInt32, {1}).Int(7, 1)),
                   "keeps its values in int32_data, not int64_data");
   ExpectMalformed(ModelWithInitializer(TensorMessage("v", kFloat, {1}).Float(4, 1).Int(7, 1)),
                   "both float_data and int64_data");
-  ExpectMalformed(ModelWithInitializer(RawTensor("v", kFloat, {1}, RawBytes<float>({1})).Float(4, 1)),
-                  "both raw_data and float_data");
-  ExpectMalformed(ModelWithInitializer(RawTensor("s", kString, {1}, "abcd")), "must use string_data");
+  ExpectMalformed(
+      ModelWithInitializer(RawTensor("v", kFloat, {1}, RawBytes<float>({1})).Float(4, 1)),
+      "both raw_data and float_data");
+  ExpectMalformed(ModelWithInitializer(RawTensor("s", kString, {1}, "abcd")),
+                  "must use string_data");
 }
 
 TEST(ModelMalformed, AbsurdDims) {
   ExpectMalformed(ModelWithInitializer(RawTensor("w", kFloat, {-1}, "")), "negative dimension");
-  ExpectMalformed(ModelWithInitializer(RawTensor("w", kFloat, {int64_t{1} << 40, int64_t{1} << 40}, "")),
-                  "more elements than int64");
+  ExpectMalformed(
+      ModelWithInitializer(RawTensor("w", kFloat, {int64_t{1} << 40, int64_t{1} << 40}, "")),
+      "more elements than int64");
   // A huge tensor whose data is tiny must fail the size check, not allocate.
-  ExpectMalformed(ModelWithInitializer(RawTensor("w", kFloat, {int64_t{1} << 61}, RawBytes<float>({1}))),
-                  "raw_data holds 4");
-  ExpectMalformed(ModelWithInitializer(RawTensor("w", kFloat, {int64_t{1} << 62}, RawBytes<float>({1}))),
-                  "need 18446744073709551615 bytes");
-  ExpectMalformed(ModelWithInitializer(TensorMessage("w", kInt64, {int64_t{1} << 50}).Int(7, 1)), "found 1");
+  ExpectMalformed(
+      ModelWithInitializer(RawTensor("w", kFloat, {int64_t{1} << 61}, RawBytes<float>({1}))),
+      "raw_data holds 4");
+  ExpectMalformed(
+      ModelWithInitializer(RawTensor("w", kFloat, {int64_t{1} << 62}, RawBytes<float>({1}))),
+      "need 18446744073709551615 bytes");
+  ExpectMalformed(ModelWithInitializer(TensorMessage("w", kInt64, {int64_t{1} << 50}).Int(7, 1)),
+                  "found 1");
 }
 
 TEST(ModelMalformed, MissingOrInvalidDataType) {
@@ -162,7 +173,8 @@ TEST(ModelUnsupported, DataTypesSegmentsAndSparse) {
   EXPECT_EQ(float8.code(), ErrorCode::kUnimplemented);
   EXPECT_NE(std::string(float8.what()).find("'f8'"), std::string::npos) << float8.what();
   EXPECT_NE(std::string(float8.what()).find("data type 17"), std::string::npos) << float8.what();
-  EXPECT_EQ(LoadError(ModelWithInitializer(RawTensor("i4", 22, {2}, "a"))).code(), ErrorCode::kUnimplemented);
+  EXPECT_EQ(LoadError(ModelWithInitializer(RawTensor("i4", 22, {2}, "a"))).code(),
+            ErrorCode::kUnimplemented);
 
   ProtoBuilder segmented = RawTensor("w", kFloat, {1}, RawBytes<float>({1}));
   segmented.Message(3, ProtoBuilder().Int(1, 0).Int(2, 1));
@@ -172,11 +184,13 @@ TEST(ModelUnsupported, DataTypesSegmentsAndSparse) {
   graph.Bytes(2, "g").Message(15, ProtoBuilder());
   const Error sparse = LoadError(ModelWithGraph(graph));
   EXPECT_EQ(sparse.code(), ErrorCode::kUnimplemented);
-  EXPECT_NE(std::string(sparse.what()).find("sparse_initializer"), std::string::npos) << sparse.what();
+  EXPECT_NE(std::string(sparse.what()).find("sparse_initializer"), std::string::npos)
+      << sparse.what();
 
   ProtoBuilder sparse_attr_graph;
   sparse_attr_graph.Message(
-      1, NodeMessage("Constant", {}, {"c"}).Message(5, ProtoBuilder().Bytes(1, "sparse_value").Message(22, ProtoBuilder())));
+      1, NodeMessage("Constant", {}, {"c"})
+             .Message(5, ProtoBuilder().Bytes(1, "sparse_value").Message(22, ProtoBuilder())));
   EXPECT_EQ(LoadError(ModelWithGraph(sparse_attr_graph)).code(), ErrorCode::kUnimplemented);
 
   ProtoBuilder value_graph;
@@ -200,7 +214,8 @@ TEST(ModelMalformed, InvalidNodesAndAttributes) {
   ExpectMalformed(ModelWithGraph(no_op), "NodeProto 'nameless_op'");
 
   ProtoBuilder ambiguous;
-  ambiguous.Message(1, NodeMessage("Op", {}, {}).Message(5, ProtoBuilder().Bytes(1, "a").Int(3, 1).Float(2, 1)));
+  ambiguous.Message(
+      1, NodeMessage("Op", {}, {}).Message(5, ProtoBuilder().Bytes(1, "a").Int(3, 1).Float(2, 1)));
   ExpectMalformed(ModelWithGraph(ambiguous), "several kinds");
 
   ProtoBuilder valueless;
@@ -208,7 +223,8 @@ TEST(ModelMalformed, InvalidNodesAndAttributes) {
   ExpectMalformed(ModelWithGraph(valueless), "no value is present");
 
   ProtoBuilder bad_type;
-  bad_type.Message(1, NodeMessage("Op", {}, {}).Message(5, ProtoBuilder().Bytes(1, "a").Int(3, 1).Int(20, 99)));
+  bad_type.Message(
+      1, NodeMessage("Op", {}, {}).Message(5, ProtoBuilder().Bytes(1, "a").Int(3, 1).Int(20, 99)));
   ExpectMalformed(ModelWithGraph(bad_type), "invalid attribute type 99");
 
   ProtoBuilder bad_binding;
@@ -221,7 +237,8 @@ TEST(ModelMalformed, DeepNestingIsRejected) {
   graph.Bytes(2, "leaf");
   for (int i = 0; i < 200; ++i) {
     ProtoBuilder outer;
-    outer.Message(1, NodeMessage("If", {}, {}).Message(5, ProtoBuilder().Bytes(1, "g").Message(6, graph)));
+    outer.Message(
+        1, NodeMessage("If", {}, {}).Message(5, ProtoBuilder().Bytes(1, "g").Message(6, graph)));
     graph = outer;
   }
   ExpectMalformed(ModelWithGraph(graph), "nested more than 64 levels");

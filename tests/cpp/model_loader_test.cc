@@ -38,7 +38,8 @@ ProtoBuilder TypedInitializers(ProtoBuilder graph) {
   graph.Message(5, TensorMessage("i64", kInt64, {2}).PackedVarints(7, {-5, int64_t{1} << 40}));
   graph.Message(5, TensorMessage("d", kDouble, {1}).PackedFixed<double>(10, {0.125}));
   graph.Message(5, TensorMessage("u32", kUInt32, {2}).PackedVarints(11, {0xFFFFFFFF, 7}));
-  graph.Message(5, TensorMessage("u64", kUInt64, {1}).Varint(11, std::numeric_limits<uint64_t>::max()));
+  graph.Message(
+      5, TensorMessage("u64", kUInt64, {1}).Varint(11, std::numeric_limits<uint64_t>::max()));
   graph.Message(5, TensorMessage("s", kString, {2}).Bytes(6, "ab").Bytes(6, ""));
   graph.Message(5, TensorMessage("c64", kComplex64, {1}).PackedFixed<float>(4, {1.0f, 2.0f}));
   graph.Message(5, TensorMessage("empty", kFloat, {0, 4}));
@@ -76,7 +77,8 @@ ProtoBuilder AttributeNode() {
   node.Message(5, Attr("f").Float(2, 0.5f).Int(20, 1));
   node.Message(5, Attr("i").Int(3, -7));  // no type: inferred
   node.Message(5, Attr("s").Bytes(4, "text").Int(20, 3));
-  node.Message(5, Attr("t").Message(5, RawTensor("tv", kInt64, {1}, RawBytes<int64_t>({42}))).Int(20, 4));
+  node.Message(
+      5, Attr("t").Message(5, RawTensor("tv", kInt64, {1}, RawBytes<int64_t>({42}))).Int(20, 4));
   node.Message(5, Attr("g").Message(6, body).Int(20, 5));
   node.Message(5, Attr("floats").PackedFixed<float>(7, {1.0f, 2.0f}).Int(20, 6));
   node.Message(5, Attr("ints").Int(8, 1).Int(8, -2).Int(8, 3));  // unpacked, no type
@@ -86,7 +88,9 @@ ProtoBuilder AttributeNode() {
                       .Message(10, TensorMessage("t1", kInt64, {}).Int(7, 9))
                       .Int(20, 9));
   node.Message(5, Attr("graphs").Message(11, body).Int(20, 10));
-  node.Message(5, Attr("tp").Message(14, ProtoBuilder().Message(1, ProtoBuilder().Int(1, kFloat))).Int(20, 13));
+  node.Message(
+      5,
+      Attr("tp").Message(14, ProtoBuilder().Message(1, ProtoBuilder().Int(1, kFloat))).Int(20, 13));
   node.Message(5, Attr("ref").Bytes(21, "outer_alpha").Int(20, 1));
   node.Message(5, Attr("empty_ints").Int(20, 7));
   node.Bytes(6, "node doc").Bytes(7, "com.example").Bytes(8, "v2");
@@ -115,7 +119,12 @@ std::string FullModel() {
   graph.Fixed32(98, 0).Varint(97, 1).Bytes(96, "skip me");
 
   ProtoBuilder model;
-  model.Int(1, 9).Bytes(2, "test").Bytes(3, "1.0").Bytes(4, "org.test").Int(5, 3).Bytes(6, "model doc");
+  model.Int(1, 9)
+      .Bytes(2, "test")
+      .Bytes(3, "1.0")
+      .Bytes(4, "org.test")
+      .Int(5, 3)
+      .Bytes(6, "model doc");
   model.Message(7, graph);
   model.Message(8, testing::OpsetImport("", 18)).Message(8, testing::OpsetImport("local", 1));
   model.Message(14, ProtoBuilder().Bytes(1, "key").Bytes(2, "value"));  // metadata_props: ignored
@@ -265,7 +274,8 @@ TEST(ModelLoader, ReadsFunctions) {
   EXPECT_EQ(fn.opset_imports[0].version, 18);
 }
 
-std::string OneRawInitializerModel(std::string_view raw, int32_t data_type, std::initializer_list<int64_t> dims) {
+std::string OneRawInitializerModel(std::string_view raw, int32_t data_type,
+                                   std::initializer_list<int64_t> dims) {
   ProtoBuilder graph;
   graph.Bytes(2, "g").Message(5, RawTensor("w", data_type, dims, raw));
   return ModelBytes(graph);
@@ -308,7 +318,8 @@ TEST(ModelLoader, CopiesAndCountsMisalignedRawData) {
 TEST(ModelLoader, BytesOwnedByModelStayAliveWithTensor) {
   Tensor tensor;
   {
-    const auto model = LoadModelFromBytes(OneRawInitializerModel(RawBytes<int64_t>({5, 6}), kInt64, {2}));
+    const auto model =
+        LoadModelFromBytes(OneRawInitializerModel(RawBytes<int64_t>({5, 6}), kInt64, {2}));
     tensor = FindInitializer(*model, "w").tensor;
   }
   EXPECT_EQ(tensor.data<int64_t>()[1], 6);
@@ -370,7 +381,9 @@ TEST(ModelLoader, WithPersistentBindingsRejectsBadInput) {
   EXPECT_EQ(CatchError([&] { WithPersistentBindings(no_graph.bytes(), binding); }).code(),
             ErrorCode::kInvalidArgument);
   const PersistentBinding empty[] = {{"", "out"}};
-  EXPECT_EQ(CatchError([&] { WithPersistentBindings(ModelBytes(ProtoBuilder().Bytes(2, "g")), empty); }).code(),
+  EXPECT_EQ(CatchError([&] {
+              WithPersistentBindings(ModelBytes(ProtoBuilder().Bytes(2, "g")), empty);
+            }).code(),
             ErrorCode::kInvalidArgument);
 }
 

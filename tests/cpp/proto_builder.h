@@ -31,26 +31,34 @@ class ProtoBuilder {
     AppendVarint(bytes_, value);
     return *this;
   }
-  ProtoBuilder& Int(uint32_t field, int64_t value) { return Varint(field, static_cast<uint64_t>(value)); }
+  ProtoBuilder& Int(uint32_t field, int64_t value) {
+    return Varint(field, static_cast<uint64_t>(value));
+  }
   ProtoBuilder& Fixed32(uint32_t field, uint32_t value) {
     Tag(field, 5);
     AppendLittleEndian(value);
     return *this;
   }
-  ProtoBuilder& Float(uint32_t field, float value) { return Fixed32(field, std::bit_cast<uint32_t>(value)); }
+  ProtoBuilder& Float(uint32_t field, float value) {
+    return Fixed32(field, std::bit_cast<uint32_t>(value));
+  }
   ProtoBuilder& Fixed64(uint32_t field, uint64_t value) {
     Tag(field, 1);
     AppendLittleEndian(value);
     return *this;
   }
-  ProtoBuilder& Double(uint32_t field, double value) { return Fixed64(field, std::bit_cast<uint64_t>(value)); }
+  ProtoBuilder& Double(uint32_t field, double value) {
+    return Fixed64(field, std::bit_cast<uint64_t>(value));
+  }
   ProtoBuilder& Bytes(uint32_t field, std::string_view value) {
     Tag(field, 2);
     AppendVarint(bytes_, value.size());
     bytes_.append(value);
     return *this;
   }
-  ProtoBuilder& Message(uint32_t field, const ProtoBuilder& message) { return Bytes(field, message.bytes()); }
+  ProtoBuilder& Message(uint32_t field, const ProtoBuilder& message) {
+    return Bytes(field, message.bytes());
+  }
   ProtoBuilder& PackedVarints(uint32_t field, std::initializer_list<int64_t> values) {
     std::string payload;
     for (int64_t v : values) AppendVarint(payload, static_cast<uint64_t>(v));
@@ -87,7 +95,8 @@ std::string RawBytes(std::initializer_list<T> values) {
 }
 
 /// TensorProto with dims, data_type and name; callers add the data fields.
-inline ProtoBuilder TensorMessage(std::string_view name, int32_t data_type, std::initializer_list<int64_t> dims) {
+inline ProtoBuilder TensorMessage(std::string_view name, int32_t data_type,
+                                  std::initializer_list<int64_t> dims) {
   ProtoBuilder tensor;
   for (int64_t d : dims) tensor.Int(1, d);
   tensor.Int(2, data_type);
@@ -95,15 +104,16 @@ inline ProtoBuilder TensorMessage(std::string_view name, int32_t data_type, std:
   return tensor;
 }
 
-inline ProtoBuilder RawTensor(std::string_view name, int32_t data_type, std::initializer_list<int64_t> dims,
-                              std::string_view raw) {
+inline ProtoBuilder RawTensor(std::string_view name, int32_t data_type,
+                              std::initializer_list<int64_t> dims, std::string_view raw) {
   ProtoBuilder tensor = TensorMessage(name, data_type, dims);
   tensor.Bytes(9, raw);
   return tensor;
 }
 
 /// ValueInfoProto of a tensor; -1 dims become a symbolic dim_param.
-inline ProtoBuilder TensorValueInfo(std::string_view name, int32_t elem_type, std::initializer_list<int64_t> dims) {
+inline ProtoBuilder TensorValueInfo(std::string_view name, int32_t elem_type,
+                                    std::initializer_list<int64_t> dims) {
   ProtoBuilder shape;
   for (int64_t d : dims) {
     ProtoBuilder dim;
@@ -123,8 +133,10 @@ inline ProtoBuilder TensorValueInfo(std::string_view name, int32_t elem_type, st
   return info;
 }
 
-inline ProtoBuilder NodeMessage(std::string_view op_type, std::initializer_list<std::string_view> inputs,
-                                std::initializer_list<std::string_view> outputs, std::string_view name = "") {
+inline ProtoBuilder NodeMessage(std::string_view op_type,
+                                std::initializer_list<std::string_view> inputs,
+                                std::initializer_list<std::string_view> outputs,
+                                std::string_view name = "") {
   ProtoBuilder node;
   for (std::string_view in : inputs) node.Bytes(1, in);
   for (std::string_view out : outputs) node.Bytes(2, out);
