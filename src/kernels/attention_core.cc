@@ -27,7 +27,7 @@ float ExpShiftedSum(float* x, int64_t n, float shift) {
     const uint32_t below = vb > kLowestBits ? ~0u : 0u;
     const float c = std::bit_cast<float>((vb & ~below) | (kLowestBits & below));
     const float t = c * kLog2e + kRound;
-    const int32_t k = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kRound);
+    const uint32_t k = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kRound);  // mod 2^32
     const float kf = t - kRound;
     const float r = c - kf * kLn2Hi - kf * kLn2Lo;
     float p = 1.9875691500e-4f;
@@ -37,7 +37,7 @@ float ExpShiftedSum(float* x, int64_t n, float shift) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    const float e = p * std::bit_cast<float>((k + 127) << 23);
+    const float e = p * std::bit_cast<float>((k + 127u) << 23);
     x[j] = std::bit_cast<float>(std::bit_cast<uint32_t>(e) & ~below);
   }
   // Eight partial sums keep the reduction vectorizable without reassociation flags.
@@ -77,8 +77,8 @@ void Gemm(bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a
   const CBLAS_TRANSPOSE tb = transpose_b ? CblasTrans : CblasNoTrans;
   const auto I = [](int64_t v) { return static_cast<blasint>(v); };
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb), 0.0f,
-                c, I(ldc));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb),
+                0.0f, c, I(ldc));
   } else {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb), 0.0,
                 c, I(ldc));
@@ -92,10 +92,14 @@ int64_t UniformRowStride(const HeadView<T>& view, int64_t heads, int64_t seq, in
   const int64_t rows = heads * seq;
   if (rows <= 1) return width;
   int64_t stride;
-  if (heads == 1) stride = view.row_stride;
-  else if (seq == 1) stride = view.head_stride;
-  else if (view.head_stride == seq * view.row_stride) stride = view.row_stride;
-  else return -1;
+  if (heads == 1)
+    stride = view.row_stride;
+  else if (seq == 1)
+    stride = view.head_stride;
+  else if (view.head_stride == seq * view.row_stride)
+    stride = view.row_stride;
+  else
+    return -1;
   return stride >= width ? stride : -1;
 }
 
@@ -108,7 +112,8 @@ void CopyRow(const T* src, int64_t n, T* dst) {
 // qk_output row on the way. `bias` yields the mask's additive bias for key j (only called for
 // keys the causal frontier and the mask width allow).
 template <typename T, typename Bias>
-void FinishRow(T* s, int64_t n, int64_t allowed_end, const AttentionOptions& o, T* qk_row, Bias&& bias) {
+void FinishRow(T* s, int64_t n, int64_t allowed_end, const AttentionOptions& o, T* qk_row,
+               Bias&& bias) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   if (o.qk_mode == 0) CopyRow(s, n, qk_row);
   if (o.softcap > 0) {
@@ -142,8 +147,8 @@ void FinishRow(T* s, int64_t n, int64_t allowed_end, const AttentionOptions& o, 
 }
 
 template <typename T>
-void ScoresToProbabilities(const AttentionArgs<T>& args, int64_t b, int64_t first_head, int64_t heads,
-                           T* scores) {
+void ScoresToProbabilities(const AttentionArgs<T>& args, int64_t b, int64_t first_head,
+                           int64_t heads, T* scores) {
   const AttentionDims& d = args.dims;
   const AttentionOptions& o = args.options;
   const MaskView<T>& mask = args.mask;
@@ -159,13 +164,15 @@ void ScoresToProbabilities(const AttentionArgs<T>& args, int64_t b, int64_t firs
       int64_t end = mask_end;
       if (o.is_causal) end = std::clamp<int64_t>(i + o.causal_offset + 1, 0, end);
       if (mask.bool_data != nullptr) {
-        const bool* m = mask.bool_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
+        const bool* m =
+            mask.bool_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
         const int64_t cs = mask.col_stride;
         FinishRow(s, n, end, o, qk_row, [m, cs](int64_t j) {
           return m[j * cs] ? T(0) : -std::numeric_limits<T>::infinity();
         });
       } else if (mask.float_data != nullptr) {
-        const T* m = mask.float_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
+        const T* m =
+            mask.float_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
         const int64_t cs = mask.col_stride;
         FinishRow(s, n, end, o, qk_row, [m, cs](int64_t j) { return m[j * cs]; });
       } else {
@@ -202,8 +209,8 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch) {
                 args.k.row_stride, scratch, n);
       } else {
         for (int64_t g = 0; g < group; ++g) {
-          Gemm<T>(true, d.q_seq, n, d.head_size, alpha, args.q.Row(b, h0 + g, 0), args.q.row_stride, k,
-                  args.k.row_stride, scratch + g * d.q_seq * n, n);
+          Gemm<T>(true, d.q_seq, n, d.head_size, alpha, args.q.Row(b, h0 + g, 0), args.q.row_stride,
+                  k, args.k.row_stride, scratch + g * d.q_seq * n, n);
         }
       }
       ScoresToProbabilities(args, b, h0, group, scratch);

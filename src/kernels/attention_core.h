@@ -48,8 +48,8 @@ struct AttentionDims {
 };
 
 struct AttentionOptions {
-  double scale = 1.0;   // multiplies Q·Kᵀ
-  double softcap = 0;   // > 0: scores become softcap * tanh(scores / softcap)
+  double scale = 1.0;  // multiplies Q·Kᵀ
+  double softcap = 0;  // > 0: scores become softcap * tanh(scores / softcap)
   bool is_causal = false;
   /// Causal alignment: query i attends key j iff j <= i + causal_offset (the past length).
   int64_t causal_offset = 0;

@@ -30,8 +30,8 @@ constexpr size_t kPresentKey = 1, kPresentValue = 2, kQkOutput = 3;
 Tensor SplitHeads(const Tensor& t, int64_t heads) {
   const Shape s = t.strides();
   const int64_t head = heads > 0 ? t.dim(2) / heads : 0;
-  return Tensor(t.dtype(), {t.dim(0), heads, t.dim(1), head}, t.owner(), const_cast<void*>(t.raw_data()),
-                {s[0], head * s[2], s[1], s[2]});
+  return Tensor(t.dtype(), {t.dim(0), heads, t.dim(1), head}, t.owner(),
+                const_cast<void*>(t.raw_data()), {s[0], head * s[2], s[1], s[2]});
 }
 
 // Copies the rows of a 4-D [b, h, rows, cols] tensor (any strides) into `dst`, a buffer with the
@@ -58,7 +58,8 @@ void CopyHeadRows(const Tensor& src, char* dst, const Shape& dst_strides, int64_
           std::memcpy(tr, fr, static_cast<size_t>(cols) * elem);
         } else {
           for (int64_t c = 0; c < cols; ++c) {
-            std::memcpy(tr + c * static_cast<int64_t>(elem), fr + c * s[3] * static_cast<int64_t>(elem), elem);
+            std::memcpy(tr + c * static_cast<int64_t>(elem),
+                        fr + c * s[3] * static_cast<int64_t>(elem), elem);
           }
         }
       }
@@ -70,7 +71,8 @@ void CopyHeadRows(const Tensor& src, char* dst, const Shape& dst_strides, int64_
 /// `current` is a 4-D (possibly strided) view. Produces output `output_index` when the node asks
 /// for it and returns the tensor attention reads keys/values from. This is the single place that
 /// builds the key/value cache, so a persistent cache can take over here (append in place).
-Tensor ConcatPast(RuntimeContext& rt, size_t output_index, const Tensor* past, const Tensor& current) {
+Tensor ConcatPast(RuntimeContext& rt, size_t output_index, const Tensor* past,
+                  const Tensor& current) {
   const bool wanted = rt.output_requested(output_index);
   if (past == nullptr) {
     if (!wanted) return current;
@@ -121,12 +123,14 @@ class AttentionKernel final : public KernelBase {
  public:
   /// `with_half` builds the float16/bfloat16 route: a second instance behind WithHalfPrecision.
   AttentionKernel(const KernelBuildInfo& info, bool with_half) {
-    if (with_half) half_ = WithHalfPrecision(std::make_unique<AttentionKernel>(info, false), "Attention");
+    if (with_half)
+      half_ = WithHalfPrecision(std::make_unique<AttentionKernel>(info, false), "Attention");
     const auto invalid = [&info](std::string_view what) {
       throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", info.Describe(), what));
     };
     const int64_t causal = info.GetInt("is_causal", 0);
-    if (causal != 0 && causal != 1) invalid(fmt::format("is_causal must be 0 or 1, got {}", causal));
+    if (causal != 0 && causal != 1)
+      invalid(fmt::format("is_causal must be 0 or 1, got {}", causal));
     is_causal_ = causal == 1;
     qk_mode_ = info.GetInt("qk_matmul_output_mode", 0);
     if (qk_mode_ < 0 || qk_mode_ > 3) {
@@ -137,7 +141,8 @@ class AttentionKernel final : public KernelBase {
     if (info.HasAttribute("softmax_precision")) {
       const int64_t p = info.GetInt("softmax_precision");
       if (p != 1 && p != 10 && p != 11 && p != 16) {
-        invalid(fmt::format("softmax_precision must be a floating-point type (1, 10, 11 or 16), got {}", p));
+        invalid(fmt::format(
+            "softmax_precision must be a floating-point type (1, 10, 11 or 16), got {}", p));
       }
     }
     q_num_heads_ = info.GetInt("q_num_heads", 0);
@@ -161,10 +166,14 @@ class AttentionKernel final : public KernelBase {
 
   void Run(RuntimeContext& rt) const override {
     const DataType type = rt.Input(kQ).dtype();
-    if (type == DataType::kFloat) Compute<float>(rt, 0);
-    else if (type == DataType::kDouble) Compute<double>(rt, 1);
-    else if ((type == DataType::kFloat16 || type == DataType::kBFloat16) && half_ != nullptr) half_->Run(rt);
-    else ThrowUnsupportedType(rt, kQ, type);
+    if (type == DataType::kFloat)
+      Compute<float>(rt, 0);
+    else if (type == DataType::kDouble)
+      Compute<double>(rt, 1);
+    else if ((type == DataType::kFloat16 || type == DataType::kBFloat16) && half_ != nullptr)
+      half_->Run(rt);
+    else
+      ThrowUnsupportedType(rt, kQ, type);
   }
 
  private:
@@ -177,18 +186,20 @@ class AttentionKernel final : public KernelBase {
     if (v_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kV, v_in.dtype());
     const int64_t rank = q_in.rank();
     if ((rank != 3 && rank != 4) || k_in.rank() != rank || v_in.rank() != rank) {
-      ThrowInvalid(rt, "Q, K and V must all be 3-D or all 4-D, got Q {}, K {}, V {}", ShapeToString(q_in.shape()),
-                   ShapeToString(k_in.shape()), ShapeToString(v_in.shape()));
+      ThrowInvalid(rt, "Q, K and V must all be 3-D or all 4-D, got Q {}, K {}, V {}",
+                   ShapeToString(q_in.shape()), ShapeToString(k_in.shape()),
+                   ShapeToString(v_in.shape()));
     }
     Tensor q, k, v;
     if (rank == 3) {
       if (q_num_heads_ <= 0 || kv_num_heads_ <= 0) {
         ThrowInvalid(rt, "3-D Q, K and V need the q_num_heads and kv_num_heads attributes");
       }
-      const auto check_split = [&](const Tensor& t, const char* name, int64_t heads, const char* attr) {
+      const auto check_split = [&](const Tensor& t, const char* name, int64_t heads,
+                                   const char* attr) {
         if (t.dim(2) % heads != 0) {
-          ThrowInvalid(rt, "input {} hidden size {} (shape {}) is not divisible by {} = {}", name, t.dim(2),
-                       ShapeToString(t.shape()), attr, heads);
+          ThrowInvalid(rt, "input {} hidden size {} (shape {}) is not divisible by {} = {}", name,
+                       t.dim(2), ShapeToString(t.shape()), attr, heads);
         }
       };
       check_split(q_in, "Q", q_num_heads_, "q_num_heads");
@@ -202,12 +213,12 @@ class AttentionKernel final : public KernelBase {
       k = k_in;
       v = v_in;
       if (q_num_heads_ > 0 && q_num_heads_ != q.dim(1)) {
-        ThrowInvalid(rt, "q_num_heads = {} does not match Q heads {} (shape {})", q_num_heads_, q.dim(1),
-                     ShapeToString(q.shape()));
+        ThrowInvalid(rt, "q_num_heads = {} does not match Q heads {} (shape {})", q_num_heads_,
+                     q.dim(1), ShapeToString(q.shape()));
       }
       if (kv_num_heads_ > 0 && kv_num_heads_ != k.dim(1)) {
-        ThrowInvalid(rt, "kv_num_heads = {} does not match K heads {} (shape {})", kv_num_heads_, k.dim(1),
-                     ShapeToString(k.shape()));
+        ThrowInvalid(rt, "kv_num_heads = {} does not match K heads {} (shape {})", kv_num_heads_,
+                     k.dim(1), ShapeToString(k.shape()));
       }
     }
     const int64_t batch = q.dim(0), q_heads = q.dim(1), q_seq = q.dim(2), head_size = q.dim(3);
@@ -221,11 +232,12 @@ class AttentionKernel final : public KernelBase {
                    ShapeToString(k_in.shape()), ShapeToString(v_in.shape()));
     }
     if (k.dim(3) != head_size) {
-      ThrowInvalid(rt, "head size of K ({}) must equal the head size of Q ({}); Q {}, K {}", k.dim(3), head_size,
-                   ShapeToString(q_in.shape()), ShapeToString(k_in.shape()));
+      ThrowInvalid(rt, "head size of K ({}) must equal the head size of Q ({}); Q {}, K {}",
+                   k.dim(3), head_size, ShapeToString(q_in.shape()), ShapeToString(k_in.shape()));
     }
     if (kv_heads == 0 ? q_heads != 0 : q_heads % kv_heads != 0) {
-      ThrowInvalid(rt, "query heads ({}) must be a multiple of key/value heads ({})", q_heads, kv_heads);
+      ThrowInvalid(rt, "query heads ({}) must be a multiple of key/value heads ({})", q_heads,
+                   kv_heads);
     }
 
     const Tensor* past_key = rt.OptionalInput(kPastKey);
@@ -239,26 +251,30 @@ class AttentionKernel final : public KernelBase {
       const Shape want_k = {batch, kv_heads, past, head_size};
       const Shape want_v = {batch, kv_heads, past, v_head_size};
       if (past_key->shape() != want_k) {
-        ThrowInvalid(rt, "past_key must have shape [batch, kv_heads, past, head_size] = [{}, {}, *, {}], got {}",
-                     batch, kv_heads, head_size, ShapeToString(past_key->shape()));
+        ThrowInvalid(
+            rt,
+            "past_key must have shape [batch, kv_heads, past, head_size] = [{}, {}, *, {}], got {}",
+            batch, kv_heads, head_size, ShapeToString(past_key->shape()));
       }
       if (past_value->shape() != want_v) {
         ThrowInvalid(rt, "past_value must have shape {}, got {}", ShapeToString(want_v),
                      ShapeToString(past_value->shape()));
       }
       if (past_key->dtype() != q.dtype()) ThrowUnsupportedType(rt, kPastKey, past_key->dtype());
-      if (past_value->dtype() != q.dtype()) ThrowUnsupportedType(rt, kPastValue, past_value->dtype());
+      if (past_value->dtype() != q.dtype())
+        ThrowUnsupportedType(rt, kPastValue, past_value->dtype());
     }
     const int64_t total = past + kv_seq;
     constexpr int64_t kBlasLimit = std::numeric_limits<int32_t>::max();
     if (std::max({total, head_size, v_head_size, q_heads * q_seq}) > kBlasLimit) {
-      ThrowInvalid(rt, "attention dimensions are too large (Q {}, K {})", ShapeToString(q_in.shape()),
-                   ShapeToString(k_in.shape()));
+      ThrowInvalid(rt, "attention dimensions are too large (Q {}, K {})",
+                   ShapeToString(q_in.shape()), ShapeToString(k_in.shape()));
     }
 
     AttentionArgs<T> args;
     args.dims = {batch, q_heads, kv_heads, q_seq, total, head_size, v_head_size};
-    args.options.scale = scale_.has_value() ? *scale_ : (head_size > 0 ? 1.0 / std::sqrt(double(head_size)) : 1.0);
+    args.options.scale =
+        scale_.has_value() ? *scale_ : (head_size > 0 ? 1.0 / std::sqrt(double(head_size)) : 1.0);
     args.options.softcap = softcap_;
     args.options.is_causal = is_causal_;
     args.options.causal_offset = past;
@@ -276,7 +292,8 @@ class AttentionKernel final : public KernelBase {
     }
 
     Tensor mask_holder;
-    if (const Tensor* mask = rt.OptionalInput(kMask)) args.mask = MakeMask<T>(rt, *mask, args.dims, mask_holder);
+    if (const Tensor* mask = rt.OptionalInput(kMask))
+      args.mask = MakeMask<T>(rt, *mask, args.dims, mask_holder);
 
     if (rank == 3) {
       Tensor& y = rt.AllocateOutput(0, q.dtype(), {batch, q_seq, q_heads * v_head_size});
@@ -286,9 +303,11 @@ class AttentionKernel final : public KernelBase {
       args.y = {y.data<T>(), q_heads * q_seq * v_head_size, q_seq * v_head_size, v_head_size};
     }
     if (rt.output_requested(kQkOutput)) {
-      args.qk_output = rt.AllocateOutput(kQkOutput, q.dtype(), {batch, q_heads, q_seq, total}).template data<T>();
+      args.qk_output = rt.AllocateOutput(kQkOutput, q.dtype(), {batch, q_heads, q_seq, total})
+                           .template data<T>();
     }
-    Tensor scratch = Tensor::Allocate(q.dtype(), {attention::AttentionScratchSize(args.dims)}, rt.allocator());
+    Tensor scratch =
+        Tensor::Allocate(q.dtype(), {attention::AttentionScratchSize(args.dims)}, rt.allocator());
     const AttentionPath path = attention::RunAttention<T>(args, scratch.data<T>());
     if (rt.kernel_usage_enabled()) {
       const size_t impl = q_heads == kv_heads ? 0 : path == AttentionPath::kGrouped ? 1 : 2;
@@ -298,17 +317,20 @@ class AttentionKernel final : public KernelBase {
 
   // The mask broadcast to [batch, q_heads, q_seq, mask columns]; `holder` keeps a converted copy.
   template <typename T>
-  static MaskView<T> MakeMask(const RuntimeContext& rt, const Tensor& mask, const attention::AttentionDims& d,
-                              Tensor& holder) {
+  static MaskView<T> MakeMask(const RuntimeContext& rt, const Tensor& mask,
+                              const attention::AttentionDims& d, Tensor& holder) {
     const int64_t rank = mask.rank();
     if (rank < 1 || rank > 4) {
-      ThrowInvalid(rt, "attn_mask must have rank 1 to 4 (broadcastable to [batch, q_heads, q_seq, total_seq]), got {}",
+      ThrowInvalid(rt,
+                   "attn_mask must have rank 1 to 4 (broadcastable to [batch, q_heads, q_seq, "
+                   "total_seq]), got {}",
                    ShapeToString(mask.shape()));
     }
     const int64_t columns = mask.dim(rank - 1);
     if (columns > d.kv_seq) {
-      ThrowInvalid(rt, "attn_mask last dimension {} exceeds the total key sequence length {} (shape {})", columns,
-                   d.kv_seq, ShapeToString(mask.shape()));
+      ThrowInvalid(
+          rt, "attn_mask last dimension {} exceeds the total key sequence length {} (shape {})",
+          columns, d.kv_seq, ShapeToString(mask.shape()));
     }
     MaskView<T> view;
     if (mask.dtype() == DataType::kBool) {
@@ -328,7 +350,9 @@ class AttentionKernel final : public KernelBase {
       if (dim == target[axis]) {
         bcast[axis] = dim == 1 ? 0 : strides[m];
       } else if (dim != 1) {
-        ThrowInvalid(rt, "attn_mask shape {} is not broadcastable to [batch, q_heads, q_seq, total_seq] = [{}, {}, {}, {}]",
+        ThrowInvalid(rt,
+                     "attn_mask shape {} is not broadcastable to [batch, q_heads, q_seq, "
+                     "total_seq] = [{}, {}, {}, {}]",
                      ShapeToString(mask.shape()), d.batch, d.q_heads, d.q_seq, d.kv_seq);
       }
     }

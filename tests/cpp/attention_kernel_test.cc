@@ -53,8 +53,10 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
   // Query: dense in its layout.
   std::vector<float> q = Random(static_cast<size_t>(c.batch * c.q_heads * c.q_seq * c.head), 1);
   HeadView<const float> qv;
-  if (c.q_3d) qv = {q.data(), c.q_seq * c.q_heads * c.head, c.head, c.q_heads * c.head};
-  else qv = {q.data(), c.q_heads * c.q_seq * c.head, c.q_seq * c.head, c.head};
+  if (c.q_3d)
+    qv = {q.data(), c.q_seq * c.q_heads * c.head, c.head, c.q_heads * c.head};
+  else
+    qv = {q.data(), c.q_heads * c.q_seq * c.head, c.q_seq * c.head, c.head};
   // Key/value caches: [batch, kv_heads, capacity, head]; rows past kv_seq hold NaN so reading
   // them would poison the result.
   std::vector<float> k(static_cast<size_t>(c.batch * c.kv_heads * c.capacity * c.head), kNaN);
@@ -62,14 +64,17 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
   const std::vector<float> kr = Random(k.size(), 2), vr = Random(v.size(), 3);
   for (int64_t bh = 0; bh < c.batch * c.kv_heads; ++bh) {
     for (int64_t r = 0; r < c.kv_seq; ++r) {
-      for (int64_t d = 0; d < c.head; ++d) k[(bh * c.capacity + r) * c.head + d] = kr[(bh * c.capacity + r) * c.head + d];
+      for (int64_t d = 0; d < c.head; ++d)
+        k[(bh * c.capacity + r) * c.head + d] = kr[(bh * c.capacity + r) * c.head + d];
       for (int64_t d = 0; d < c.v_head; ++d) {
         v[(bh * c.capacity + r) * c.v_head + d] = vr[(bh * c.capacity + r) * c.v_head + d];
       }
     }
   }
-  const HeadView<const float> kv{k.data(), c.kv_heads * c.capacity * c.head, c.capacity * c.head, c.head};
-  const HeadView<const float> vv{v.data(), c.kv_heads * c.capacity * c.v_head, c.capacity * c.v_head, c.v_head};
+  const HeadView<const float> kv{k.data(), c.kv_heads * c.capacity * c.head, c.capacity * c.head,
+                                 c.head};
+  const HeadView<const float> vv{v.data(), c.kv_heads * c.capacity * c.v_head,
+                                 c.capacity * c.v_head, c.v_head};
   // Mask: [batch, mask_heads, q_seq, mask_cols].
   const size_t mask_size = static_cast<size_t>(c.batch * mask_heads * c.q_seq * mask_cols);
   std::vector<float> float_mask = Random(mask_size, 4);
@@ -88,8 +93,8 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
   const auto mask_at = [&](int64_t b, int64_t h, int64_t i, int64_t j) -> double {
     if (c.mask == Case::Mask::kNone) return 0;
     if (j >= mask_cols) return kNegInf;
-    const size_t at = static_cast<size_t>(((b * mask_heads + (c.mask_broadcast_heads ? 0 : h)) * c.q_seq + i) *
-                                              mask_cols + j);
+    const size_t at = static_cast<size_t>(
+        ((b * mask_heads + (c.mask_broadcast_heads ? 0 : h)) * c.q_seq + i) * mask_cols + j);
     if (c.mask == Case::Mask::kBool) return bool_mask[at] ? 0.0 : kNegInf;
     return float_mask[at];
   };
@@ -98,14 +103,19 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
   std::vector<float> qk(static_cast<size_t>(c.batch * c.q_heads * c.q_seq * c.kv_seq), kNaN);
   AttentionArgs<float> args;
   args.dims = {c.batch, c.q_heads, c.kv_heads, c.q_seq, c.kv_seq, c.head, c.v_head};
-  args.options = {.scale = scale, .softcap = c.softcap, .is_causal = c.causal, .causal_offset = c.causal_offset,
+  args.options = {.scale = scale,
+                  .softcap = c.softcap,
+                  .is_causal = c.causal,
+                  .causal_offset = c.causal_offset,
                   .qk_mode = c.qk_mode};
   args.q = qv;
   args.k = kv;
   args.v = vv;
   args.mask = mv;
-  if (c.q_3d) args.y = {y.data(), c.q_seq * c.q_heads * c.v_head, c.v_head, c.q_heads * c.v_head};
-  else args.y = {y.data(), c.q_heads * c.q_seq * c.v_head, c.q_seq * c.v_head, c.v_head};
+  if (c.q_3d)
+    args.y = {y.data(), c.q_seq * c.q_heads * c.v_head, c.v_head, c.q_heads * c.v_head};
+  else
+    args.y = {y.data(), c.q_heads * c.q_seq * c.v_head, c.q_seq * c.v_head, c.v_head};
   args.qk_output = qk.data();
   std::vector<float> scratch(static_cast<size_t>(AttentionScratchSize(args.dims)));
   const AttentionPath path = RunAttention<float>(args, scratch.data());
@@ -121,7 +131,8 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
         bool any = false;
         for (int64_t j = 0; j < c.kv_seq; ++j) {
           double dot = 0;
-          for (int64_t d = 0; d < c.head; ++d) dot += double(qv.Row(b, h, i)[d]) * double(kv.Row(b, kh, j)[d]);
+          for (int64_t d = 0; d < c.head; ++d)
+            dot += double(qv.Row(b, h, i)[d]) * double(kv.Row(b, kh, j)[d]);
           double x = dot * scale;
           if (c.qk_mode == 0) out[j] = x;
           if (c.softcap > 0) x = c.softcap * std::tanh(x / c.softcap);
@@ -139,13 +150,17 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
         if (c.qk_mode == 3) out = s;
         const float* qk_row = qk.data() + ((b * c.q_heads + h) * c.q_seq + i) * c.kv_seq;
         for (int64_t j = 0; j < c.kv_seq; ++j) {
-          if (std::isinf(out[j])) EXPECT_EQ(qk_row[j], out[j]);
-          else EXPECT_NEAR(qk_row[j], out[j], 1e-4 * (1 + std::abs(out[j]))) << "qk b" << b << " h" << h << " i" << i << " j" << j;
+          if (std::isinf(out[j]))
+            EXPECT_EQ(qk_row[j], out[j]);
+          else
+            EXPECT_NEAR(qk_row[j], out[j], 1e-4 * (1 + std::abs(out[j])))
+                << "qk b" << b << " h" << h << " i" << i << " j" << j;
         }
         for (int64_t d = 0; d < c.v_head; ++d) {
           double expected = 0;
           for (int64_t j = 0; j < c.kv_seq; ++j) expected += s[j] * double(vv.Row(b, kh, j)[d]);
-          EXPECT_NEAR(args.y.Row(b, h, i)[d], expected, 1e-4) << "y b" << b << " h" << h << " i" << i << " d" << d;
+          EXPECT_NEAR(args.y.Row(b, h, i)[d], expected, 1e-4)
+              << "y b" << b << " h" << h << " i" << i << " d" << d;
         }
       }
     }
@@ -153,29 +168,104 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
 }
 
 using M = Case::Mask;
-INSTANTIATE_TEST_SUITE_P(
-    StridedCache, AttentionCoreTest,
-    ::testing::Values(
-        Case{.name = "mha_prefill", .batch = 2, .q_heads = 3, .kv_heads = 3, .q_seq = 4, .kv_seq = 4, .capacity = 9,
-             .head = 8, .v_head = 8},
-        Case{.name = "mha_decode_causal", .batch = 2, .q_heads = 2, .kv_heads = 2, .q_seq = 1, .kv_seq = 6,
-             .capacity = 16, .head = 8, .v_head = 5, .causal = true, .causal_offset = 5},
-        Case{.name = "gqa_prefill_causal", .batch = 1, .q_heads = 8, .kv_heads = 2, .q_seq = 3, .kv_seq = 7,
-             .capacity = 12, .head = 16, .v_head = 16, .causal = true, .causal_offset = 4, .qk_mode = 3},
-        Case{.name = "mqa_decode", .batch = 2, .q_heads = 4, .kv_heads = 1, .q_seq = 1, .kv_seq = 5, .capacity = 8,
-             .head = 4, .v_head = 4, .qk_mode = 1, .mask = M::kFloat},
-        Case{.name = "gqa_3d_per_head", .batch = 2, .q_heads = 4, .kv_heads = 2, .q_seq = 3, .kv_seq = 5,
-             .capacity = 6, .head = 8, .v_head = 4, .q_3d = true, .causal = true, .causal_offset = 2,
-             .mask = M::kBool},
-        Case{.name = "gqa_3d_decode", .batch = 1, .q_heads = 6, .kv_heads = 3, .q_seq = 1, .kv_seq = 9,
-             .capacity = 9, .head = 4, .v_head = 4, .q_3d = true, .qk_mode = 2, .mask = M::kBool,
-             .mask_broadcast_heads = true},
-        Case{.name = "softcap_short_float_mask", .batch = 1, .q_heads = 2, .kv_heads = 2, .q_seq = 3, .kv_seq = 6,
-             .capacity = 10, .head = 8, .v_head = 8, .softcap = 0.8, .qk_mode = 2, .mask = M::kFloat,
-             .mask_columns = 4},
-        Case{.name = "bool_mask_mode0", .batch = 2, .q_heads = 2, .kv_heads = 1, .q_seq = 2, .kv_seq = 3,
-             .capacity = 3, .head = 4, .v_head = 2, .softcap = 1.5, .qk_mode = 0, .mask = M::kBool}),
-    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(StridedCache, AttentionCoreTest,
+                         ::testing::Values(Case{.name = "mha_prefill",
+                                                .batch = 2,
+                                                .q_heads = 3,
+                                                .kv_heads = 3,
+                                                .q_seq = 4,
+                                                .kv_seq = 4,
+                                                .capacity = 9,
+                                                .head = 8,
+                                                .v_head = 8},
+                                           Case{.name = "mha_decode_causal",
+                                                .batch = 2,
+                                                .q_heads = 2,
+                                                .kv_heads = 2,
+                                                .q_seq = 1,
+                                                .kv_seq = 6,
+                                                .capacity = 16,
+                                                .head = 8,
+                                                .v_head = 5,
+                                                .causal = true,
+                                                .causal_offset = 5},
+                                           Case{.name = "gqa_prefill_causal",
+                                                .batch = 1,
+                                                .q_heads = 8,
+                                                .kv_heads = 2,
+                                                .q_seq = 3,
+                                                .kv_seq = 7,
+                                                .capacity = 12,
+                                                .head = 16,
+                                                .v_head = 16,
+                                                .causal = true,
+                                                .causal_offset = 4,
+                                                .qk_mode = 3},
+                                           Case{.name = "mqa_decode",
+                                                .batch = 2,
+                                                .q_heads = 4,
+                                                .kv_heads = 1,
+                                                .q_seq = 1,
+                                                .kv_seq = 5,
+                                                .capacity = 8,
+                                                .head = 4,
+                                                .v_head = 4,
+                                                .qk_mode = 1,
+                                                .mask = M::kFloat},
+                                           Case{.name = "gqa_3d_per_head",
+                                                .batch = 2,
+                                                .q_heads = 4,
+                                                .kv_heads = 2,
+                                                .q_seq = 3,
+                                                .kv_seq = 5,
+                                                .capacity = 6,
+                                                .head = 8,
+                                                .v_head = 4,
+                                                .q_3d = true,
+                                                .causal = true,
+                                                .causal_offset = 2,
+                                                .mask = M::kBool},
+                                           Case{.name = "gqa_3d_decode",
+                                                .batch = 1,
+                                                .q_heads = 6,
+                                                .kv_heads = 3,
+                                                .q_seq = 1,
+                                                .kv_seq = 9,
+                                                .capacity = 9,
+                                                .head = 4,
+                                                .v_head = 4,
+                                                .q_3d = true,
+                                                .qk_mode = 2,
+                                                .mask = M::kBool,
+                                                .mask_broadcast_heads = true},
+                                           Case{.name = "softcap_short_float_mask",
+                                                .batch = 1,
+                                                .q_heads = 2,
+                                                .kv_heads = 2,
+                                                .q_seq = 3,
+                                                .kv_seq = 6,
+                                                .capacity = 10,
+                                                .head = 8,
+                                                .v_head = 8,
+                                                .softcap = 0.8,
+                                                .qk_mode = 2,
+                                                .mask = M::kFloat,
+                                                .mask_columns = 4},
+                                           Case{.name = "bool_mask_mode0",
+                                                .batch = 2,
+                                                .q_heads = 2,
+                                                .kv_heads = 1,
+                                                .q_seq = 2,
+                                                .kv_seq = 3,
+                                                .capacity = 3,
+                                                .head = 4,
+                                                .v_head = 2,
+                                                .softcap = 1.5,
+                                                .qk_mode = 0,
+                                                .mask = M::kBool}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.name;
+                         });
 
 TEST(AttentionCore, FullyMaskedRowsAreZero) {
   // Query 0 with offset -1 attends no key (causal frontier j <= -1).
@@ -216,16 +306,26 @@ TEST(AttentionCore, NoKeysGivesZeroOutput) {
 }
 
 TEST(AttentionCore, DoubleMatchesFloat) {
-  const std::vector<float> qf = Random(2 * 3 * 4, 7), kf = Random(2 * 5 * 4, 8), vf = Random(2 * 5 * 4, 9);
-  const std::vector<double> qd(qf.begin(), qf.end()), kd(kf.begin(), kf.end()), vd(vf.begin(), vf.end());
+  const std::vector<float> qf = Random(2 * 3 * 4, 7), kf = Random(2 * 5 * 4, 8),
+                           vf = Random(2 * 5 * 4, 9);
+  const std::vector<double> qd(qf.begin(), qf.end()), kd(kf.begin(), kf.end()),
+      vd(vf.begin(), vf.end());
   AttentionDims dims{1, 2, 2, 3, 5, 4, 4};
   AttentionOptions options{.scale = 0.5, .is_causal = true, .causal_offset = 2};
   std::vector<float> yf(24), sf(static_cast<size_t>(AttentionScratchSize(dims)));
   std::vector<double> yd(24), sd(sf.size());
-  AttentionArgs<float> af{.dims = dims, .options = options, .q = {qf.data(), 24, 12, 4}, .k = {kf.data(), 40, 20, 4},
-                          .v = {vf.data(), 40, 20, 4}, .y = {yf.data(), 24, 12, 4}};
-  AttentionArgs<double> ad{.dims = dims, .options = options, .q = {qd.data(), 24, 12, 4}, .k = {kd.data(), 40, 20, 4},
-                           .v = {vd.data(), 40, 20, 4}, .y = {yd.data(), 24, 12, 4}};
+  AttentionArgs<float> af{.dims = dims,
+                          .options = options,
+                          .q = {qf.data(), 24, 12, 4},
+                          .k = {kf.data(), 40, 20, 4},
+                          .v = {vf.data(), 40, 20, 4},
+                          .y = {yf.data(), 24, 12, 4}};
+  AttentionArgs<double> ad{.dims = dims,
+                           .options = options,
+                           .q = {qd.data(), 24, 12, 4},
+                           .k = {kd.data(), 40, 20, 4},
+                           .v = {vd.data(), 40, 20, 4},
+                           .y = {yd.data(), 24, 12, 4}};
   RunAttention<float>(af, sf.data());
   RunAttention<double>(ad, sd.data());
   for (size_t i = 0; i < yf.size(); ++i) EXPECT_NEAR(yf[i], yd[i], 1e-5);
