@@ -123,8 +123,6 @@ class AttentionKernel final : public KernelBase {
  public:
   /// `with_half` builds the float16/bfloat16 route: a second instance behind WithHalfPrecision.
   AttentionKernel(const KernelBuildInfo& info, bool with_half) {
-    if (with_half)
-      half_ = WithHalfPrecision(std::make_unique<AttentionKernel>(info, false), "Attention");
     const auto invalid = [&info](std::string_view what) {
       throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", info.Describe(), what));
     };
@@ -161,6 +159,9 @@ class AttentionKernel final : public KernelBase {
     for (size_t i = 0; i < impl.size(); ++i) {
       names_[0][i] = KernelUsageName("Attention", DataType::kFloat, impl[i]);
       names_[1][i] = KernelUsageName("Attention", DataType::kDouble, impl[i]);
+    }
+    if (with_half) {
+      half_ = WithHalfPrecision(std::make_unique<AttentionKernel>(info, false), "Attention");
     }
   }
 
