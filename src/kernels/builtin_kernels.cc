@@ -24,6 +24,8 @@ const KernelRegistry& BuiltinKernels() {
     RegisterSoftmaxKernels(r);
     RegisterNormalizationKernels(r);
     RegisterDropoutKernels(r);
+    RegisterAttentionKernels(r);
+    RegisterRotaryEmbeddingKernels(r);
     return r;
   }();
   return registry;

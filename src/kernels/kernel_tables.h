@@ -30,5 +30,7 @@ void RegisterArgTopKKernels(KernelRegistry& registry);
 void RegisterSoftmaxKernels(KernelRegistry& registry);
 void RegisterNormalizationKernels(KernelRegistry& registry);
 void RegisterDropoutKernels(KernelRegistry& registry);
+void RegisterAttentionKernels(KernelRegistry& registry);
+void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
