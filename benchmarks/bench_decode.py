@@ -42,8 +42,6 @@ def run_ours(model, steps, threads, events):
         start = time.perf_counter()
         state.run(ctx, {"x": x})
         times.append(time.perf_counter() - start)
-        if events and len(ctx.events()) > 200_000:
-            pass
     return times, ctx, state
 
 
