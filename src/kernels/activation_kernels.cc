@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "kernels/elementwise_loops.h"
+#include "kernels/fast_math.h"
 #include "kernels/kernel_tables.h"
 
 namespace onnx_light::runtime {
@@ -40,7 +41,11 @@ struct SeluOp {
 struct GeluOp {
   template <typename C>
   C operator()(C x) const {
-    return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(std::numbers::sqrt2 / 2)));
+    const C scaled = x * static_cast<C>(std::numbers::sqrt2 / 2);
+    C erf;
+    if constexpr (std::is_same_v<C, float>) erf = fast_math::Erf(scaled);
+    else erf = std::erf(scaled);
+    return C(0.5) * x * (C(1) + erf);
   }
 };
 
@@ -48,7 +53,11 @@ struct GeluTanhOp {
   template <typename C>
   C operator()(C x) const {
     const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
-    return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+    const C inner = k * (x + C(0.044715) * x * x * x);
+    C tanh;
+    if constexpr (std::is_same_v<C, float>) tanh = fast_math::Tanh(inner);
+    else tanh = std::tanh(inner);
+    return C(0.5) * x * (C(1) + tanh);
   }
 };
 

@@ -93,6 +93,17 @@ struct Bytes16 {
   uint64_t hi;
 };
 
+// Unsigned element types select through a mask (vectorisable); others with a conditional.
+template <typename T>
+inline T Pick(bool c, const T& a, const T& b) {
+  if constexpr (std::is_unsigned_v<T>) {
+    const T mask = static_cast<T>(T(0) - static_cast<T>(c));
+    return static_cast<T>((a & mask) | (b & static_cast<T>(~mask)));
+  } else {
+    return c ? a : b;
+  }
+}
+
 template <typename T>
 void WhereLoop(const BroadcastPlan& plan, const bool* cond, const T* x, const T* y, T* out) {
   const int64_t sc = plan.inner_stride(0);
@@ -104,11 +115,13 @@ void WhereLoop(const BroadcastPlan& plan, const bool* cond, const T* x, const T*
     const T* b = y + off[2];
     T* dst = out + o;
     if (sc == 1 && sx == 1 && sy == 1) {
-      for (int64_t i = 0; i < n; ++i) dst[i] = c[i] ? a[i] : b[i];
+      for (int64_t i = 0; i < n; ++i) dst[i] = Pick(c[i], a[i], b[i]);
     } else if (sc == 1 && sx == 0 && sy == 0) {
-      for (int64_t i = 0; i < n; ++i) dst[i] = c[i] ? a[0] : b[0];
+      const T av = a[0];
+      const T bv = b[0];
+      for (int64_t i = 0; i < n; ++i) dst[i] = Pick(c[i], av, bv);
     } else {
-      for (int64_t i = 0; i < n; ++i) dst[i] = c[i * sc] ? a[i * sx] : b[i * sy];
+      for (int64_t i = 0; i < n; ++i) dst[i] = Pick(c[i * sc], a[i * sx], b[i * sy]);
     }
   });
 }

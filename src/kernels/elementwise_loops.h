@@ -19,6 +19,14 @@
 
 #include "kernels/kernel_utils.h"
 
+// Run loops inline everything they call (functors, half conversions, fast_math): left to its
+// heuristics, GCC keeps some functors out of line in these large files, which stops vectorisation.
+#if defined(__GNUC__)
+#define ONNX_LIGHT_HOT_LOOP __attribute__((flatten))
+#else
+#define ONNX_LIGHT_HOT_LOOP
+#endif
+
 namespace onnx_light::runtime {
 
 inline constexpr int kMaxBroadcastInputs = 3;
@@ -140,7 +148,7 @@ inline TO FloatToInt(double v) {
 
 /// out[i] = op(a[i * sa], b[i * sb]) for i < n, with dedicated bodies for unit/zero strides.
 template <typename TA, typename TB, typename TO, typename Op>
-inline void BinaryRun(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* out, int64_t n, const Op& op) {
+ONNX_LIGHT_HOT_LOOP inline void BinaryRun(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* out, int64_t n, const Op& op) {
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) out[i] = Store<TO>(op(Load(a[i]), Load(b[i])));
   } else if (sa == 0 && sb == 1) {
@@ -164,19 +172,21 @@ void RunBinary(const BroadcastPlan& plan, const TA* a, const TB* b, TO* out, con
   });
 }
 
+/// y[i] = op(x[i * sx]) for i < n.
+template <typename TI, typename TO, typename Op>
+ONNX_LIGHT_HOT_LOOP inline void UnaryRun(const TI* x, int64_t sx, TO* y, int64_t n, const Op& op) {
+  if (sx == 1) {
+    for (int64_t i = 0; i < n; ++i) y[i] = Store<TO>(op(Load(x[i])));
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = Store<TO>(op(Load(x[i * sx])));
+  }
+}
+
 /// out = op(x) over a one-operand plan (x may be a strided view).
 template <typename TI, typename TO, typename Op>
 void RunUnary(const BroadcastPlan& plan, const TI* x, TO* out, const Op& op) {
   const int64_t sx = plan.inner_stride(0);
-  plan.ForEachRun([&](int64_t o, const int64_t* off, int64_t n) {
-    const TI* in = x + off[0];
-    TO* y = out + o;
-    if (sx == 1) {
-      for (int64_t i = 0; i < n; ++i) y[i] = Store<TO>(op(Load(in[i])));
-    } else {
-      for (int64_t i = 0; i < n; ++i) y[i] = Store<TO>(op(Load(in[i * sx])));
-    }
-  });
+  plan.ForEachRun([&](int64_t o, const int64_t* off, int64_t n) { UnaryRun(x + off[0], sx, out + o, n, op); });
 }
 
 // ---- whole-kernel helpers ---------------------------------------------------------------------

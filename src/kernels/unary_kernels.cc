@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/elementwise_loops.h"
+#include "kernels/fast_math.h"
 #include "kernels/kernel_tables.h"
 
 namespace onnx_light::runtime {
@@ -42,9 +43,13 @@ struct ReciprocalOp {
   template <typename C>
   C operator()(C x) const { return C(1) / x; }
 };
+// float32 (and the half types, which compute in float32) use the vectorisable fast_math versions.
 struct ExpOp {
   template <typename C>
-  C operator()(C x) const { return std::exp(x); }
+  C operator()(C x) const {
+    if constexpr (std::is_same_v<C, float>) return fast_math::Exp(x);
+    else return std::exp(x);
+  }
 };
 struct LogOp {
   template <typename C>
@@ -67,6 +72,7 @@ struct ErfOp {
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_integral_v<C>) return static_cast<C>(std::erf(static_cast<double>(x)));  // |erf| < 1
+    else if constexpr (std::is_same_v<C, float>) return fast_math::Erf(x);
     else return std::erf(x);
   }
 };
@@ -80,16 +86,23 @@ struct CosOp {
 };
 struct TanhOp {
   template <typename C>
-  C operator()(C x) const { return std::tanh(x); }
+  C operator()(C x) const {
+    if constexpr (std::is_same_v<C, float>) return fast_math::Tanh(x);
+    else return std::tanh(x);
+  }
 };
 
 // Stable on both tails: exp never overflows.
 struct SigmoidOp {
   template <typename C>
   C operator()(C x) const {
-    if (x >= 0) return C(1) / (C(1) + std::exp(-x));
-    const C e = std::exp(x);
-    return e / (C(1) + e);
+    if constexpr (std::is_same_v<C, float>) {
+      return fast_math::Sigmoid(x);
+    } else {
+      if (x >= 0) return C(1) / (C(1) + std::exp(-x));
+      const C e = std::exp(x);
+      return e / (C(1) + e);
+    }
   }
 };
 
