@@ -25,7 +25,7 @@ inline D ConvertValue(S s) {
   } else if constexpr (std::is_same_v<D, bool>) {
     return Load(s) != 0;  // NaN is true, as in NumPy
   } else if constexpr (kIsHalf<D>) {
-    return D(static_cast<float>(Load(s)));
+    return Store<D>(static_cast<float>(Load(s)));
   } else if constexpr (std::is_floating_point_v<D>) {
     return static_cast<D>(Load(s));
   } else if constexpr (std::is_floating_point_v<ComputeType<S>>) {
@@ -33,6 +33,11 @@ inline D ConvertValue(S s) {
   } else {
     return static_cast<D>(s);  // integer or bool to integer: modular, well defined since C++20
   }
+}
+
+template <typename S, typename D>
+ONNX_LIGHT_HOT_LOOP void ConvertLoop(const S* in, D* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = ConvertValue<D>(in[i]);
 }
 
 // ---- numbers to strings -------------------------------------------------------------------------
@@ -233,7 +238,7 @@ class CastKernel final : public KernelBase {
         DispatchList(CastTypes{}, rt, 0, to, [&](auto dst_tag) {
           using D = decltype(dst_tag);
           D* out = y.data<D>();
-          for (int64_t i = 0; i < n; ++i) out[i] = ConvertValue<D>(in[i]);
+          ConvertLoop(in, out, n);
         });
       });
     }

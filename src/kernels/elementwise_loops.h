@@ -17,6 +17,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "kernels/fast_math.h"
 #include "kernels/kernel_utils.h"
 
 // Run loops inline everything they call (functors, half conversions, fast_math): left to its
@@ -107,16 +108,24 @@ inline constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, 
 /// The value arithmetic sees: float for half types, a reference for everything else.
 template <typename T>
 inline decltype(auto) Load(const T& v) {
-  if constexpr (kIsHalf<T>) return static_cast<float>(v);
+  if constexpr (std::is_same_v<T, Float16>) return fast_math::HalfToFloat(v.bits);
+  else if constexpr (std::is_same_v<T, BFloat16>) return fast_math::BFloat16ToFloat(v.bits);
   else return (v);
 }
 
 /// Converts a computed value back to the storage type.
 template <typename TO, typename V>
 inline TO Store(const V& v) {
-  if constexpr (kIsHalf<TO>) return TO(static_cast<float>(v));
-  else if constexpr (std::is_same_v<TO, V>) return v;
-  else return static_cast<TO>(v);
+  if constexpr (kIsHalf<TO>) {
+    TO out;
+    if constexpr (std::is_same_v<TO, Float16>) out.bits = fast_math::FloatToHalf(static_cast<float>(v));
+    else out.bits = fast_math::FloatToBFloat16(static_cast<float>(v));
+    return out;
+  } else if constexpr (std::is_same_v<TO, V>) {
+    return v;
+  } else {
+    return static_cast<TO>(v);
+  }
 }
 
 /// Wrap-around arithmetic for integers (no signed-overflow UB, no promotion surprises).

@@ -1,7 +1,7 @@
 #pragma once
 // Branch-free float32 exp, tanh and erf that compilers vectorise (libm calls do not). Each stays
 // within a few ulp of the correctly rounded result and keeps NaN, infinities and the tails right;
-// tests/cpp/fast_math_test.cc measures them against double-precision libm.
+// tests/cpp/elementwise_loops_test.cc measures them against double-precision libm.
 //
 // Selections go through Select (bit masks): GCC 12 keeps `cond ? a : b` on floats as control flow
 // in these functions, which stops it from vectorising the loop.
@@ -22,6 +22,48 @@ namespace onnx_light::runtime::fast_math {
 ONNX_LIGHT_FAST_MATH float Select(bool cond, float a, float b) {
   const int32_t mask = -static_cast<int32_t>(cond);
   return std::bit_cast<float>((std::bit_cast<int32_t>(a) & mask) | (std::bit_cast<int32_t>(b) & ~mask));
+}
+
+/// cond ? a : b for 32-bit integers without a branch.
+ONNX_LIGHT_FAST_MATH uint32_t SelectBits(bool cond, uint32_t a, uint32_t b) {
+  const uint32_t mask = 0u - static_cast<uint32_t>(cond);
+  return (a & mask) | (b & ~mask);
+}
+
+// ---- half-precision conversions --------------------------------------------------------------
+// Bit-exact with Float16 / BFloat16 (float16.h), written without branches so that conversion
+// loops vectorise.
+
+ONNX_LIGHT_FAST_MATH float HalfToFloat(uint16_t h) {
+  const uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
+  const int32_t em = static_cast<int32_t>(h & 0x7fffu);
+  uint32_t normal = (static_cast<uint32_t>(em) << 13) + 0x38000000u;  // rebias 15 -> 127
+  normal = SelectBits(em >= 0x7c00, normal + 0x38000000u, normal);      // Inf / NaN: exponent 255
+  const float subnormal = static_cast<float>(em) * 5.9604644775390625e-8f;  // em * 2^-24, exact
+  const uint32_t bits = SelectBits(em < 0x0400, std::bit_cast<uint32_t>(subnormal), normal);
+  return std::bit_cast<float>(bits | sign);
+}
+
+ONNX_LIGHT_FAST_MATH uint16_t FloatToHalf(float value) {
+  const uint32_t all = std::bit_cast<uint32_t>(value);
+  const uint32_t sign = (all >> 16) & 0x8000u;
+  const uint32_t f = all & 0x7fffffffu;
+  const int32_t fs = static_cast<int32_t>(f);  // signed compares vectorise on SSE2
+  const uint32_t special = SelectBits(fs > 0x7f800000, 0x7e00u, 0x7c00u);  // NaN, else overflow -> Inf
+  const uint32_t subnormal = std::bit_cast<uint32_t>(std::bit_cast<float>(f) + 0.5f) - 0x3f000000u;
+  const uint32_t normal = (f + 0xc8000fffu + ((f >> 13) & 1u)) >> 13;  // rebias, round half to even
+  uint32_t out = SelectBits(fs < 0x38800000, subnormal, normal);
+  out = SelectBits(fs >= 0x477ff000, special, out);
+  return static_cast<uint16_t>(out | sign);
+}
+
+ONNX_LIGHT_FAST_MATH float BFloat16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+ONNX_LIGHT_FAST_MATH uint16_t FloatToBFloat16(float value) {
+  const uint32_t f = std::bit_cast<uint32_t>(value);
+  const uint32_t rounded = (f + 0x7fffu + ((f >> 16) & 1u)) >> 16;
+  const bool nan = static_cast<int32_t>(f & 0x7fffffffu) > 0x7f800000;
+  return static_cast<uint16_t>(SelectBits(nan, (f >> 16) | 0x40u, rounded));
 }
 
 /// e^x. Cephes-style: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, then
