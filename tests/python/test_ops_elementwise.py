@@ -748,3 +748,17 @@ def test_castlike_to_string():
     model = named(node_model("CastLike", {"x": x, "like": like}, opset=19))
     out = run_ours(model, {"x": x, "like": like})[0]
     assert out.tolist() == x.astype(str).tolist()
+
+
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 1e30, -1e30, 88.0, -88.0, 100.0, -100.0, 5e-4, 3e-4,
+            0.5, -0.5, 2.5, -2.5]
+SPECIAL_OPS = [(op, None, UNARY_OPSET.get(op, 13)) for op in UNARY_FLOAT] + ACTIVATIONS
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=dname)
+@pytest.mark.parametrize("op,attrs,opset", SPECIAL_OPS, ids=lambda v: str(v))
+def test_special_values(op, attrs, opset, dtype):
+    with np.errstate(all="ignore"):
+        x = np.array(SPECIALS, dtype=dtype)
+    check(op, {"x": x}, attrs, opset=opset)
