@@ -257,3 +257,22 @@ const std::string& RuntimeContext::output_name(size_t index) const {
 }
 
 }  // namespace onnx_light::runtime
+
+namespace onnx_light::runtime {
+
+PersistentAppendReservation RuntimeContext::ReservePersistentAppend(std::string_view output_name,
+                                                                    const Tensor& past, int64_t axis,
+                                                                    int64_t append_rows) {
+  if (append_sink_ == nullptr || !IsRetainedOutput(output_name)) return {};
+  return append_sink_->Reserve(*this, output_name, past, axis, append_rows);
+}
+
+void RuntimeContext::CommitPersistentAppend(const PersistentAppendReservation& reservation) {
+  if (append_sink_ == nullptr || !reservation) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                fmt::format("{}: no persistent append reservation to commit", DescribeNode()));
+  }
+  append_sink_->Commit(*this, reservation);
+}
+
+}  // namespace onnx_light::runtime

@@ -12,6 +12,11 @@ const KernelRegistry& BuiltinKernels() {
     RegisterCompareLogicKernels(r);
     RegisterVariadicKernels(r);
     RegisterCastKernels(r);
+    RegisterIfKernels(r);
+    RegisterLoopKernels(r);
+    RegisterScanKernels(r);
+    RegisterSequenceKernels(r);
+    RegisterOptionalKernels(r);
     return r;
   }();
   return registry;

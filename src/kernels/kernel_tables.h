@@ -18,5 +18,10 @@ void RegisterActivationKernels(KernelRegistry& registry);
 void RegisterCompareLogicKernels(KernelRegistry& registry);
 void RegisterVariadicKernels(KernelRegistry& registry);
 void RegisterCastKernels(KernelRegistry& registry);
+void RegisterIfKernels(KernelRegistry& registry);
+void RegisterLoopKernels(KernelRegistry& registry);
+void RegisterScanKernels(KernelRegistry& registry);
+void RegisterSequenceKernels(KernelRegistry& registry);
+void RegisterOptionalKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
