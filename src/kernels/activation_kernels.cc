@@ -14,19 +14,25 @@ namespace {
 
 struct ReluOp {
   template <typename C>
-  C operator()(C x) const { return x < C(0) ? C(0) : x; }  // NaN passes through
+  C operator()(C x) const {
+    return x < C(0) ? C(0) : x;
+  }  // NaN passes through
 };
 
 struct LeakyReluOp {
   float alpha;
   template <typename C>
-  C operator()(C x) const { return x > C(0) ? x : x * static_cast<C>(alpha); }
+  C operator()(C x) const {
+    return x > C(0) ? x : x * static_cast<C>(alpha);
+  }
 };
 
 struct EluOp {
   float alpha;
   template <typename C>
-  C operator()(C x) const { return x > C(0) ? x : static_cast<C>(alpha) * std::expm1(x); }
+  C operator()(C x) const {
+    return x > C(0) ? x : static_cast<C>(alpha) * std::expm1(x);
+  }
 };
 
 struct SeluOp {
@@ -43,8 +49,10 @@ struct GeluOp {
   C operator()(C x) const {
     const C scaled = x * static_cast<C>(std::numbers::sqrt2 / 2);
     C erf;
-    if constexpr (std::is_same_v<C, float>) erf = fast_math::Erf(scaled);
-    else erf = std::erf(scaled);
+    if constexpr (std::is_same_v<C, float>)
+      erf = fast_math::Erf(scaled);
+    else
+      erf = std::erf(scaled);
     return C(0.5) * x * (C(1) + erf);
   }
 };
@@ -55,8 +63,10 @@ struct GeluTanhOp {
     const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
     const C inner = k * (x + C(0.044715) * x * x * x);
     C tanh;
-    if constexpr (std::is_same_v<C, float>) tanh = fast_math::Tanh(inner);
-    else tanh = std::tanh(inner);
+    if constexpr (std::is_same_v<C, float>)
+      tanh = fast_math::Tanh(inner);
+    else
+      tanh = std::tanh(inner);
     return C(0.5) * x * (C(1) + tanh);
   }
 };
@@ -69,7 +79,9 @@ inline C Softplus(C x) {
 
 struct SoftplusOp {
   template <typename C>
-  C operator()(C x) const { return Softplus(x); }
+  C operator()(C x) const {
+    return Softplus(x);
+  }
 };
 
 struct HardSigmoidOp {
@@ -92,7 +104,9 @@ struct HardSwishOp {
 
 struct MishOp {
   template <typename C>
-  C operator()(C x) const { return x * std::tanh(Softplus(x)); }
+  C operator()(C x) const {
+    return x * std::tanh(Softplus(x));
+  }
 };
 
 template <typename Op>
@@ -149,8 +163,9 @@ class PReluKernel final : public KernelBase {
     }
     const Shape out = BroadcastShapes(rt, x.shape(), slope.shape());
     if (out != x.shape()) {
-      ThrowInvalid(rt, "input 1 ('{}') of shape {} must broadcast to input 0 ('{}') of shape {}", rt.input_name(1),
-                   ShapeToString(rt.Input(1).shape()), rt.input_name(0), ShapeToString(x.shape()));
+      ThrowInvalid(rt, "input 1 ('{}') of shape {} must broadcast to input 0 ('{}') of shape {}",
+                   rt.input_name(1), ShapeToString(rt.Input(1).shape()), rt.input_name(0),
+                   ShapeToString(x.shape()));
     }
     RunBinaryNode<false>(rt, "PRelu", NumericTypes{}, PReluOp{}, x, slope);
   }
@@ -204,13 +219,17 @@ class ClipKernel final : public KernelBase {
  private:
   template <typename C>
   static C Lowest() {
-    if constexpr (std::numeric_limits<C>::has_infinity) return -std::numeric_limits<C>::infinity();
-    else return std::numeric_limits<C>::lowest();
+    if constexpr (std::numeric_limits<C>::has_infinity)
+      return -std::numeric_limits<C>::infinity();
+    else
+      return std::numeric_limits<C>::lowest();
   }
   template <typename C>
   static C Highest() {
-    if constexpr (std::numeric_limits<C>::has_infinity) return std::numeric_limits<C>::infinity();
-    else return std::numeric_limits<C>::max();
+    if constexpr (std::numeric_limits<C>::has_infinity)
+      return std::numeric_limits<C>::infinity();
+    else
+      return std::numeric_limits<C>::max();
   }
 
   // Optional min/max input: a one-element tensor of X's type, or nullptr when omitted.
@@ -223,8 +242,8 @@ class ClipKernel final : public KernelBase {
                    rt.input_name(index), DataTypeName(x.dtype()), DataTypeName(t->dtype()));
     }
     if (t->size() != 1) {
-      ThrowInvalid(rt, "input {} ('{}') must be a scalar, got shape {}", index, rt.input_name(index),
-                   ShapeToString(t->shape()));
+      ThrowInvalid(rt, "input {} ('{}') must be a scalar, got shape {}", index,
+                   rt.input_name(index), ShapeToString(t->shape()));
     }
     return t;
   }
@@ -259,13 +278,16 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   registry.Register("", "Gelu", 20, [](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
     const std::string approximate = info.GetString("approximate", "none");
     if (approximate == "none") return std::make_unique<UnaryKernel<GeluOp, FloatTypes>>("Gelu");
-    if (approximate == "tanh") return std::make_unique<UnaryKernel<GeluTanhOp, FloatTypes>>("Gelu", GeluTanhOp{}, "tanh-");
+    if (approximate == "tanh")
+      return std::make_unique<UnaryKernel<GeluTanhOp, FloatTypes>>("Gelu", GeluTanhOp{}, "tanh-");
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: attribute 'approximate' must be 'none' or 'tanh', got '{}'", info.Describe(),
-                            approximate));
+                fmt::format("{}: attribute 'approximate' must be 'none' or 'tanh', got '{}'",
+                            info.Describe(), approximate));
   });
-  registry.Register("", "PRelu", 1, [](const KernelBuildInfo&) { return std::make_unique<PReluKernel>(); });
-  registry.Register("", "Clip", 1, [](const KernelBuildInfo& info) { return std::make_unique<ClipKernel>(info); });
+  registry.Register("", "PRelu", 1,
+                    [](const KernelBuildInfo&) { return std::make_unique<PReluKernel>(); });
+  registry.Register("", "Clip", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<ClipKernel>(info); });
 }
 
 }  // namespace onnx_light::runtime

@@ -14,24 +14,30 @@ namespace {
 struct AddOp {
   template <typename C>
   C operator()(C a, C b) const {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(a) + WrapType<C>(b));
-    else return a + b;
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(a) + WrapType<C>(b));
+    else
+      return a + b;
   }
 };
 
 struct SubOp {
   template <typename C>
   C operator()(C a, C b) const {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(a) - WrapType<C>(b));
-    else return a - b;
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(a) - WrapType<C>(b));
+    else
+      return a - b;
   }
 };
 
 struct MulOp {
   template <typename C>
   C operator()(C a, C b) const {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(a) * WrapType<C>(b));
-    else return a * b;
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(a) * WrapType<C>(b));
+    else
+      return a * b;
   }
 };
 
@@ -116,7 +122,8 @@ struct PowOp {
         return IntPow<C>(a, static_cast<int64_t>(b));
       } else {
         const double e = static_cast<double>(b);
-        if (e == std::trunc(e) && std::abs(e) < 9.0e18) return IntPow<C>(a, static_cast<int64_t>(e));
+        if (e == std::trunc(e) && std::abs(e) < 9.0e18)
+          return IntPow<C>(a, static_cast<int64_t>(e));
         return FloatToInt<C>(std::pow(static_cast<double>(a), e));
       }
     } else {
@@ -151,14 +158,16 @@ class ModKernel final : public KernelBase {
  public:
   explicit ModKernel(const KernelBuildInfo& info) : fmod_(info.GetInt("fmod", 0)) {
     if (fmod_ != 0 && fmod_ != 1) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: attribute 'fmod' must be 0 or 1, got {}", info.Describe(), fmod_));
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("{}: attribute 'fmod' must be 0 or 1, got {}", info.Describe(), fmod_));
     }
   }
 
   void Run(RuntimeContext& rt) const override {
     if (fmod_ == 1) {
-      RunBinaryNode<false>(rt, "Mod", NumericTypes{}, ModTruncOp{}, rt.Input(0), rt.Input(1), "fmod-");
+      RunBinaryNode<false>(rt, "Mod", NumericTypes{}, ModTruncOp{}, rt.Input(0), rt.Input(1),
+                           "fmod-");
     } else {
       RunBinaryNode<false>(rt, "Mod", NumericTypes{}, ModFloorOp{}, rt.Input(0), rt.Input(1));
     }
@@ -178,8 +187,8 @@ class PowKernel final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const Tensor& a = rt.Input(0);
     Tensor b = legacy_.enabled ? ApplyLegacyBroadcast(rt, legacy_, a, rt.Input(1)) : rt.Input(1);
-    using BaseTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t, int8_t, int16_t, uint8_t,
-                               uint16_t, uint32_t, uint64_t>;
+    using BaseTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t, int8_t, int16_t,
+                               uint8_t, uint16_t, uint32_t, uint64_t>;
     const bool same_type = a.dtype() == b.dtype();
     if (!same_type) {
       DispatchList(BaseTypes{}, rt, 0, a.dtype(), [](auto) {});  // unsupported base first
@@ -260,8 +269,10 @@ void RegisterBinaryKernels(KernelRegistry& registry) {
   RegisterArithmetic<SubOp>(registry, "Sub");
   RegisterArithmetic<MulOp>(registry, "Mul");
   RegisterArithmetic<DivOp>(registry, "Div");
-  registry.Register("", "Pow", 1, [](const KernelBuildInfo& info) { return std::make_unique<PowKernel>(info); });
-  registry.Register("", "Mod", 10, [](const KernelBuildInfo& info) { return std::make_unique<ModKernel>(info); });
+  registry.Register("", "Pow", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<PowKernel>(info); });
+  registry.Register("", "Mod", 10,
+                    [](const KernelBuildInfo& info) { return std::make_unique<ModKernel>(info); });
 }
 
 }  // namespace onnx_light::runtime

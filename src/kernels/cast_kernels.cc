@@ -47,18 +47,20 @@ template <typename T>
 std::string ShortestScientific(T value) {
   char buffer[64];
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
+    const auto result =
+        std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
     return std::string(buffer, result.ptr);
   } else {
     const float f = static_cast<float>(value);
     for (int precision = 0; precision < 9; ++precision) {
-      const auto result =
-          std::to_chars(buffer, buffer + sizeof(buffer), f, std::chars_format::scientific, precision);
+      const auto result = std::to_chars(buffer, buffer + sizeof(buffer), f,
+                                        std::chars_format::scientific, precision);
       float back = 0;
       std::from_chars(buffer, result.ptr, back, std::chars_format::scientific);
       if (T(back).bits == value.bits) return std::string(buffer, result.ptr);
     }
-    const auto result = std::to_chars(buffer, buffer + sizeof(buffer), f, std::chars_format::scientific);
+    const auto result =
+        std::to_chars(buffer, buffer + sizeof(buffer), f, std::chars_format::scientific);
     return std::string(buffer, result.ptr);
   }
 }
@@ -104,16 +106,22 @@ std::string FormatFloat(T value) {
 
 template <typename S>
 std::string ToText(S value) {
-  if constexpr (std::is_same_v<S, bool>) return value ? "True" : "False";
-  else if constexpr (std::is_integral_v<S> && std::is_signed_v<S>) return std::to_string(static_cast<int64_t>(value));
-  else if constexpr (std::is_integral_v<S>) return std::to_string(static_cast<uint64_t>(value));
-  else return FormatFloat(value);
+  if constexpr (std::is_same_v<S, bool>)
+    return value ? "True" : "False";
+  else if constexpr (std::is_integral_v<S> && std::is_signed_v<S>)
+    return std::to_string(static_cast<int64_t>(value));
+  else if constexpr (std::is_integral_v<S>)
+    return std::to_string(static_cast<uint64_t>(value));
+  else
+    return FormatFloat(value);
 }
 
 // ---- strings to numbers -------------------------------------------------------------------------
 
 std::string_view Trim(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  const auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
   while (!s.empty() && space(s.front())) s.remove_prefix(1);
   while (!s.empty() && space(s.back())) s.remove_suffix(1);
   return s;
@@ -135,7 +143,8 @@ bool ParseText(std::string_view text, D& out) {
       out = value;
     } else {
       double value = 0;
-      const auto result = std::from_chars(s.data(), s.data() + s.size(), value, std::chars_format::general);
+      const auto result =
+          std::from_chars(s.data(), s.data() + s.size(), value, std::chars_format::general);
       if (result.ec == std::errc::result_out_of_range) {
         value = std::strtod(std::string(s).c_str(), nullptr);  // overflow to +-inf, underflow to 0
       } else if (result.ec != std::errc() || result.ptr != s.data() + s.size()) {
@@ -151,34 +160,48 @@ bool ParseText(std::string_view text, D& out) {
 
 std::string_view UnsupportedTargetName(int64_t code) {
   switch (code) {
-    case 14: return "complex64";
-    case 15: return "complex128";
-    case 17: return "float8e4m3fn";
-    case 18: return "float8e4m3fnuz";
-    case 19: return "float8e5m2";
-    case 20: return "float8e5m2fnuz";
-    case 21: return "uint4";
-    case 22: return "int4";
-    case 23: return "float4e2m1";
-    case 24: return "float8e8m0";
-    case 25: return "uint2";
-    case 26: return "int2";
-    default: return {};
+    case 14:
+      return "complex64";
+    case 15:
+      return "complex128";
+    case 17:
+      return "float8e4m3fn";
+    case 18:
+      return "float8e4m3fnuz";
+    case 19:
+      return "float8e5m2";
+    case 20:
+      return "float8e5m2fnuz";
+    case 21:
+      return "uint4";
+    case 22:
+      return "int4";
+    case 23:
+      return "float4e2m1";
+    case 24:
+      return "float8e8m0";
+    case 25:
+      return "uint2";
+    case 26:
+      return "int2";
+    default:
+      return {};
   }
 }
 
 // Cast-1 names the target type with a string ("FLOAT", "INT64", ...).
 int64_t TypeCodeFromName(const KernelBuildInfo& info) {
-  static constexpr std::string_view kNames[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",
-                                                "INT16",     "INT32",  "INT64",     "STRING",     "BOOL",
-                                                "FLOAT16",   "DOUBLE", "UINT32",    "UINT64",     "COMPLEX64",
-                                                "COMPLEX128", "BFLOAT16"};
+  static constexpr std::string_view kNames[] = {
+      "UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",  "INT16",
+      "INT32",     "INT64",  "STRING",    "BOOL",       "FLOAT16", "DOUBLE",
+      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
   const std::string name = info.GetString("to");
   for (size_t i = 1; i < std::size(kNames); ++i) {
     if (name == kNames[i]) return static_cast<int64_t>(i);
   }
   throw Error(ErrorCode::kInvalidArgument,
-              fmt::format("{}: attribute 'to' = '{}' is not a known tensor element type", info.Describe(), name));
+              fmt::format("{}: attribute 'to' = '{}' is not a known tensor element type",
+                          info.Describe(), name));
 }
 
 class CastKernel final : public KernelBase {
@@ -186,15 +209,18 @@ class CastKernel final : public KernelBase {
   CastKernel(const KernelBuildInfo& info, bool like) : like_(like) {
     if (like_) return;
     const Attribute* attr = info.node().FindAttribute("to");
-    const int64_t to = attr != nullptr && attr->type == AttributeType::kString ? TypeCodeFromName(info)
-                                                                               : info.GetInt("to");
+    const int64_t to = attr != nullptr && attr->type == AttributeType::kString
+                           ? TypeCodeFromName(info)
+                           : info.GetInt("to");
     if (const std::string_view name = UnsupportedTargetName(to); !name.empty()) {
       throw Error(ErrorCode::kUnimplemented,
-                  fmt::format("{}: casting to {} (attribute 'to' = {}) is not supported", info.Describe(), name, to));
+                  fmt::format("{}: casting to {} (attribute 'to' = {}) is not supported",
+                              info.Describe(), name, to));
     }
     if (to < 1 || to > 16 || !IsSupportedDataType(static_cast<int32_t>(to))) {
       throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: attribute 'to' = {} is not a valid tensor element type", info.Describe(), to));
+                  fmt::format("{}: attribute 'to' = {} is not a valid tensor element type",
+                              info.Describe(), to));
     }
     to_ = static_cast<DataType>(to);
   }
@@ -226,8 +252,8 @@ class CastKernel final : public KernelBase {
         D* out = y.data<D>();
         for (int64_t i = 0; i < n; ++i) {
           if (!ParseText(in[i], out[i])) {
-            ThrowInvalid(rt, "input 0 ('{}') element {} is '{}', which cannot be read as {}", rt.input_name(0), i,
-                         in[i], DataTypeName(to));
+            ThrowInvalid(rt, "input 0 ('{}') element {} is '{}', which cannot be read as {}",
+                         rt.input_name(0), i, in[i], DataTypeName(to));
           }
         }
       });
@@ -255,9 +281,12 @@ class CastKernel final : public KernelBase {
 }  // namespace
 
 void RegisterCastKernels(KernelRegistry& registry) {
-  registry.Register("", "Cast", 1, [](const KernelBuildInfo& info) { return std::make_unique<CastKernel>(info, false); });
-  registry.Register("", "CastLike", 15,
-                    [](const KernelBuildInfo& info) { return std::make_unique<CastKernel>(info, true); });
+  registry.Register("", "Cast", 1, [](const KernelBuildInfo& info) {
+    return std::make_unique<CastKernel>(info, false);
+  });
+  registry.Register("", "CastLike", 15, [](const KernelBuildInfo& info) {
+    return std::make_unique<CastKernel>(info, true);
+  });
 }
 
 }  // namespace onnx_light::runtime

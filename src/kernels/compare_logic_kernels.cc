@@ -11,23 +11,33 @@ namespace {
 
 struct EqualOp {
   template <typename C>
-  bool operator()(const C& a, const C& b) const { return a == b; }
+  bool operator()(const C& a, const C& b) const {
+    return a == b;
+  }
 };
 struct LessOp {
   template <typename C>
-  bool operator()(const C& a, const C& b) const { return a < b; }
+  bool operator()(const C& a, const C& b) const {
+    return a < b;
+  }
 };
 struct LessOrEqualOp {
   template <typename C>
-  bool operator()(const C& a, const C& b) const { return a <= b; }
+  bool operator()(const C& a, const C& b) const {
+    return a <= b;
+  }
 };
 struct GreaterOp {
   template <typename C>
-  bool operator()(const C& a, const C& b) const { return a > b; }
+  bool operator()(const C& a, const C& b) const {
+    return a > b;
+  }
 };
 struct GreaterOrEqualOp {
   template <typename C>
-  bool operator()(const C& a, const C& b) const { return a >= b; }
+  bool operator()(const C& a, const C& b) const {
+    return a >= b;
+  }
 };
 struct AndOp {
   bool operator()(bool a, bool b) const { return a && b; }
@@ -76,17 +86,22 @@ struct NotOp {
 
 struct IsNaNOp {
   template <typename C>
-  bool operator()(C x) const { return std::isnan(x); }
+  bool operator()(C x) const {
+    return std::isnan(x);
+  }
 };
 
 struct IsInfOp {
   bool positive;
   bool negative;
   template <typename C>
-  bool operator()(C x) const { return std::isinf(x) && (x > 0 ? positive : negative); }
+  bool operator()(C x) const {
+    return std::isinf(x) && (x > 0 ? positive : negative);
+  }
 };
 
-// ---- Where ---------------------------------------------------------------------------------------
+// ---- Where
+// ---------------------------------------------------------------------------------------
 
 struct Bytes16 {
   uint64_t lo;
@@ -134,7 +149,8 @@ class WhereKernel final : public KernelBase {
     const Tensor& x = rt.Input(1);
     const Tensor& y = rt.Input(2);
     if (cond.dtype() != DataType::kBool) {
-      ThrowInvalid(rt, "input 0 ('{}') must be bool, got {}", rt.input_name(0), DataTypeName(cond.dtype()));
+      ThrowInvalid(rt, "input 0 ('{}') must be bool, got {}", rt.input_name(0),
+                   DataTypeName(cond.dtype()));
     }
     CheckSameType(rt, 1, 2);
     const Tensor* operands[] = {&cond, &x, &y};
@@ -145,12 +161,23 @@ class WhereKernel final : public KernelBase {
       WhereLoop(plan, c, x.data<std::string>(), y.data<std::string>(), out.data<std::string>());
     } else {
       switch (ElementSize(x.dtype())) {
-        case 1: WhereLoop(plan, c, x.data<uint8_t>(), y.data<uint8_t>(), out.data<uint8_t>()); break;
-        case 2: WhereLoop(plan, c, x.data<uint16_t>(), y.data<uint16_t>(), out.data<uint16_t>()); break;
-        case 4: WhereLoop(plan, c, x.data<uint32_t>(), y.data<uint32_t>(), out.data<uint32_t>()); break;
-        case 8: WhereLoop(plan, c, x.data<uint64_t>(), y.data<uint64_t>(), out.data<uint64_t>()); break;
-        case 16: WhereLoop(plan, c, x.data<Bytes16>(), y.data<Bytes16>(), out.data<Bytes16>()); break;
-        default: ThrowUnsupportedType(rt, 1, x.dtype());
+        case 1:
+          WhereLoop(plan, c, x.data<uint8_t>(), y.data<uint8_t>(), out.data<uint8_t>());
+          break;
+        case 2:
+          WhereLoop(plan, c, x.data<uint16_t>(), y.data<uint16_t>(), out.data<uint16_t>());
+          break;
+        case 4:
+          WhereLoop(plan, c, x.data<uint32_t>(), y.data<uint32_t>(), out.data<uint32_t>());
+          break;
+        case 8:
+          WhereLoop(plan, c, x.data<uint64_t>(), y.data<uint64_t>(), out.data<uint64_t>());
+          break;
+        case 16:
+          WhereLoop(plan, c, x.data<Bytes16>(), y.data<Bytes16>(), out.data<Bytes16>());
+          break;
+        default:
+          ThrowUnsupportedType(rt, 1, x.dtype());
       }
     }
     RecordUsage(rt, "Where", x.dtype(), plan.PathName());
@@ -171,10 +198,12 @@ void RegisterCompareLogicKernels(KernelRegistry& registry) {
   RegisterUnary<NotOp, BoolTypes>(registry, "Not");
   RegisterUnary<IsNaNOp, FloatTypes, true>(registry, "IsNaN", 9);
   registry.Register("", "IsInf", 10, [](const KernelBuildInfo& info) {
-    const IsInfOp op{info.GetInt("detect_positive", 1) != 0, info.GetInt("detect_negative", 1) != 0};
+    const IsInfOp op{info.GetInt("detect_positive", 1) != 0,
+                     info.GetInt("detect_negative", 1) != 0};
     return std::make_unique<UnaryKernel<IsInfOp, FloatTypes, true>>("IsInf", op);
   });
-  registry.Register("", "Where", 9, [](const KernelBuildInfo&) { return std::make_unique<WhereKernel>(); });
+  registry.Register("", "Where", 9,
+                    [](const KernelBuildInfo&) { return std::make_unique<WhereKernel>(); });
 }
 
 }  // namespace onnx_light::runtime

@@ -74,8 +74,9 @@ void CheckSameType(const RuntimeContext& rt, size_t i, size_t j) {
   const DataType a = rt.Input(i).dtype();
   const DataType b = rt.Input(j).dtype();
   if (a != b) {
-    ThrowInvalid(rt, "input {} ('{}') has element type {} but input {} ('{}') has {}; they must match", j,
-                 rt.input_name(j), DataTypeName(b), i, rt.input_name(i), DataTypeName(a));
+    ThrowInvalid(rt,
+                 "input {} ('{}') has element type {} but input {} ('{}') has {}; they must match",
+                 j, rt.input_name(j), DataTypeName(b), i, rt.input_name(i), DataTypeName(a));
   }
 }
 
@@ -89,21 +90,23 @@ LegacyBroadcast ReadLegacyBroadcast(const KernelBuildInfo& info) {
   return legacy;
 }
 
-Tensor ApplyLegacyBroadcast(const RuntimeContext& rt, const LegacyBroadcast& legacy, const Tensor& a,
-                            const Tensor& b) {
+Tensor ApplyLegacyBroadcast(const RuntimeContext& rt, const LegacyBroadcast& legacy,
+                            const Tensor& a, const Tensor& b) {
   if (!legacy.broadcast) {
     if (a.shape() != b.shape()) {
-      ThrowInvalid(rt, "input 1 ('{}') has shape {} but input 0 ('{}') has shape {}; they must match "
+      ThrowInvalid(rt,
+                   "input 1 ('{}') has shape {} but input 0 ('{}') has shape {}; they must match "
                    "when the 'broadcast' attribute is 0",
-                   rt.input_name(1), ShapeToString(b.shape()), rt.input_name(0), ShapeToString(a.shape()));
+                   rt.input_name(1), ShapeToString(b.shape()), rt.input_name(0),
+                   ShapeToString(a.shape()));
     }
     return b;
   }
   if (!legacy.has_axis) return b;  // trailing alignment is numpy's rule
   const int64_t axis = NormalizeAxis(rt, legacy.axis, a.rank());
   if (axis + b.rank() > a.rank()) {
-    ThrowInvalid(rt, "input 1 ('{}') of shape {} does not fit input 0 of shape {} from axis {}", rt.input_name(1),
-                 ShapeToString(b.shape()), ShapeToString(a.shape()), legacy.axis);
+    ThrowInvalid(rt, "input 1 ('{}') of shape {} does not fit input 0 of shape {} from axis {}",
+                 rt.input_name(1), ShapeToString(b.shape()), ShapeToString(a.shape()), legacy.axis);
   }
   Shape shape = b.shape();
   shape.resize(static_cast<size_t>(a.rank() - axis), 1);

@@ -108,9 +108,12 @@ inline constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, 
 /// The value arithmetic sees: float for half types, a reference for everything else.
 template <typename T>
 inline decltype(auto) Load(const T& v) {
-  if constexpr (std::is_same_v<T, Float16>) return fast_math::HalfToFloat(v.bits);
-  else if constexpr (std::is_same_v<T, BFloat16>) return fast_math::BFloat16ToFloat(v.bits);
-  else return (v);
+  if constexpr (std::is_same_v<T, Float16>)
+    return fast_math::HalfToFloat(v.bits);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return fast_math::BFloat16ToFloat(v.bits);
+  else
+    return (v);
 }
 
 /// Converts a computed value back to the storage type.
@@ -118,8 +121,10 @@ template <typename TO, typename V>
 inline TO Store(const V& v) {
   if constexpr (kIsHalf<TO>) {
     TO out;
-    if constexpr (std::is_same_v<TO, Float16>) out.bits = fast_math::FloatToHalf(static_cast<float>(v));
-    else out.bits = fast_math::FloatToBFloat16(static_cast<float>(v));
+    if constexpr (std::is_same_v<TO, Float16>)
+      out.bits = fast_math::FloatToHalf(static_cast<float>(v));
+    else
+      out.bits = fast_math::FloatToBFloat16(static_cast<float>(v));
     return out;
   } else if constexpr (std::is_same_v<TO, V>) {
     return v;
@@ -130,7 +135,8 @@ inline TO Store(const V& v) {
 
 /// Wrap-around arithmetic for integers (no signed-overflow UB, no promotion surprises).
 template <typename T>
-using WrapType = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+using WrapType =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 
 /// Float to integer as NumPy does on x86-64: truncation toward zero; types up to 32 bits wrap
 /// through int32 and wider ones through int64; NaN and out-of-range values give the conversion's
@@ -147,8 +153,9 @@ inline TO FloatToInt(double v) {
     if (v < 0 && v >= -9223372036854775808.0) return static_cast<uint64_t>(static_cast<int64_t>(v));
     return uint64_t{1} << 63;
   } else {
-    const int64_t i = (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? static_cast<int64_t>(v)
-                                                                                 : INT64_MIN;
+    const int64_t i = (v >= -9223372036854775808.0 && v < 9223372036854775808.0)
+                          ? static_cast<int64_t>(v)
+                          : INT64_MIN;
     return static_cast<TO>(i);
   }
 }
@@ -157,7 +164,8 @@ inline TO FloatToInt(double v) {
 
 /// out[i] = op(a[i * sa], b[i * sb]) for i < n, with dedicated bodies for unit/zero strides.
 template <typename TA, typename TB, typename TO, typename Op>
-ONNX_LIGHT_HOT_LOOP inline void BinaryRun(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* out, int64_t n, const Op& op) {
+ONNX_LIGHT_HOT_LOOP inline void BinaryRun(const TA* a, int64_t sa, const TB* b, int64_t sb, TO* out,
+                                          int64_t n, const Op& op) {
   if (sa == 1 && sb == 1) {
     for (int64_t i = 0; i < n; ++i) out[i] = Store<TO>(op(Load(a[i]), Load(b[i])));
   } else if (sa == 0 && sb == 1) {
@@ -195,7 +203,8 @@ ONNX_LIGHT_HOT_LOOP inline void UnaryRun(const TI* x, int64_t sx, TO* y, int64_t
 template <typename TI, typename TO, typename Op>
 void RunUnary(const BroadcastPlan& plan, const TI* x, TO* out, const Op& op) {
   const int64_t sx = plan.inner_stride(0);
-  plan.ForEachRun([&](int64_t o, const int64_t* off, int64_t n) { UnaryRun(x + off[0], sx, out + o, n, op); });
+  plan.ForEachRun(
+      [&](int64_t o, const int64_t* off, int64_t n) { UnaryRun(x + off[0], sx, out + o, n, op); });
 }
 
 // ---- whole-kernel helpers ---------------------------------------------------------------------
@@ -204,8 +213,8 @@ template <typename... Ts>
 struct TypeList {};
 
 template <typename... Ts, typename Fn>
-decltype(auto) DispatchList(TypeList<Ts...>, const RuntimeContext& rt, size_t input_index, DataType type,
-                            Fn&& fn) {
+decltype(auto) DispatchList(TypeList<Ts...>, const RuntimeContext& rt, size_t input_index,
+                            DataType type, Fn&& fn) {
   return DispatchTypes<Ts...>(rt, input_index, type, std::forward<Fn>(fn));
 }
 
@@ -215,8 +224,8 @@ using SignedNumericTypes = TypeList<ONNX_LIGHT_FLOAT_TYPES, int8_t, int16_t, int
 
 /// Records "Op/<dtype>/<path>" without formatting when usage recording is off.
 /// `variant`, when given, prefixes the path ("fmod-" + "broadcast").
-inline void RecordUsage(RuntimeContext& rt, std::string_view op, DataType type, std::string_view path,
-                        std::string_view variant = {}) {
+inline void RecordUsage(RuntimeContext& rt, std::string_view op, DataType type,
+                        std::string_view path, std::string_view variant = {}) {
   if (!rt.kernel_usage_enabled()) return;
   if (variant.empty()) {
     rt.RecordKernelUsage(KernelUsageName(op, type, path));
@@ -233,8 +242,8 @@ void CheckSameType(const RuntimeContext& rt, size_t i, size_t j);
 /// Binary node over inputs of one element type from `Types`: output `op(a, b)` of that type, or
 /// bool when kBoolOutput. `op` receives ComputeType values (float for half types).
 template <bool kBoolOutput, typename Op, typename... Ts>
-void RunBinaryNode(RuntimeContext& rt, std::string_view op_name, TypeList<Ts...> types, const Op& op,
-                   const Tensor& a, const Tensor& b, std::string_view variant = {}) {
+void RunBinaryNode(RuntimeContext& rt, std::string_view op_name, TypeList<Ts...> types,
+                   const Op& op, const Tensor& a, const Tensor& b, std::string_view variant = {}) {
   CheckSameType(rt, 0, 1);
   const Tensor* operands[] = {&a, &b};
   const BroadcastPlan plan = BroadcastPlan::Make(rt, operands);
@@ -275,8 +284,8 @@ struct LegacyBroadcast {
 LegacyBroadcast ReadLegacyBroadcast(const KernelBuildInfo& info);
 /// B as numpy broadcasting should see it under the legacy rules; throws naming the node when
 /// broadcasting is off and the shapes differ or the axis does not fit.
-Tensor ApplyLegacyBroadcast(const RuntimeContext& rt, const LegacyBroadcast& legacy, const Tensor& a,
-                            const Tensor& b);
+Tensor ApplyLegacyBroadcast(const RuntimeContext& rt, const LegacyBroadcast& legacy,
+                            const Tensor& a, const Tensor& b);
 
 /// A unary elementwise kernel: `Op` (with its attributes) applied over `Types`.
 template <typename Op, typename Types, bool kBoolOutput = false>
@@ -284,7 +293,9 @@ class UnaryKernel final : public KernelBase {
  public:
   UnaryKernel(std::string name, Op op = {}, std::string variant = {})
       : name_(std::move(name)), variant_(std::move(variant)), op_(op) {}
-  void Run(RuntimeContext& rt) const override { RunUnaryNode<kBoolOutput>(rt, name_, Types{}, op_, variant_); }
+  void Run(RuntimeContext& rt) const override {
+    RunUnaryNode<kBoolOutput>(rt, name_, Types{}, op_, variant_);
+  }
 
  private:
   std::string name_;

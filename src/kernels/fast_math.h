@@ -21,7 +21,8 @@ namespace onnx_light::runtime::fast_math {
 /// cond ? a : b without a branch.
 ONNX_LIGHT_FAST_MATH float Select(bool cond, float a, float b) {
   const int32_t mask = -static_cast<int32_t>(cond);
-  return std::bit_cast<float>((std::bit_cast<int32_t>(a) & mask) | (std::bit_cast<int32_t>(b) & ~mask));
+  return std::bit_cast<float>((std::bit_cast<int32_t>(a) & mask) |
+                              (std::bit_cast<int32_t>(b) & ~mask));
 }
 
 /// cond ? a : b for 32-bit integers without a branch.
@@ -38,7 +39,7 @@ ONNX_LIGHT_FAST_MATH float HalfToFloat(uint16_t h) {
   const uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
   const int32_t em = static_cast<int32_t>(h & 0x7fffu);
   uint32_t normal = (static_cast<uint32_t>(em) << 13) + 0x38000000u;  // rebias 15 -> 127
-  normal = SelectBits(em >= 0x7c00, normal + 0x38000000u, normal);      // Inf / NaN: exponent 255
+  normal = SelectBits(em >= 0x7c00, normal + 0x38000000u, normal);    // Inf / NaN: exponent 255
   const float subnormal = static_cast<float>(em) * 5.9604644775390625e-8f;  // em * 2^-24, exact
   const uint32_t bits = SelectBits(em < 0x0400, std::bit_cast<uint32_t>(subnormal), normal);
   return std::bit_cast<float>(bits | sign);
@@ -49,7 +50,8 @@ ONNX_LIGHT_FAST_MATH uint16_t FloatToHalf(float value) {
   const uint32_t sign = (all >> 16) & 0x8000u;
   const uint32_t f = all & 0x7fffffffu;
   const int32_t fs = static_cast<int32_t>(f);  // signed compares vectorise on SSE2
-  const uint32_t special = SelectBits(fs > 0x7f800000, 0x7e00u, 0x7c00u);  // NaN, else overflow -> Inf
+  const uint32_t special =
+      SelectBits(fs > 0x7f800000, 0x7e00u, 0x7c00u);  // NaN, else overflow -> Inf
   const uint32_t subnormal = std::bit_cast<uint32_t>(std::bit_cast<float>(f) + 0.5f) - 0x3f000000u;
   const uint32_t normal = (f + 0xc8000fffu + ((f >> 13) & 1u)) >> 13;  // rebias, round half to even
   uint32_t out = SelectBits(fs < 0x38800000, subnormal, normal);
@@ -57,7 +59,9 @@ ONNX_LIGHT_FAST_MATH uint16_t FloatToHalf(float value) {
   return static_cast<uint16_t>(out | sign);
 }
 
-ONNX_LIGHT_FAST_MATH float BFloat16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+ONNX_LIGHT_FAST_MATH float BFloat16ToFloat(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 ONNX_LIGHT_FAST_MATH uint16_t FloatToBFloat16(float value) {
   const uint32_t f = std::bit_cast<uint32_t>(value);
@@ -69,9 +73,9 @@ ONNX_LIGHT_FAST_MATH uint16_t FloatToBFloat16(float value) {
 /// e^x. Cephes-style: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, then
 /// scaling by 2^n in two steps so that subnormal results come out right.
 ONNX_LIGHT_FAST_MATH float Exp(float x) {
-  constexpr float kMax = 88.72283935546875f;   // above: +inf
+  constexpr float kMax = 88.72283935546875f;       // above: +inf
   constexpr float kMin = -103.97208404541015625f;  // below: 0
-  constexpr float kRound = 12582912.0f;        // 1.5 * 2^23: adding it rounds to an integer
+  constexpr float kRound = 12582912.0f;            // 1.5 * 2^23: adding it rounds to an integer
   float xc = Select(x == x, x, 0.0f);
   xc = Select(xc > kMax, kMax, xc);
   xc = Select(xc < kMin, kMin, xc);

@@ -13,82 +13,112 @@ namespace {
 struct NegOp {
   template <typename C>
   C operator()(C x) const {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(WrapType<C>(0) - WrapType<C>(x));
-    else return -x;
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(0) - WrapType<C>(x));
+    else
+      return -x;
   }
 };
 
 struct AbsOp {
   template <typename C>
   C operator()(C x) const {
-    if constexpr (std::is_unsigned_v<C>) return x;
-    else if constexpr (std::is_integral_v<C>) return x < 0 ? static_cast<C>(WrapType<C>(0) - WrapType<C>(x)) : x;
-    else return std::abs(x);
+    if constexpr (std::is_unsigned_v<C>)
+      return x;
+    else if constexpr (std::is_integral_v<C>)
+      return x < 0 ? static_cast<C>(WrapType<C>(0) - WrapType<C>(x)) : x;
+    else
+      return std::abs(x);
   }
 };
 
 struct SignOp {
   template <typename C>
   C operator()(C x) const {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>((x > 0) - (x < 0));
-    else return x > 0 ? C(1) : (x < 0 ? C(-1) : x);  // keeps NaN and signed zero
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>((x > 0) - (x < 0));
+    else
+      return x > 0 ? C(1) : (x < 0 ? C(-1) : x);  // keeps NaN and signed zero
   }
 };
 
 struct SqrtOp {
   template <typename C>
-  C operator()(C x) const { return std::sqrt(x); }
+  C operator()(C x) const {
+    return std::sqrt(x);
+  }
 };
 struct ReciprocalOp {
   template <typename C>
-  C operator()(C x) const { return C(1) / x; }
+  C operator()(C x) const {
+    return C(1) / x;
+  }
 };
 // float32 (and the half types, which compute in float32) use the vectorisable fast_math versions.
 struct ExpOp {
   template <typename C>
   C operator()(C x) const {
-    if constexpr (std::is_same_v<C, float>) return fast_math::Exp(x);
-    else return std::exp(x);
+    if constexpr (std::is_same_v<C, float>)
+      return fast_math::Exp(x);
+    else
+      return std::exp(x);
   }
 };
 struct LogOp {
   template <typename C>
-  C operator()(C x) const { return std::log(x); }
+  C operator()(C x) const {
+    return std::log(x);
+  }
 };
 struct FloorOp {
   template <typename C>
-  C operator()(C x) const { return std::floor(x); }
+  C operator()(C x) const {
+    return std::floor(x);
+  }
 };
 struct CeilOp {
   template <typename C>
-  C operator()(C x) const { return std::ceil(x); }
+  C operator()(C x) const {
+    return std::ceil(x);
+  }
 };
 // Round half to even: nearbyint under the default rounding mode.
 struct RoundOp {
   template <typename C>
-  C operator()(C x) const { return std::nearbyint(x); }
+  C operator()(C x) const {
+    return std::nearbyint(x);
+  }
 };
 struct ErfOp {
   template <typename C>
   C operator()(C x) const {
-    if constexpr (std::is_integral_v<C>) return static_cast<C>(std::erf(static_cast<double>(x)));  // |erf| < 1
-    else if constexpr (std::is_same_v<C, float>) return fast_math::Erf(x);
-    else return std::erf(x);
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(std::erf(static_cast<double>(x)));  // |erf| < 1
+    else if constexpr (std::is_same_v<C, float>)
+      return fast_math::Erf(x);
+    else
+      return std::erf(x);
   }
 };
 struct SinOp {
   template <typename C>
-  C operator()(C x) const { return std::sin(x); }
+  C operator()(C x) const {
+    return std::sin(x);
+  }
 };
 struct CosOp {
   template <typename C>
-  C operator()(C x) const { return std::cos(x); }
+  C operator()(C x) const {
+    return std::cos(x);
+  }
 };
 struct TanhOp {
   template <typename C>
   C operator()(C x) const {
-    if constexpr (std::is_same_v<C, float>) return fast_math::Tanh(x);
-    else return std::tanh(x);
+    if constexpr (std::is_same_v<C, float>)
+      return fast_math::Tanh(x);
+    else
+      return std::tanh(x);
   }
 };
 

@@ -35,7 +35,9 @@ struct MaxOp {
 
 struct SumOp {
   template <typename C>
-  C operator()(C a, C b) const { return a + b; }
+  C operator()(C a, C b) const {
+    return a + b;
+  }
 };
 
 template <typename Op, typename Types, bool kMean>
@@ -72,7 +74,8 @@ class VariadicKernel final : public KernelBase {
       for (size_t i = 2; i < n; ++i) {
         const Tensor& next = rt.Input(i);
         const Tensor* operands[] = {&out, &next};
-        RunBinary(BroadcastPlan(operands, shape), out.data<T>(), next.data<T>(), out.data<T>(), Op{});
+        RunBinary(BroadcastPlan(operands, shape), out.data<T>(), next.data<T>(), out.data<T>(),
+                  Op{});
       }
       if constexpr (kMean) {
         using C = ComputeType<T>;

@@ -1,12 +1,13 @@
 // BroadcastPlan (dimension merging, strided views, paths) and the fast float32 math and
 // half-precision conversions used by the elementwise kernels.
+#include "kernels/elementwise_loops.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "kernels/elementwise_loops.h"
 #include "kernels/fast_math.h"
 
 namespace onnx_light::runtime {
@@ -30,7 +31,8 @@ std::vector<std::vector<int64_t>> Visit(const BroadcastPlan& plan) {
 }
 
 // The same walk done naively with full index arithmetic.
-std::vector<std::vector<int64_t>> Naive(const std::vector<const Tensor*>& inputs, const Shape& out_shape) {
+std::vector<std::vector<int64_t>> Naive(const std::vector<const Tensor*>& inputs,
+                                        const Shape& out_shape) {
   std::vector<std::vector<int64_t>> out;
   const int64_t total = ShapeSize(out_shape);
   std::vector<Shape> strides;
@@ -85,7 +87,7 @@ TEST(BroadcastPlan, ScalarOperandIsOneRunWithStrideZero) {
 TEST(BroadcastPlan, MatchesNaiveIndexing) {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{2, 3, 4}, {3, 1}}, {{2, 3, 4}, {4}}, {{1, 3, 1}, {2, 1, 4}}, {{2, 1, 4, 1}, {3, 1, 5}},
-      {{5}, {}}, {{}, {}}, {{3, 1}, {1, 3}}, {{2, 3, 1, 5}, {2, 1, 4, 5}}};
+      {{5}, {}},           {{}, {}},         {{3, 1}, {1, 3}},       {{2, 3, 1, 5}, {2, 1, 4, 5}}};
   for (const auto& [sa, sb] : cases) {
     std::vector<float> a(static_cast<size_t>(ShapeSize(sa))), b(static_cast<size_t>(ShapeSize(sb)));
     const Tensor ta = View(a, sa);
@@ -124,7 +126,8 @@ TEST(BroadcastPlan, EmptyOutputVisitsNothing) {
   EXPECT_TRUE(Visit(plan).empty());
 }
 
-// ---- fast math -----------------------------------------------------------------------------------
+// ---- fast math
+// -----------------------------------------------------------------------------------
 
 double UlpError(float got, double want) {
   if (std::isnan(want)) return std::isnan(got) ? 0 : 1e30;
@@ -148,7 +151,10 @@ double MaxUlp(Fast fast, Exact exact, float lo, float hi) {
 TEST(FastMath, AccuracyAgainstDoubleLibm) {
   EXPECT_LT(MaxUlp(fast_math::Exp, [](double x) { return std::exp(x); }, -103.0f, 88.7f), 2.0);
   EXPECT_LT(MaxUlp(fast_math::Tanh, [](double x) { return std::tanh(x); }, -10.0f, 10.0f), 8.0);
-  EXPECT_LT(MaxUlp(fast_math::Sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -100.0f, 40.0f), 4.0);
+  EXPECT_LT(
+      MaxUlp(
+          fast_math::Sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -100.0f, 40.0f),
+      4.0);
   EXPECT_LT(MaxUlp(fast_math::Erf, [](double x) { return std::erf(x); }, -6.0f, 6.0f), 8.0);
 }
 
@@ -179,12 +185,13 @@ TEST(FastMath, HalfConversionsMatchFloat16) {
     const float a = Float16::ToFloat(bits);
     const float b = fast_math::HalfToFloat(bits);
     ASSERT_EQ(std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b)) << h;
-    ASSERT_EQ(std::bit_cast<uint32_t>(BFloat16::ToFloat(bits)), std::bit_cast<uint32_t>(fast_math::BFloat16ToFloat(bits)));
+    ASSERT_EQ(std::bit_cast<uint32_t>(BFloat16::ToFloat(bits)),
+              std::bit_cast<uint32_t>(fast_math::BFloat16ToFloat(bits)));
   }
   // Every float whose low bits vary around the rounding points, across all exponents and signs.
   for (uint32_t high = 0; high < (1u << 12); ++high) {
-    for (uint32_t low : {0x0000u, 0x0fffu, 0x1000u, 0x1001u, 0x2fffu, 0x3000u, 0x7fffu, 0x8000u, 0x8001u,
-                         0xffffu, 0x17fffu, 0x18000u, 0xfffffu}) {
+    for (uint32_t low : {0x0000u, 0x0fffu, 0x1000u, 0x1001u, 0x2fffu, 0x3000u, 0x7fffu, 0x8000u,
+                         0x8001u, 0xffffu, 0x17fffu, 0x18000u, 0xfffffu}) {
       const uint32_t bits = (high << 20) | low;
       const float f = std::bit_cast<float>(bits);
       ASSERT_EQ(Float16::FromFloat(f), fast_math::FloatToHalf(f)) << std::hex << bits;
