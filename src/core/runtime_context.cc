@@ -72,7 +72,9 @@ RuntimeContext RuntimeContext::CreateChild(ChildContextKind kind, int64_t subgra
   if (kind == ChildContextKind::kHalfPrecisionScratch || kind == ChildContextKind::kFunction) {
     child.current_node_index_ = current_node_index_;
   }
-  if (kind == ChildContextKind::kFeedback) child.append_sink_ = append_sink_;
+  // The sink travels everywhere; only names a child retains (translated by If and function
+  // transport) can reserve appends.
+  child.append_sink_ = append_sink_;
   return child;
 }
 

@@ -37,7 +37,7 @@ class IfKernel final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const bool cond = ReadCondition(rt, rt.Input(0), "input 0 ('cond')");
     rt.RecordKernelUsage(cond ? "If/bool/then_branch" : "If/bool/else_branch");
-    std::vector<RuntimeValue> outputs = (cond ? then_branch_ : else_branch_)->Run(rt, {});
+    std::vector<RuntimeValue> outputs = (cond ? then_branch_ : else_branch_)->RunAsNodeOutputs(rt, {});
     for (size_t i = 0; i < outputs.size(); ++i) rt.SetOutput(i, std::move(outputs[i]));
   }
 

@@ -18,10 +18,25 @@ void RegisterActivationKernels(KernelRegistry& registry);
 void RegisterCompareLogicKernels(KernelRegistry& registry);
 void RegisterVariadicKernels(KernelRegistry& registry);
 void RegisterCastKernels(KernelRegistry& registry);
+void RegisterReshapeKernels(KernelRegistry& registry);
+void RegisterTransposeKernels(KernelRegistry& registry);
+void RegisterConcatSplitKernels(KernelRegistry& registry);
+void RegisterSliceKernels(KernelRegistry& registry);
+void RegisterGatherScatterKernels(KernelRegistry& registry);
+void RegisterPadTileKernels(KernelRegistry& registry);
+void RegisterGeneratorKernels(KernelRegistry& registry);
+void RegisterResizeKernels(KernelRegistry& registry);
 void RegisterIfKernels(KernelRegistry& registry);
 void RegisterLoopKernels(KernelRegistry& registry);
 void RegisterScanKernels(KernelRegistry& registry);
 void RegisterSequenceKernels(KernelRegistry& registry);
 void RegisterOptionalKernels(KernelRegistry& registry);
+void RegisterReduceKernels(KernelRegistry& registry);
+void RegisterArgTopKKernels(KernelRegistry& registry);
+void RegisterSoftmaxKernels(KernelRegistry& registry);
+void RegisterNormalizationKernels(KernelRegistry& registry);
+void RegisterDropoutKernels(KernelRegistry& registry);
+void RegisterAttentionKernels(KernelRegistry& registry);
+void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime

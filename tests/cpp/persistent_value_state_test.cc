@@ -260,6 +260,98 @@ TEST(PersistentValueState, ConcurrentStatesOnDifferentThreads) {
   for (int64_t r : rows) EXPECT_EQ(r, 50);
 }
 
+// ---- retained-output transport into If branches and function bodies ------------------------
+
+struct TransportFixture {
+  TransportFixture(std::shared_ptr<const Model> model, std::unordered_map<std::string, Tensor> initial)
+      : kernels(TestKernels()),
+        rt(kernels, {.events_enabled = true}),
+        state(std::move(model), std::move(initial),
+              RuntimeSessionOptions{.persistent_tensor_initial_capacity = 4, .kernel_context = kernels}) {}
+  KernelContext kernels;
+  RuntimeContext rt;
+  PersistentValueState state;
+};
+
+uint64_t ReuseCount(const RuntimeContext& rt) {
+  uint64_t reuses = 0;
+  for (const RuntimeEvent& e : rt.events()) {
+    if (e.action == RuntimeEventAction::kPersistentStorage) reuses += e.storage_reuse_count;
+  }
+  return reuses;
+}
+
+TEST(PersistentValueStateTransport, AppendsInsideAnIfBranch) {
+  auto then_branch = std::make_shared<Graph>();
+  then_branch->name = "then";
+  then_branch->outputs.push_back({"branch_present", GraphBuilder::TensorType(DataType::kFloat, {})});
+  Node append;
+  append.name = "inner_append";
+  append.op_type = "AppendRows";
+  append.domain = kDomain;
+  append.inputs = {"past", "x"};
+  append.outputs = {"branch_present"};
+  then_branch->nodes.push_back(append);
+  auto else_branch = std::make_shared<Graph>();
+  else_branch->name = "else";
+  else_branch->outputs.push_back({"x", GraphBuilder::TensorType(DataType::kFloat, {})});
+  Attribute then_attr{.name = "then_branch", .type = AttributeType::kGraph, .g = then_branch};
+  Attribute else_attr{.name = "else_branch", .type = AttributeType::kGraph, .g = else_branch};
+  GraphBuilder b;
+  b.Import(kDomain, 1)
+      .Input("past", DataType::kFloat, std::vector<int64_t>{2, -1, 3})
+      .Input("x", DataType::kFloat, std::vector<int64_t>{2, -1, 3})
+      .Input("cond", DataType::kBool, std::vector<int64_t>{})
+      .Output("present", DataType::kFloat)
+      .AddNode("If", {"cond"}, {"present"}, "", {then_attr, else_attr})
+      .Bind("past", "present");
+  TransportFixture f(b.Build(), {{"past", FloatTensor({2, 0, 3})}});
+  Tensor yes = Tensor::Allocate(DataType::kBool, {}, MakeCpuAllocator());
+  *yes.data<bool>() = true;
+  for (int step = 0; step < 3; ++step) f.state.Run(f.rt, {{"x", FloatTensor({2, 1, 3})}, {"cond", yes}});
+  EXPECT_EQ(ReuseCount(f.rt), 2u) << "appends inside the branch reuse the buffer";
+  EXPECT_EQ(f.state.values().at("past").dim(1), 3);
+  bool saw_branch_event = false;
+  for (const RuntimeEvent& e : f.rt.events()) {
+    if (e.action == RuntimeEventAction::kPersistentStorage) {
+      saw_branch_event = true;
+      EXPECT_EQ(e.subgraph_attr_name, "then_branch");
+      EXPECT_EQ(e.subgraph_node_index, 0);
+      EXPECT_EQ(e.name, "branch_present");
+    }
+  }
+  EXPECT_TRUE(saw_branch_event);
+}
+
+TEST(PersistentValueStateTransport, AppendsInsideAModelLocalFunction) {
+  Function fn;
+  fn.name = "AppendFn";
+  fn.domain = "test.fn";
+  fn.inputs = {"a", "b"};
+  fn.outputs = {"c"};
+  fn.opset_imports = {{"", 23}, {kDomain, 1}};
+  Node append;
+  append.op_type = "AppendRows";
+  append.domain = kDomain;
+  append.inputs = {"a", "b"};
+  append.outputs = {"c"};
+  fn.nodes.push_back(append);
+  GraphBuilder b;
+  b.Import(kDomain, 1)
+      .Import("test.fn", 1)
+      .Input("past", DataType::kFloat, std::vector<int64_t>{2, -1, 3})
+      .Input("x", DataType::kFloat, std::vector<int64_t>{2, -1, 3})
+      .Output("present", DataType::kFloat)
+      .AddNode("AppendFn", {"past", "x"}, {"present"}, "test.fn")
+      .Bind("past", "present");
+  auto model = std::make_shared<Model>(*b.Build());
+  model->functions.push_back(fn);
+  TransportFixture f(model, {{"past", FloatTensor({2, 0, 3})}});
+  for (int step = 0; step < 3; ++step) f.state.Run(f.rt, {{"x", FloatTensor({2, 1, 3})}});
+  EXPECT_EQ(ReuseCount(f.rt), 2u);
+  EXPECT_EQ(f.state.values().at("past").dim(1), 3);
+}
+
 // ---- validation ----------------------------------------------------------------------------
 
 ErrorCode ConstructionError(const GraphBuilder& b, std::unordered_map<std::string, Tensor> initial = {
