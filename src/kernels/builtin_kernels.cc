@@ -6,6 +6,12 @@ const KernelRegistry& BuiltinKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     RegisterIdentityKernels(r);
+    RegisterMatMulKernels(r);
+    RegisterGemmKernels(r);
+    RegisterEinsumKernels(r);
+    RegisterConvKernels(r);
+    RegisterConvTransposeKernels(r);
+    RegisterPoolKernels(r);
     return r;
   }();
   return registry;

@@ -12,5 +12,11 @@ namespace onnx_light::runtime {
 std::shared_ptr<const KernelRegistry> GlobalKernels();
 
 void RegisterIdentityKernels(KernelRegistry& registry);
+void RegisterMatMulKernels(KernelRegistry& registry);
+void RegisterGemmKernels(KernelRegistry& registry);
+void RegisterEinsumKernels(KernelRegistry& registry);
+void RegisterConvKernels(KernelRegistry& registry);
+void RegisterConvTransposeKernels(KernelRegistry& registry);
+void RegisterPoolKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
