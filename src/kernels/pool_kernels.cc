@@ -1,6 +1,6 @@
 // MaxPool (with optional Indices), AveragePool, GlobalAveragePool and GlobalMaxPool over 1-D,
-// 2-D and 3-D inputs. Windowed pools see every input as 3-D (leading unit axes added), precompute
-// the valid kernel taps of each output position per axis, and loop without bounds checks.
+// 2-D and 3-D inputs. Windowed pools see every input as 3-D (leading unit axes added) and
+// precompute, per axis, which taps of each window fall inside the input.
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -16,21 +16,26 @@ namespace {
 
 constexpr size_t kMaxPoolRank = 3;
 
-// Per output position along one axis: first input coordinate, the valid tap range [lo, hi) and
-// the number of taps inside input-plus-explicit-padding (count_include_pad).
+// One axis of a pool. Per output position: the first input coordinate and the valid tap range
+// [lo, hi), plus the number of taps inside input-plus-explicit-padding (count_include_pad).
+// Per tap: the output positions [tap_lo, tap_hi) for which that tap reads inside the input.
 struct AxisWindows {
   int64_t input = 1;
+  int64_t output = 1;
+  int64_t kernel = 1;
+  int64_t stride = 1;
   int64_t dilation = 1;
+  int64_t pad_begin = 0;
   std::vector<int64_t> start;
   std::vector<int64_t> lo;
   std::vector<int64_t> hi;
   std::vector<int64_t> padded_count;
+  std::vector<int64_t> tap_lo;
+  std::vector<int64_t> tap_hi;
 };
 
 AxisWindows MakeAxis(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe) {
-  AxisWindows a;
-  a.input = in;
-  a.dilation = d;
+  AxisWindows a{.input = in, .output = out, .kernel = k, .stride = s, .dilation = d, .pad_begin = pb};
   a.start.resize(out);
   a.lo.resize(out);
   a.hi.resize(out);
@@ -51,6 +56,15 @@ AxisWindows MakeAxis(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, i
     a.hi[o] = hi;
     a.padded_count[o] = padded;
   }
+  a.tap_lo.resize(k);
+  a.tap_hi.resize(k);
+  for (int64_t t = 0; t < k; ++t) {
+    const int64_t offset = t * d - pb;
+    const int64_t hi = in - 1 - offset < 0 ? 0 : std::min(out, (in - 1 - offset) / s + 1);
+    const int64_t lo = offset >= 0 ? 0 : (-offset + s - 1) / s;
+    a.tap_lo[t] = std::min(lo, hi);
+    a.tap_hi[t] = hi;
+  }
   return a;
 }
 
@@ -58,7 +72,6 @@ AxisWindows MakeAxis(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, i
 struct Pool3d {
   std::array<AxisWindows, kMaxPoolRank> axes;
   int64_t input_size = 1;
-  int64_t output_size = 1;
 };
 
 Pool3d MakePool3d(const WindowGeometry& g) {
@@ -74,51 +87,54 @@ Pool3d MakePool3d(const WindowGeometry& g) {
                          g.pad_end[j]);
   }
   p.input_size = g.input_size();
-  p.output_size = g.output_size();
   return p;
 }
 
-template <typename T>
+// Both pools work one output row at a time, tap by tap: for each (kd, kh) row of taps inside the
+// input and each kw, one pass over the output positions that tap reaches, so the inner loop is a
+// plain (vectorisable) strided sweep with no bounds checks and no data-dependent branches.
+template <typename T, bool kIndices>
 void MaxPoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool column_major, T* y, int64_t* indices) {
   const AxisWindows& ad = p.axes[0];
   const AxisWindows& ah = p.axes[1];
   const AxisWindows& aw = p.axes[2];
+  const int64_t D = ad.input;
   const int64_t H = ah.input;
   const int64_t W = aw.input;
-  const int64_t D = ad.input;
+  const int64_t ow_n = aw.output;
+  const int64_t sw = aw.stride;
+  // Indices are flat positions in the input, row-major or (storage_order=1) column-major.
+  const int64_t w_mult = column_major ? D * H : 1;
   for (int64_t plane = 0; plane < planes; ++plane) {
     const T* xp = x + plane * p.input_size;
-    for (size_t od = 0; od < ad.start.size(); ++od) {
-      for (size_t oh = 0; oh < ah.start.size(); ++oh) {
-        for (size_t ow = 0; ow < aw.start.size(); ++ow) {
-          T best = std::numeric_limits<T>::lowest();
-          int64_t best_d = -1;
-          int64_t best_h = -1;
-          int64_t best_w = -1;
-          for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
-            const int64_t id = ad.start[od] + kd * ad.dilation;
-            for (int64_t kh = ah.lo[oh]; kh < ah.hi[oh]; ++kh) {
-              const int64_t ih = ah.start[oh] + kh * ah.dilation;
-              const T* row = xp + (id * H + ih) * W;
-              for (int64_t kw = aw.lo[ow]; kw < aw.hi[ow]; ++kw) {
-                const int64_t iw = aw.start[ow] + kw * aw.dilation;
-                if (row[iw] > best || best_d < 0) {
-                  best = row[iw];
-                  best_d = id;
-                  best_h = ih;
-                  best_w = iw;
+    for (int64_t od = 0; od < ad.output; ++od) {
+      for (int64_t oh = 0; oh < ah.output; ++oh) {
+        std::fill(y, y + ow_n, std::numeric_limits<T>::lowest());
+        if constexpr (kIndices) std::fill(indices, indices + ow_n, int64_t{-1});
+        for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
+          const int64_t id = ad.start[od] + kd * ad.dilation;
+          for (int64_t kh = ah.lo[oh]; kh < ah.hi[oh]; ++kh) {
+            const int64_t ih = ah.start[oh] + kh * ah.dilation;
+            const T* row = xp + (id * H + ih) * W;
+            const int64_t base = plane * p.input_size + (column_major ? id + ih * D : (id * H + ih) * W);
+            for (int64_t kw = 0; kw < aw.kernel; ++kw) {
+              const int64_t offset = kw * aw.dilation - aw.pad_begin;
+              for (int64_t ow = aw.tap_lo[kw]; ow < aw.tap_hi[kw]; ++ow) {
+                const int64_t iw = ow * sw + offset;
+                const T v = row[iw];
+                if constexpr (kIndices) {
+                  const bool take = v > y[ow] || indices[ow] < 0;
+                  y[ow] = take ? v : y[ow];
+                  indices[ow] = take ? base + iw * w_mult : indices[ow];
+                } else {
+                  y[ow] = v > y[ow] ? v : y[ow];
                 }
               }
             }
           }
-          *y++ = best;
-          if (indices != nullptr) {
-            const int64_t flat = best_d < 0     ? -1
-                                 : column_major ? best_d + best_h * D + best_w * D * H
-                                                : (best_d * H + best_h) * W + best_w;
-            *indices++ = flat < 0 ? -1 : plane * p.input_size + flat;
-          }
         }
+        y += ow_n;
+        if constexpr (kIndices) indices += ow_n;
       }
     }
   }
@@ -131,25 +147,33 @@ void AveragePoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool count_i
   const AxisWindows& aw = p.axes[2];
   const int64_t H = ah.input;
   const int64_t W = aw.input;
+  const int64_t ow_n = aw.output;
+  const int64_t sw = aw.stride;
+  std::vector<T> w_count(static_cast<size_t>(ow_n));
+  for (int64_t ow = 0; ow < ow_n; ++ow) {
+    w_count[ow] = static_cast<T>(count_include_pad ? aw.padded_count[ow] : aw.hi[ow] - aw.lo[ow]);
+  }
   for (int64_t plane = 0; plane < planes; ++plane) {
     const T* xp = x + plane * p.input_size;
-    for (size_t od = 0; od < ad.start.size(); ++od) {
-      for (size_t oh = 0; oh < ah.start.size(); ++oh) {
-        for (size_t ow = 0; ow < aw.start.size(); ++ow) {
-          T sum = 0;
-          for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
-            const int64_t id = ad.start[od] + kd * ad.dilation;
-            for (int64_t kh = ah.lo[oh]; kh < ah.hi[oh]; ++kh) {
-              const int64_t ih = ah.start[oh] + kh * ah.dilation;
-              const T* row = xp + (id * H + ih) * W;
-              for (int64_t kw = aw.lo[ow]; kw < aw.hi[ow]; ++kw) sum += row[aw.start[ow] + kw * aw.dilation];
+    for (int64_t od = 0; od < ad.output; ++od) {
+      for (int64_t oh = 0; oh < ah.output; ++oh) {
+        std::fill(y, y + ow_n, T{0});
+        for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
+          const int64_t id = ad.start[od] + kd * ad.dilation;
+          for (int64_t kh = ah.lo[oh]; kh < ah.hi[oh]; ++kh) {
+            const int64_t ih = ah.start[oh] + kh * ah.dilation;
+            const T* row = xp + (id * H + ih) * W;
+            for (int64_t kw = 0; kw < aw.kernel; ++kw) {
+              const int64_t offset = kw * aw.dilation - aw.pad_begin;
+              for (int64_t ow = aw.tap_lo[kw]; ow < aw.tap_hi[kw]; ++ow) y[ow] += row[ow * sw + offset];
             }
           }
-          const int64_t count =
-              count_include_pad ? ad.padded_count[od] * ah.padded_count[oh] * aw.padded_count[ow]
-                                : (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]) * (aw.hi[ow] - aw.lo[ow]);
-          *y++ = sum / static_cast<T>(count);
         }
+        const T dh_count =
+            static_cast<T>(count_include_pad ? ad.padded_count[od] * ah.padded_count[oh]
+                                             : (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]));
+        for (int64_t ow = 0; ow < ow_n; ++ow) y[ow] /= dh_count * w_count[ow];
+        y += ow_n;
       }
     }
   }
@@ -193,7 +217,11 @@ class PoolKernel final : public KernelBase {
         Record(rt, "MaxPool", x_in.dtype(), want_indices ? "direct-indices" : "direct");
         if (y.size() == 0) return;
         const Tensor xc = x_in.Contiguous(rt.allocator());
-        MaxPoolPlanes<T>(xc.data<T>(), planes, MakePool3d(g), column_major_, y.data<T>(), indices);
+        if (indices != nullptr) {
+          MaxPoolPlanes<T, true>(xc.data<T>(), planes, MakePool3d(g), column_major_, y.data<T>(), indices);
+        } else {
+          MaxPoolPlanes<T, false>(xc.data<T>(), planes, MakePool3d(g), column_major_, y.data<T>(), nullptr);
+        }
       });
     } else {
       DispatchTypes<float, double>(rt, 0, x_in.dtype(), [&](auto tag) {
