@@ -214,6 +214,10 @@ bool Contains(const Labels& labels, int l) {
   return std::find(labels.begin(), labels.end(), l) != labels.end();
 }
 
+void RecordEinsum(RuntimeContext& rt, DataType type, std::string_view impl) {
+  if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("Einsum", type, impl));
+}
+
 // Whether `have` lists exactly the labels of `parts`, in that order.
 bool SameOrder(const Labels& have, std::initializer_list<const Labels*> parts) {
   size_t i = 0;
@@ -252,10 +256,10 @@ Tensor Arrange(RuntimeContext& rt, const LabeledTensor& op, std::initializer_lis
   return r;
 }
 
-// Contracts two operands whose every label is in the other operand or in `out_labels` (no
-// repeated labels) as a batched GEMM. With `out_labels` empty and `canonical` set, the result
-// takes whatever label order needs no final transpose. Writes into `dst` when given (a
-// contiguous buffer of the output's size), else into a new tensor.
+// Contracts two operands (distinct labels each) as a batched GEMM: labels in both and in `wanted`
+// are batch axes, labels in both but not wanted are summed, the rest are the M and N axes.
+// With `canonical`, the result keeps the order [batch, M, N] (no final transpose) and lands in a
+// new tensor; otherwise it is written to `dst` in exactly the order of `wanted`.
 template <typename T>
 LabeledTensor Contract(RuntimeContext& rt, const LabeledTensor& a_full, const LabeledTensor& b_full,
                        const Labels& wanted, bool canonical, int label_count, T* dst) {
@@ -270,6 +274,7 @@ LabeledTensor Contract(RuntimeContext& rt, const LabeledTensor& a_full, const La
   if (lonely(a, b) || lonely(b, a)) {
     // A label summed in one operand but broadcast (size 1) in the other: the generic loop.
     const std::array<LabeledTensor, 2> pair{a_full, b_full};
+    RecordEinsum(rt, DataTypeOf<T>(), "generic");
     if (!canonical) {
       GenericEinsum<T>(pair, wanted, label_count, dst);
       return {};
@@ -360,7 +365,6 @@ LabeledTensor Contract(RuntimeContext& rt, const LabeledTensor& a_full, const La
       b_data = Arrange<T>(rt, b, {&batch, &kl, &nl});
     }
   }
-  LabeledTensor result;
   const bool direct = canonical || SameOrder(out_order, {&batch, &ml, &nl});
   T* c = dst;
   Tensor scratch;
@@ -370,9 +374,19 @@ LabeledTensor Contract(RuntimeContext& rt, const LabeledTensor& a_full, const La
   }
   const T* pa = a_data.data<T>();
   const T* pb = b_data.data<T>();
-  for (int64_t i = 0; i < batches; ++i) {
-    Gemm<T>(trans_a, trans_b, m, n, k, 1.0, pa + i * m * k, trans_a ? m : k, pb + i * k * n, trans_b ? k : n,
-            0.0, c + i * m * n, n);
+  if (batches > 1 && m * n * k <= kSmallGemmWork) {
+    RecordEinsum(rt, DataTypeOf<T>(), "small-batched-loop");
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      SmallGemm<T>(trans_a, trans_b, m, n, k, pa + bi * m * k, trans_a ? m : k, pb + bi * k * n,
+                   trans_b ? k : n, c + bi * m * n, n);
+    }
+  } else {
+    RecordEinsum(rt, DataTypeOf<T>(),
+                 std::is_floating_point_v<T> ? "batched-gemm-blas" : "batched-gemm-loop");
+    for (int64_t i = 0; i < batches; ++i) {
+      Gemm<T>(trans_a, trans_b, m, n, k, 1.0, pa + i * m * k, trans_a ? m : k, pb + i * k * n,
+              trans_b ? k : n, 0.0, c + i * m * n, n);
+    }
   }
   LabeledTensor canon;
   canon.tensor = scratch;
@@ -461,41 +475,37 @@ class EinsumKernel final : public KernelBase {
 
     switch (type) {
       case DataType::kFloat:
-        return RunFast<float>(rt, ops, out_labels, label_count, y, "blas");
+        return RunFast<float>(rt, ops, out_labels, label_count, y);
       case DataType::kDouble:
-        return RunFast<double>(rt, ops, out_labels, label_count, y, "blas");
+        return RunFast<double>(rt, ops, out_labels, label_count, y);
       case DataType::kInt32:
-        return RunFast<int32_t>(rt, ops, out_labels, label_count, y, "loop");
+        return RunFast<int32_t>(rt, ops, out_labels, label_count, y);
       case DataType::kInt64:
-        return RunFast<int64_t>(rt, ops, out_labels, label_count, y, "loop");
+        return RunFast<int64_t>(rt, ops, out_labels, label_count, y);
       case DataType::kUInt32:
-        return RunFast<uint32_t>(rt, ops, out_labels, label_count, y, "loop");
+        return RunFast<uint32_t>(rt, ops, out_labels, label_count, y);
       case DataType::kUInt64:
-        return RunFast<uint64_t>(rt, ops, out_labels, label_count, y, "loop");
+        return RunFast<uint64_t>(rt, ops, out_labels, label_count, y);
       default:
         DispatchTypes<int8_t, int16_t, uint8_t, uint16_t>(rt, 0, type, [&](auto tag) {
           using T = decltype(tag);
-          Record(rt, type, "generic");
+          RecordEinsum(rt, type, "generic");
           if (y.size() > 0) GenericEinsum<T>(ops, out_labels, label_count, y.data<T>());
         });
     }
   }
 
  private:
-  static void Record(RuntimeContext& rt, DataType type, std::string_view impl) {
-    if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("Einsum", type, impl));
-  }
-
   template <typename T>
   static void RunFast(RuntimeContext& rt, std::vector<LabeledTensor>& ops, const Labels& out_labels,
-                      int label_count, Tensor& y, std::string_view gemm_impl) {
+                      int label_count, Tensor& y) {
     T* out = y.data<T>();
     const size_t n_ops = ops.size();
     bool any_empty = false;
     for (const LabeledTensor& op : ops) any_empty = any_empty || op.tensor.size() == 0;
     if (y.size() == 0 || any_empty) {
       // An empty operand leaves nothing to sum: the output (if not empty itself) is all zeros.
-      Record(rt, y.dtype(), "empty");
+      RecordEinsum(rt, y.dtype(), "empty");
       std::fill(out, out + y.size(), T{0});
       return;
     }
@@ -520,10 +530,11 @@ class EinsumKernel final : public KernelBase {
       }
       if (simple) continue;
       if (n_ops == 1) {
-        Record(rt, y.dtype(), "generic");
+        RecordEinsum(rt, y.dtype(), "generic");
         GenericEinsum<T>(std::span(&ops[0], 1), out_labels, label_count, out);
         return;
       }
+      if (!reduced) RecordEinsum(rt, y.dtype(), "generic-reduce");
       ops[i] = RunGeneric<T>(rt, std::span(&ops[i], 1), keep, label_count);
       reduced = true;
     }
@@ -533,14 +544,10 @@ class EinsumKernel final : public KernelBase {
       for (int l : out_labels) {
         perm.push_back(std::find(ops[0].labels.begin(), ops[0].labels.end(), l) - ops[0].labels.begin());
       }
-      Record(rt, y.dtype(), reduced ? "reduce-transpose" : "transpose");
+      RecordEinsum(rt, y.dtype(), "transpose");
       PermuteCopy(ops[0].tensor.raw_data(), std::span(ops[0].dims.data(), ops[0].dims.size()),
                   std::span(perm.data(), perm.size()), out, sizeof(T));
       return;
-    }
-    if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName(
-          "Einsum", y.dtype(), fmt::format("{}batched-gemm-{}", reduced ? "reduce-" : "", gemm_impl)));
     }
     LabeledTensor current = ops[0];
     for (size_t i = 1; i < n_ops; ++i) {

@@ -149,6 +149,37 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
   }
 }
 
+template <typename T>
+void SmallGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T* c, int64_t ldc) {
+  // Integers wrap (unsigned arithmetic); floats accumulate in their own type like BLAS.
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, T, uint64_t>;
+  const int64_t a_row = trans_a ? 1 : lda;
+  const int64_t a_col = trans_a ? lda : 1;
+  const int64_t b_row = trans_b ? 1 : ldb;
+  const int64_t b_col = trans_b ? ldb : 1;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      Acc sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        sum += static_cast<Acc>(a[i * a_row + kk * a_col]) * static_cast<Acc>(b[kk * b_row + j * b_col]);
+      }
+      c[i * ldc + j] = static_cast<T>(sum);
+    }
+  }
+}
+
+#define ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(T)                                                              \
+  template void SmallGemm<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, \
+                             T*, int64_t);
+ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(float)
+ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(double)
+ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(int32_t)
+ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(int64_t)
+ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(uint32_t)
+ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(uint64_t)
+#undef ONNX_LIGHT_INSTANTIATE_SMALL_GEMM
+
 template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, double, const float*, int64_t, const float*,
                           int64_t, double, float*, int64_t);
 template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,

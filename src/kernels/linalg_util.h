@@ -21,6 +21,16 @@ template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, double beta, T* c, int64_t ldc);
 
+/// Per-product sizes (m * n * k) at or below which batched callers use SmallGemm: for tiny
+/// products a BLAS call costs far more than the arithmetic.
+inline constexpr int64_t kSmallGemmWork = 32;
+
+/// C[M,N] = op(A) * op(B) by a direct loop, for products of at most kSmallGemmWork
+/// multiply-adds (same layout conventions and instantiations as Gemm).
+template <typename T>
+void SmallGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T* c, int64_t ldc);
+
 /// How a stored rows x cols matrix whose elements lie at i * row_stride + j * col_stride can be
 /// handed to BLAS: row-major with leading dimension `ld` (trans == false) or column-major, i.e.
 /// the transpose of a row-major cols x rows matrix (trans == true).

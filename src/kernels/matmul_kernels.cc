@@ -153,12 +153,18 @@ class MatMulKernel final : public KernelBase {
         return;
       }
     }
+    const bool small = m * n * k <= kSmallGemmWork;
     Dims index(batch.size(), 0);
     int64_t off_a = 0;
     int64_t off_b = 0;
     for (int64_t bi = 0; bi < batch_count; ++bi) {
-      Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa + off_a, oa.layout.ld, pb + off_b,
-              ob.layout.ld, 0.0, out + bi * m * n, n);
+      if (small) {
+        SmallGemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa + off_a, oa.layout.ld, pb + off_b,
+                     ob.layout.ld, out + bi * m * n, n);
+      } else {
+        Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa + off_a, oa.layout.ld, pb + off_b,
+                ob.layout.ld, 0.0, out + bi * m * n, n);
+      }
       for (size_t d = batch.size(); d-- > 0;) {
         off_a += oa.batch_strides[d];
         off_b += ob.batch_strides[d];
@@ -168,7 +174,11 @@ class MatMulKernel final : public KernelBase {
         index[d] = 0;
       }
     }
-    Record(rt, a.dtype(), impl, "-batched");
+    if (small) {
+      Record(rt, a.dtype(), "small-batched", "-loop");
+    } else {
+      Record(rt, a.dtype(), impl, "-batched");
+    }
   }
 
   static void Record(RuntimeContext& rt, DataType type, std::string_view impl, std::string_view suffix) {

@@ -78,6 +78,8 @@ MATMUL_SHAPES = [
     ([2, 0, 3, 4], [4, 5]),  # empty batch
     ([3, 4], [4, 0]),
     ([64, 96], [96, 80]),
+    ([50, 2, 3], [50, 3, 2]),   # tiny products: direct loop instead of a BLAS call each
+    ([5, 1, 2, 3], [4, 3, 1]),
 ]
 
 
@@ -129,6 +131,8 @@ def test_matmul_large_against_ort():
     ([3, 4], [2, 4, 5], np.float32, "MatMul/float32/blas-batched"),
     ([2, 3, 4], [2, 4, 5], np.float64, "MatMul/float64/blas-batched"),
     ([3, 4], [4, 5], np.int64, "MatMul/int64/loop"),
+    ([2, 3, 4], [2, 4, 5], np.int64, "MatMul/int64/loop-batched"),
+    ([64, 2, 3], [64, 3, 2], np.float32, "MatMul/float32/small-batched-loop"),
     ([3, 4], [4, 5], np.float16, "MatMul/float16/float32-scratch"),
 ])
 def test_matmul_kernel_usage(a_shape, b_shape, dtype, expected):
@@ -293,6 +297,8 @@ EINSUM_CASES = [
     ("bij,bjk->bik", [[1, 3, 4], [2, 4, 5]]),                # broadcast batch label
     ("i,->i", [[3], []]),
     ("->", [[]]),
+    ("bij,bij->bij", [[16, 3, 4], [16, 3, 4]]),               # elementwise: small per-batch products
+    ("bi,bi->b", [[40, 3], [40, 3]]),
     ("ij,jk->ik_empty_m", [[0, 3], [3, 4]]),
     ("ij,jk->ik_empty_k", [[3, 0], [0, 4]]),
     ("ij,j->i_empty_k", [[3, 0], [0]]),
@@ -327,12 +333,16 @@ def test_einsum_float16():
 @pytest.mark.parametrize("equation,shapes,expected", [
     ("bij,bjk->bik", [[2, 3, 4], [2, 4, 5]], "Einsum/float32/batched-gemm-blas"),
     ("bhqd,bhkd->bhqk", [[2, 3, 5, 8], [2, 3, 6, 8]], "Einsum/float32/batched-gemm-blas"),
-    ("ij,jk->k", [[3, 4], [4, 5]], "Einsum/float32/reduce-batched-gemm-blas"),
+    ("ij,jk->k", [[3, 4], [4, 5]], "Einsum/float32/generic-reduce"),
+    ("ij,jk->k", [[3, 4], [4, 5]], "Einsum/float32/batched-gemm-blas"),
+    ("bij,bij->bij", [[64, 3, 4], [64, 3, 4]], "Einsum/float32/small-batched-loop"),
+    ("bij,bjk->bik", [[2, 3, 4], [2, 4, 5]], "Einsum/int64/batched-gemm-loop"),
     ("...ij->...ji", [[2, 3, 4, 5]], "Einsum/float32/transpose"),
     ("ii->i", [[4, 4]], "Einsum/float32/generic"),
 ])
 def test_einsum_kernel_usage(equation, shapes, expected):
-    inputs = {f"x{i}": random(s, seed=i) for i, s in enumerate(shapes)}
+    dtype = np.int64 if "int64" in expected else np.float32
+    inputs = {f"x{i}": random(s, dtype, seed=i) for i, s in enumerate(shapes)}
     assert expected in usage_of(node_model("Einsum", inputs, {"equation": equation}), inputs)
 
 
