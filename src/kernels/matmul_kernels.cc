@@ -4,6 +4,8 @@
 // through their leading dimension when the innermost (or second innermost) stride is 1.
 #include <absl/container/inlined_vector.h>
 
+#include <algorithm>
+
 #include "kernels/half_precision.h"
 #include "kernels/kernel_tables.h"
 #include "kernels/kernel_utils.h"
@@ -25,35 +27,36 @@ struct Operand {
 // How a 1-D operand was promoted to a matrix.
 enum class Promotion { kNone, kRow /* A: [K] -> [1, K] */, kColumn /* B: [K] -> [K, 1] */ };
 
-// Describes `t` (shape already promoted to >= 2-D as `shape`) against `out_batch`; copies it to
-// contiguous memory when the matrix part has no BLAS layout.
+// Describes `t` (shape already promoted to >= 2-D as `shape`, no empty axis) against
+// `out_batch`; copies it to contiguous memory when the matrix part has no BLAS layout.
 Operand MakeOperand(const Tensor& t, std::span<const int64_t> shape, Promotion promotion,
                     std::span<const int64_t> out_batch, const std::shared_ptr<Allocator>& allocator) {
+  const size_t r = shape.size();
   Operand op;
   op.storage = t;
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  // Strides of the promoted shape: a promoted 1-D operand has one stride for its real axis.
+  auto promoted_strides = [&] {
     const Shape strides = op.storage.strides();
-    // Strides of the promoted shape: a promoted 1-D operand has one stride for its real axis.
-    Dims promoted(shape.size(), 0);
+    Dims promoted(r, 0);
     if (promotion == Promotion::kColumn) {
       promoted[0] = strides[0];
     } else {
-      const size_t offset = shape.size() - strides.size();
+      const size_t offset = r - strides.size();
       for (size_t i = 0; i < strides.size(); ++i) promoted[i + offset] = strides[i];
     }
-    const size_t r = shape.size();
-    if (FindBlasLayout(shape[r - 2], shape[r - 1], promoted[r - 2], promoted[r - 1], &op.layout)) {
-      const size_t batch_rank = r - 2;
-      op.batch_strides.assign(out_batch.size(), 0);
-      for (size_t i = 0; i < batch_rank; ++i) {
-        const size_t o = i + (out_batch.size() - batch_rank);
-        op.batch_strides[o] = shape[i] == 1 ? 0 : promoted[i];
-      }
-      return op;
-    }
+    return promoted;
+  };
+  Dims promoted = promoted_strides();
+  if (!FindBlasLayout(shape[r - 2], shape[r - 1], promoted[r - 2], promoted[r - 1], &op.layout)) {
     op.storage = t.Contiguous(allocator);
+    promoted = promoted_strides();
+    op.layout = {.trans = false, .ld = std::max<int64_t>(shape[r - 1], 1)};
   }
-  // A contiguous matrix always has a BLAS layout; not reached.
+  const size_t batch_rank = r - 2;
+  op.batch_strides.assign(out_batch.size(), 0);
+  for (size_t i = 0; i < batch_rank; ++i) {
+    op.batch_strides[i + (out_batch.size() - batch_rank)] = shape[i] == 1 ? 0 : promoted[i];
+  }
   return op;
 }
 
@@ -117,8 +120,10 @@ class MatMulKernel final : public KernelBase {
     int64_t batch_count = 1;
     for (int64_t d : batch) batch_count *= d;
     T* out = y.data<T>();
-    if (y.size() == 0) {
+    if (y.size() == 0 || k == 0) {
+      // Nothing to read: an empty output, or sums over an empty axis (zeros).
       Record(rt, a.dtype(), impl, "");
+      std::fill(out, out + y.size(), T{0});
       return;
     }
     const Operand oa =
