@@ -421,6 +421,23 @@ def test_held_outputs_stay_as_they_were(attention_model):
     assert state.values == {}
 
 
+@pytest.mark.parametrize("attention", ["Attention", "Concat"])
+def test_bound_outputs_are_read_only(models, attention):
+    """Writing into a returned present_* would change the state's cache (and earlier results that
+    share its buffer): they are handed out read-only; the ordinary output y stays writable."""
+    state = new_state(models[attention], capacity=4)
+    context = new_context()
+    for x in token_inputs(3):
+        out = state.run(context, {"x": x})
+        before = np.array(state.values["past_key_0"])
+        for name in BINDINGS.values():
+            assert out[name].readonly and not np.asarray(out[name]).flags.writeable, name
+            with pytest.raises(ValueError):
+                np.asarray(out[name])[...] = 0
+        np.testing.assert_array_equal(np.asarray(state.values["past_key_0"]), before)
+        assert np.asarray(out["y"]).flags.writeable
+
+
 def test_reset_restarts_the_decode(attention_model):
     xs = token_inputs(5)
     want = stateless_loop(attention_model, xs)
