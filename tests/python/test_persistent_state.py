@@ -4,9 +4,10 @@ held outputs, lifecycle errors, validation and concurrency."""
 
 import threading
 
+import ml_dtypes
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
 from onnx_light import decoder_model
@@ -157,39 +158,58 @@ def test_float16_attention_decode_loop_matches_the_stateless_loop():
     assert t["storage_append_copied_bytes"] == 25 * HEADS * HEAD_SIZE * 2
 
 
-def test_bfloat16_attention_appends_in_place():
-    """A bfloat16 Attention node (no other bfloat16 operators needed) with its own state."""
-    import ml_dtypes
-
-    bf16 = ml_dtypes.bfloat16
-    heads, head = 2, 8
-    node = helper.make_node("Attention", ["q", "k", "v", "", "past_k", "past_v"], ["y", "pk", "pv"], is_causal=1)
-    elem = 16  # TensorProto.BFLOAT16
-    cache = ["b", heads, "past", head]
-    graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(n, elem, ["b", heads, "s", head]) for n in ("q", "k", "v")]
-        + [helper.make_tensor_value_info(n, elem, cache) for n in ("past_k", "past_v")],
-        [helper.make_tensor_value_info(n, elem, None) for n in ("y", "pk", "pv")])
+def single_attention_model(elem, q_heads, kv_heads, head, mask, qk):
+    """One 4-D Attention node: q, k, v, optional attn_mask, past_k/past_v -> y, pk, pv (+ qk)."""
+    inputs = ["q", "k", "v", "mask" if mask else "", "past_k", "past_v"]
+    outputs = ["y", "pk", "pv"] + (["qk"] if qk else [])
+    node = helper.make_node("Attention", inputs, outputs, is_causal=1, **({"qk_matmul_output_mode": 1} if qk else {}))
+    graph_inputs = [helper.make_tensor_value_info("q", elem, ["b", q_heads, "s", head])]
+    graph_inputs += [helper.make_tensor_value_info(n, elem, ["b", kv_heads, "s", head]) for n in ("k", "v")]
+    if mask:
+        graph_inputs.append(helper.make_tensor_value_info("mask", TensorProto.BOOL, ["s", "total"]))
+    graph_inputs += [helper.make_tensor_value_info(n, elem, ["b", kv_heads, "past", head]) for n in ("past_k", "past_v")]
+    graph = helper.make_graph([node], "g", graph_inputs,
+                              [helper.make_tensor_value_info(n, elem, None) for n in outputs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
     model.ir_version = 10
+    return model
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16], ids=["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("mask,qk", [(False, False), (True, True)], ids=["plain", "mask+qk"])
+def test_single_attention_node_appends_in_place(dtype, mask, qk):
+    """4-D grouped-query Attention with its own state, with and without a (padding) mask and the
+    qk output: bitwise equal to the stateless node fed past by hand."""
+    q_heads, kv_heads, head = 4, 2, 8
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    model = single_attention_model(elem, q_heads, kv_heads, head, mask, qk)
     declared = runtime.with_persistent_bindings(model, {"past_k": "pk", "past_v": "pv"})
-    empty = np.zeros((1, heads, 0, head), bf16)
-    state = runtime.PersistentValueState(declared, {"past_k": empty, "past_v": empty})
+    empty = np.zeros((2, kv_heads, 0, head), dtype)
+    state = runtime.PersistentValueState(declared, {"past_k": empty, "past_v": empty},
+                                         runtime.RuntimeSessionOptions(persistent_tensor_initial_capacity=3))
     session = runtime.RuntimeSession(model)
     context = new_context()
     context.set_kernel_usage_enabled(True)
     rng = np.random.default_rng(3)
     past = {"past_k": empty, "past_v": empty}
-    for step in range(6):
-        feeds = {n: rng.standard_normal((1, heads, 2 if step == 0 else 1, head)).astype(bf16) for n in "qkv"}
+    total = 0
+    for step in range(7):
+        s = 3 if step == 0 else 1
+        total += s
+        feeds = {"q": rng.standard_normal((2, q_heads, s, head)).astype(dtype)}
+        feeds.update({n: rng.standard_normal((2, kv_heads, s, head)).astype(dtype) for n in "kv"})
+        if mask:
+            feeds["mask"] = rng.random((s, total)) > 0.2
         got = state.run(context, feeds)
         want = session.run(new_context(), {**feeds, **past})
         past = {"past_k": want["pk"].numpy().copy(), "past_v": want["pv"].numpy().copy()}
-        for name in ("y", "pk", "pv"):
+        assert set(got) == set(want)
+        for name in want:
             np.testing.assert_array_equal(got[name].numpy().astype(np.float32),
                                           want[name].numpy().astype(np.float32), err_msg=f"{step} {name}")
-    assert "Attention/bfloat16/persistent-append" in context.get_kernel_usage()
+    type_name = {np.float32: "float32", np.float16: "float16"}.get(dtype, "bfloat16")
+    assert context.get_kernel_usage().count(f"Attention/{type_name}/persistent-append") == 7
+    assert state.values["past_k"].shape == (2, kv_heads, total, head)
 
 
 # ---- storage numbers through the real kernels ------------------------------------------------------
