@@ -187,8 +187,9 @@ PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const
   Values results;
   for (const ValueInfo& output : session_->outputs()) {
     if (const Tensor* t = call.FindTensor(output.name)) {
-      const bool bound = std::any_of(bindings_.begin(), bindings_.end(),
-                                     [&](const PersistentBinding& b) { return b.output_name == output.name; });
+      const bool bound = std::any_of(bindings_.begin(), bindings_.end(), [&](const PersistentBinding& b) {
+        return b.output_name == output.name;
+      });
       results.emplace(output.name, bound ? t->AsReadOnly() : *t);
     } else if (const RuntimeValue* v = call.FindValue(output.name)) {
       results.emplace(output.name, *v);

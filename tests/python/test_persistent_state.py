@@ -167,7 +167,8 @@ def single_attention_model(elem, q_heads, kv_heads, head, mask, qk):
     graph_inputs += [helper.make_tensor_value_info(n, elem, ["b", kv_heads, "s", head]) for n in ("k", "v")]
     if mask:
         graph_inputs.append(helper.make_tensor_value_info("mask", TensorProto.BOOL, ["s", "total"]))
-    graph_inputs += [helper.make_tensor_value_info(n, elem, ["b", kv_heads, "past", head]) for n in ("past_k", "past_v")]
+    cache = ["b", kv_heads, "past", head]
+    graph_inputs += [helper.make_tensor_value_info(n, elem, cache) for n in ("past_k", "past_v")]
     graph = helper.make_graph([node], "g", graph_inputs,
                               [helper.make_tensor_value_info(n, elem, None) for n in outputs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
