@@ -17,6 +17,8 @@ void BindErrors(py::module_& m);
 void BindTensor(py::module_& m);
 void BindContext(py::module_& m);
 void BindSession(py::module_& m);
+void BindState(py::module_& m);
+void BindCustomKernels(py::module_& m);
 
 /// A feed as a Tensor, without copying: a C-contiguous aligned NumPy array, a runtime.Tensor or
 /// a DLPack producer on the CPU. NumPy string arrays are converted (strings cannot be viewed).
@@ -26,6 +28,8 @@ Tensor TensorFromPython(py::handle object, const std::string& name);
 RuntimeValue ValueFromPython(py::handle object, const std::string& name);
 /// A context value as Python: runtime.Tensor, list of runtime.Tensor, None or bytes.
 py::object ValueToPython(const RuntimeValue& value, const std::string& name);
+/// Serialized model bytes from a path, bytes-like object or onnx.ModelProto.
+std::string ModelBytesFromPython(py::handle model);
 /// A model from a path (str or os.PathLike), bytes-like object or onnx.ModelProto. Bytes are
 /// viewed, not copied.
 std::shared_ptr<const Model> ModelFromPython(py::handle model);

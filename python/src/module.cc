@@ -12,4 +12,6 @@ PYBIND11_MODULE(_onnxpykernels, m) {
   rt::BindTensor(runtime);
   rt::BindContext(runtime);
   rt::BindSession(runtime);
+  rt::BindState(runtime);
+  rt::BindCustomKernels(runtime);
 }

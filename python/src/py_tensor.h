@@ -10,6 +10,8 @@ namespace onnx_light::runtime::python {
 struct PyTensor {
   std::string name;
   Tensor tensor;
+  /// Views of state-owned values are handed out read-only.
+  bool readonly = false;
 };
 
 }  // namespace onnx_light::runtime::python

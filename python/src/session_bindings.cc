@@ -85,10 +85,14 @@ py::list DescribeValues(const std::vector<ValueInfo>& values) {
 
 void BindSession(py::module_& m) {
   py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions")
-      .def(py::init([](int64_t capacity, int num_threads) {
-             return RuntimeSessionOptions{.persistent_tensor_initial_capacity = capacity, .num_threads = num_threads};
+      .def(py::init([](int64_t capacity, int num_threads, std::optional<KernelContext> kernel_context) {
+             return RuntimeSessionOptions{.persistent_tensor_initial_capacity = capacity,
+                                          .num_threads = num_threads,
+                                          .kernel_context = std::move(kernel_context)};
            }),
-           py::kw_only(), py::arg("persistent_tensor_initial_capacity") = 32, py::arg("num_threads") = 0)
+           py::kw_only(), py::arg("persistent_tensor_initial_capacity") = 32, py::arg("num_threads") = 0,
+           py::arg("kernel_context") = py::none())
+      .def_readwrite("kernel_context", &RuntimeSessionOptions::kernel_context)
       .def_readwrite("persistent_tensor_initial_capacity", &RuntimeSessionOptions::persistent_tensor_initial_capacity)
       .def_readwrite("num_threads", &RuntimeSessionOptions::num_threads);
 

@@ -72,7 +72,9 @@ RuntimeContext RuntimeContext::CreateChild(ChildContextKind kind, int64_t subgra
   if (kind == ChildContextKind::kHalfPrecisionScratch || kind == ChildContextKind::kFunction) {
     child.current_node_index_ = current_node_index_;
   }
-  if (kind == ChildContextKind::kFeedback) child.append_sink_ = append_sink_;
+  // The sink travels everywhere; only names a child retains (translated by If and function
+  // transport) can reserve appends.
+  child.append_sink_ = append_sink_;
   return child;
 }
 
@@ -254,6 +256,25 @@ const std::string& RuntimeContext::output_name(size_t index) const {
     return kNone;
   }
   return (*frame_->output_names)[index];
+}
+
+}  // namespace onnx_light::runtime
+
+namespace onnx_light::runtime {
+
+PersistentAppendReservation RuntimeContext::ReservePersistentAppend(std::string_view output_name,
+                                                                    const Tensor& past, int64_t axis,
+                                                                    int64_t append_rows) {
+  if (append_sink_ == nullptr || !IsRetainedOutput(output_name)) return {};
+  return append_sink_->Reserve(*this, output_name, past, axis, append_rows);
+}
+
+void RuntimeContext::CommitPersistentAppend(const PersistentAppendReservation& reservation) {
+  if (append_sink_ == nullptr || !reservation) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                fmt::format("{}: no persistent append reservation to commit", DescribeNode()));
+  }
+  append_sink_->Commit(*this, reservation);
 }
 
 }  // namespace onnx_light::runtime

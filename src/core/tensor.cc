@@ -11,13 +11,20 @@
 namespace onnx_light::runtime {
 
 int64_t ShapeSize(std::span<const int64_t> shape) {
-  int64_t size = 1;
+  bool has_zero = false;
   for (int64_t d : shape) {
     if (d < 0) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("shape {} has a negative dimension", ShapeToString(shape)));
     }
-    if (d != 0 && size > std::numeric_limits<int64_t>::max() / d) {
+    has_zero = has_zero || d == 0;
+  }
+  // A zero dimension makes the count zero however large the others are; checking it first keeps
+  // the result independent of the order of the dimensions.
+  if (has_zero) return 0;
+  int64_t size = 1;
+  for (int64_t d : shape) {
+    if (size > std::numeric_limits<int64_t>::max() / d) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("shape {} has more elements than int64 can count", ShapeToString(shape)));
     }
@@ -35,7 +42,10 @@ Shape ContiguousStrides(std::span<const int64_t> shape) {
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= shape[i];
+    // Only a shape with a zero dimension further out can overflow here (ShapeSize bounds every
+    // other product). Such a tensor has no elements to address, so the outer strides become 0
+    // instead of overflowing.
+    if (__builtin_mul_overflow(stride, shape[i], &stride)) stride = 0;
   }
   return strides;
 }
@@ -49,7 +59,14 @@ Tensor::Tensor(DataType type, Shape shape, std::shared_ptr<void> owner, void* da
                   fmt::format("tensor strides {} do not match shape {}", ShapeToString(strides),
                               ShapeToString(shape_)));
     }
-    if (strides != ContiguousStrides(shape_)) strides_ = std::move(strides);
+    // Strides of size-1 dimensions never matter: such views are contiguous.
+    const Shape contiguous = ContiguousStrides(shape_);
+    for (size_t d = 0; d < shape_.size(); ++d) {
+      if (shape_[d] != 1 && strides[d] != contiguous[d]) {
+        strides_ = std::move(strides);
+        break;
+      }
+    }
   }
 }
 
@@ -91,7 +108,15 @@ Tensor Tensor::Reshaped(Shape shape) const {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("cannot view {} elements as shape {}", size_, ShapeToString(shape)));
   }
-  return Tensor(type_, std::move(shape), owner_, data_);
+  Tensor view(type_, std::move(shape), owner_, data_);
+  view.read_only_ = read_only_;
+  return view;
+}
+
+Tensor Tensor::View(Shape shape, void* data, Shape strides) const {
+  Tensor view(type_, std::move(shape), owner_, data, std::move(strides));
+  view.read_only_ = read_only_;
+  return view;
 }
 
 Tensor Tensor::Contiguous(const std::shared_ptr<Allocator>& allocator) const {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "onnx_light/runtime/error.h"
+#include "session/retained_transport.h"
 
 namespace onnx_light::runtime {
 
@@ -83,6 +84,7 @@ class FunctionKernel final : public KernelBase {
       inputs.push_back(rt.has_input(i) ? &rt.InputValue(i) : nullptr);
     }
     RuntimeContext child = rt.CreateChild(ChildContextKind::kFunction);
+    child.set_retained_outputs(TranslateRetained(rt, function_.outputs));
     std::vector<RuntimeValue> outputs = plan_->Execute(child, inputs, {});
     for (size_t i = 0; i < rt.num_outputs() && i < outputs.size(); ++i) {
       rt.SetOutput(i, std::move(outputs[i]));

@@ -38,7 +38,9 @@ RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessio
                             options_.persistent_tensor_initial_capacity));
   }
   if (options_.num_threads > 0) openblas_set_num_threads(options_.num_threads);
-  plan_ = BuildPlan(*model_, nullptr);
+  const KernelRegistry* custom =
+      options_.kernel_context ? options_.kernel_context->custom_kernels().get() : nullptr;
+  plan_ = BuildPlan(*model_, custom);
 }
 
 RuntimeSession::RuntimeSession(const std::filesystem::path& path, RuntimeSessionOptions options)
@@ -56,7 +58,10 @@ std::vector<std::string> RuntimeSession::RequiredInputNames() const {
 
 const GraphPlan& RuntimeSession::PlanFor(const RuntimeContext& rt) const {
   const std::shared_ptr<KernelRegistry>& custom = rt.kernel_context().custom_kernels();
-  if (!custom || custom->empty()) return *plan_;
+  if (!custom || custom->empty() ||
+      (options_.kernel_context && options_.kernel_context->custom_kernels() == custom)) {
+    return *plan_;
+  }
   std::lock_guard lock(custom_plans_mutex_);
   for (const CustomPlan& entry : custom_plans_) {
     if (entry.registry == custom && entry.generation == custom->generation()) return *entry.plan;

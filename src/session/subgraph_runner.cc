@@ -5,6 +5,7 @@
 
 #include "core/dispatch_frame.h"
 #include "onnx_light/runtime/error.h"
+#include "session/retained_transport.h"
 
 namespace onnx_light::runtime {
 
@@ -12,8 +13,9 @@ CompiledSubgraph::CompiledSubgraph(const Graph& graph, const KernelSources& sour
                                    PlanScope& parent, std::string attr_name)
     : plan_(std::make_unique<GraphPlan>(graph, sources, &parent)), attr_name_(std::move(attr_name)) {}
 
-std::vector<RuntimeValue> CompiledSubgraph::Run(RuntimeContext& rt,
-                                                std::span<const RuntimeValue> inputs) const {
+std::vector<RuntimeValue> CompiledSubgraph::RunImpl(RuntimeContext& rt,
+                                                    std::span<const RuntimeValue> inputs,
+                                                    bool transport_retained) const {
   const DispatchFrame* frame = rt.dispatch_frame();
   if (frame == nullptr) {
     throw Error(ErrorCode::kFailedPrecondition, "a subgraph runs only from its node's kernel");
@@ -29,6 +31,7 @@ std::vector<RuntimeValue> CompiledSubgraph::Run(RuntimeContext& rt,
   for (int32_t position : capture_positions_) captures.push_back(frame->captures[position]);
   RuntimeContext child =
       rt.CreateChild(ChildContextKind::kSubgraph, rt.current_node_index(), attr_name_);
+  if (transport_retained) child.set_retained_outputs(TranslateRetained(rt, plan_->outputs()));
   return plan_->Execute(child, input_ptrs, captures);
 }
 

@@ -36,6 +36,11 @@ class SubgraphRunner {
   /// captures are taken from the owning node's dispatch.
   virtual std::vector<RuntimeValue> Run(RuntimeContext& rt,
                                         std::span<const RuntimeValue> inputs) const = 0;
+  /// Like Run, for a graph whose outputs become the owning node's outputs one to one (an If
+  /// branch): outputs the node's context retains are retained under the graph's own output
+  /// names in the child, so their storage passes through untouched.
+  virtual std::vector<RuntimeValue> RunAsNodeOutputs(RuntimeContext& rt,
+                                                     std::span<const RuntimeValue> inputs) const = 0;
 };
 
 /// What a factory sees of the node it builds a kernel for. Attribute getters throw

@@ -15,13 +15,13 @@
 #include "onnx_light/runtime/event_log.h"
 #include "onnx_light/runtime/kernel_context.h"
 #include "onnx_light/runtime/kernel_usage_recorder.h"
+#include "onnx_light/runtime/persistent_append.h"
 #include "onnx_light/runtime/runtime_event.h"
 #include "onnx_light/runtime/runtime_value.h"
 #include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
 
-class PersistentAppendSink;
 struct DispatchFrame;
 
 struct RuntimeContextOptions {
@@ -155,7 +155,16 @@ class RuntimeContext {
   void set_dispatch_frame(DispatchFrame* frame) noexcept { frame_ = frame; }
   DispatchFrame* dispatch_frame() const noexcept { return frame_; }
 
-  /// Persistent appends (see persistent_value_state.h); null outside a PersistentValueState call.
+  // ---- persistent appends (see persistent_append.h) ------------------------------------------
+  /// Room for `append_rows` rows after `past` along `axis`, for output `output_name`. Empty when
+  /// the context runs no PersistentValueState call, the output is not retained, or `past` is not
+  /// a bound persistent value; the kernel then computes its output as usual.
+  PersistentAppendReservation ReservePersistentAppend(std::string_view output_name, const Tensor& past,
+                                                      int64_t axis, int64_t append_rows);
+  /// Seals the rows the kernel wrote into `reservation.append`.
+  void CommitPersistentAppend(const PersistentAppendReservation& reservation);
+
+  /// The sink of the PersistentValueState call this context runs; null otherwise.
   PersistentAppendSink* persistent_append_sink() const noexcept { return append_sink_; }
   void set_persistent_append_sink(PersistentAppendSink* sink) noexcept { append_sink_ = sink; }
 

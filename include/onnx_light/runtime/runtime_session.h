@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct RuntimeSessionOptions {
   int64_t persistent_tensor_initial_capacity = 32;
   /// Threads for BLAS-backed kernels; 0 means all cores.
   int num_threads = 0;
+  /// Custom kernels of this kernel context are resolved at construction (before global and
+  /// built-in ones). Contexts built from another KernelContext with custom kernels get a plan of
+  /// their own on first use.
+  std::optional<KernelContext> kernel_context;
 };
 
 /// Ownership: the session shares ownership of its Model, so initializer views stay valid for the

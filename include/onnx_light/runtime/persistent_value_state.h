@@ -1,0 +1,79 @@
+#pragma once
+// PersistentValueState: values a graph feeds back to itself across calls (a KV cache:
+// past_key <- present_key), declared in the model (GraphProto field 1001). Appends land in place
+// in buffers with geometric growth, so a decode step copies neither the cache nor its prefix.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/runtime_context.h"
+#include "onnx_light/runtime/runtime_session.h"
+
+namespace onnx_light::runtime {
+
+class PersistentBuffer;
+
+/// Ownership: the state owns its session and the buffers behind its values; every tensor it
+/// hands out (Run results, values()) shares ownership of its storage, so it stays valid after
+/// later calls, Reset and Close.
+///
+/// Threading: one call at a time per state. An overlapping Run/Reset/Close from another thread
+/// fails with Error(kFailedPrecondition) instead of racing. Different states are independent and
+/// may run concurrently (they may even share a root context's event log through child contexts,
+/// but each call needs its own RuntimeContext).
+class PersistentValueState {
+ public:
+  using Values = std::unordered_map<std::string, RuntimeValue>;
+
+  /// Validates the model's declarations and takes `initial` values for every bound input (exact
+  /// whole names). Throws Error(kNotFound) for unknown names and Error(kInvalidArgument) for a
+  /// missing or extra initial value, duplicate inputs or outputs, incompatible declared types,
+  /// declarations inside subgraphs, string tensors, or a bound input without exactly one use.
+  PersistentValueState(std::shared_ptr<const Model> model, std::unordered_map<std::string, Tensor> initial,
+                       RuntimeSessionOptions options = {});
+  ~PersistentValueState();
+  PersistentValueState(const PersistentValueState&) = delete;
+  PersistentValueState& operator=(const PersistentValueState&) = delete;
+
+  /// Runs one call in a fresh feedback child of `rt` (sharing its event log and kernel-usage
+  /// recorder): `feeds` are the graph inputs that are not bound. Returns every graph output.
+  /// The bound outputs become the next call's bound inputs only when the whole call succeeds;
+  /// on any error the previous values stay and the call may be retried.
+  Values Run(RuntimeContext& rt, const Values& feeds);
+
+  /// Replaces every bound value (same rules as the constructor's `initial`).
+  void Reset(std::unordered_map<std::string, Tensor> values);
+  /// Releases the state's hold on its values; later calls fail with Error(kFailedPrecondition).
+  void Close();
+  bool closed() const noexcept { return closed_.load(); }
+
+  /// Current bound values by input name (views sharing the state's storage). Thread-safe.
+  std::unordered_map<std::string, Tensor> values() const;
+  const std::vector<PersistentBinding>& bindings() const noexcept { return bindings_; }
+  const RuntimeSession& session() const noexcept { return *session_; }
+
+ private:
+  struct Slot {
+    Tensor value;
+    std::shared_ptr<PersistentBuffer> buffer;  // null when the value lives outside a buffer
+  };
+  class CallSink;
+  class BusyGuard;
+
+  void TakeValues(std::unordered_map<std::string, Tensor> values, const char* what);
+
+  std::unique_ptr<RuntimeSession> session_;
+  std::vector<PersistentBinding> bindings_;
+  std::vector<Slot> slots_;  // one per binding; replaced whole under values_mutex_
+  mutable std::mutex values_mutex_;
+  std::atomic<bool> busy_{false};
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,112 @@
+// runtime.PersistentValueState and runtime.with_persistent_bindings.
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "bindings.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/persistent_value_state.h"
+#include "py_tensor.h"
+
+namespace onnx_light::runtime::python {
+
+std::string ModelBytesFromPython(py::handle model) {
+  py::module_ os = py::module_::import("os");
+  if (py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"))) {
+    const std::string path = py::str(os.attr("fspath")(model)).cast<std::string>();
+    std::ifstream file(path, std::ios::binary);
+    if (!file) throw py::key_error(fmt::format("model file '{}' cannot be opened", path));
+    std::ostringstream bytes;
+    bytes << file.rdbuf();
+    return bytes.str();
+  }
+  if (py::isinstance<py::bytes>(model)) return model.cast<std::string>();
+  if (py::hasattr(model, "SerializeToString")) return model.attr("SerializeToString")().cast<std::string>();
+  if (PyObject_CheckBuffer(model.ptr())) return py::bytes(py::reinterpret_borrow<py::object>(model)).cast<std::string>();
+  throw py::type_error(fmt::format("model must be a path, bytes or onnx.ModelProto, got {}",
+                                   py::str(py::type::of(model).attr("__name__")).cast<std::string>()));
+}
+
+namespace {
+
+std::unordered_map<std::string, Tensor> TensorsFromDict(const py::dict& values) {
+  std::unordered_map<std::string, Tensor> out;
+  for (auto [key, value] : values) {
+    const std::string name = py::str(key).cast<std::string>();
+    out.emplace(name, TensorFromPython(value, name));
+  }
+  return out;
+}
+
+py::dict ResultsToPython(const PersistentValueState& state, PersistentValueState::Values& results) {
+  py::dict out;
+  for (const ValueInfo& output : state.session().outputs()) {
+    auto it = results.find(output.name);
+    if (it != results.end()) out[py::str(output.name)] = ValueToPython(it->second, output.name);
+  }
+  return out;
+}
+
+}  // namespace
+
+void BindState(py::module_& m) {
+  m.def("with_persistent_bindings",
+        [](py::handle model, const py::dict& bindings) {
+          std::vector<PersistentBinding> list;
+          for (auto [input, output] : bindings) {
+            list.push_back({py::str(input).cast<std::string>(), py::str(output).cast<std::string>()});
+          }
+          return py::bytes(WithPersistentBindings(ModelBytesFromPython(model), list));
+        },
+        py::arg("model"), py::arg("bindings"),
+        "Returns the model bytes with declarations {input_name: output_name}: the output of one "
+        "call feeds the input of the next. Standard ONNX readers ignore them.");
+
+  py::class_<PersistentValueState>(m, "PersistentValueState",
+                                   "Feedback values (a KV cache) kept across calls, appended in place. "
+                                   "One call at a time; an overlapping call raises RuntimeError.")
+      .def(py::init([](py::handle model, const py::dict& initial, std::optional<RuntimeSessionOptions> options) {
+             auto loaded = ModelFromPython(model);
+             auto values = TensorsFromDict(initial);
+             py::gil_scoped_release release;
+             return std::make_unique<PersistentValueState>(std::move(loaded), std::move(values),
+                                                           options.value_or(RuntimeSessionOptions{}));
+           }),
+           py::arg("model"), py::arg("initial"), py::arg("options") = py::none())
+      .def("run",
+           [](PersistentValueState& state, RuntimeContext& rt, py::object feeds) {
+             PersistentValueState::Values values;
+             if (!feeds.is_none()) {
+               for (auto [key, value] : feeds.cast<py::dict>()) {
+                 const std::string name = py::str(key).cast<std::string>();
+                 values.emplace(name, ValueFromPython(value, name));
+               }
+             }
+             PersistentValueState::Values results;
+             {
+               py::gil_scoped_release release;
+               results = state.Run(rt, values);
+             }
+             return ResultsToPython(state, results);
+           },
+           py::arg("context"), py::arg("feeds") = py::none(),
+           "Runs one call with the non-bound inputs; returns every graph output.")
+      .def("reset", [](PersistentValueState& state, const py::dict& values) { state.Reset(TensorsFromDict(values)); },
+           py::arg("values"))
+      .def("close", &PersistentValueState::Close)
+      .def_property_readonly("closed", &PersistentValueState::closed)
+      .def_property_readonly("values", [](const PersistentValueState& state) {
+        py::dict out;
+        for (const auto& [name, tensor] : state.values()) out[py::str(name)] = py::cast(PyTensor{name, tensor, true});
+        return out;
+      })
+      .def_property_readonly("bindings", [](const PersistentValueState& state) {
+        py::dict out;
+        for (const PersistentBinding& b : state.bindings()) out[py::str(b.input_name)] = b.output_name;
+        return out;
+      });
+}
+
+}  // namespace onnx_light::runtime::python

@@ -1,0 +1,234 @@
+#include "kernels/attention_core.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace onnx_light::runtime::attention {
+
+float ExpShiftedSum(float* x, int64_t n, float shift) {
+  // Cephes-style expf: exp(v) = 2^k * exp(r), k = round(v / ln 2), |r| <= ln(2) / 2, with a
+  // degree-6 polynomial for exp(r). Inputs are <= 0 here (scores minus the row maximum); below
+  // -87 (where the result leaves the normal range) the result is 0. The range test compares bit
+  // patterns: float compares would stop GCC from vectorizing under its default -ftrapping-math.
+  // A negative bit pattern beyond -87 (including -inf and sign-set NaNs) reads as "below".
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  constexpr uint32_t kLowestBits = std::bit_cast<uint32_t>(-87.0f);
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = x[j] - shift;
+    const uint32_t vb = std::bit_cast<uint32_t>(v);
+    const uint32_t below = vb > kLowestBits ? ~0u : 0u;
+    const float c = std::bit_cast<float>((vb & ~below) | (kLowestBits & below));
+    const float t = c * kLog2e + kRound;
+    const uint32_t k = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kRound);  // mod 2^32
+    const float kf = t - kRound;
+    const float r = c - kf * kLn2Hi - kf * kLn2Lo;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const float e = p * std::bit_cast<float>((k + 127u) << 23);
+    x[j] = std::bit_cast<float>(std::bit_cast<uint32_t>(e) & ~below);
+  }
+  // Eight partial sums keep the reduction vectorizable without reassociation flags.
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) acc[l] += x[j + l];
+  }
+  float sum = 0;
+  for (; j < n; ++j) sum += x[j];
+  for (float a : acc) sum += a;
+  return sum;
+}
+
+double ExpShiftedSum(double* x, int64_t n, double shift) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - shift));
+  return sum;
+}
+
+namespace {
+
+// Row-major C[m, n] = alpha * A[m, k] · op(B), with op(B) = Bᵀ (B is [n, k]) or B ([k, n]).
+// Leading dimensions of single-row operands are irrelevant to the product, but BLAS checks them,
+// so they are widened to the legal minimum.
+template <typename T>
+void Gemm(bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (m == 1) ldc = std::max<int64_t>(ldc, n);
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, T(0));
+    return;
+  }
+  if (m == 1) lda = std::max<int64_t>(lda, k);
+  if (transpose_b ? n == 1 : k == 1) ldb = std::max<int64_t>(ldb, transpose_b ? k : n);
+  const CBLAS_TRANSPOSE tb = transpose_b ? CblasTrans : CblasNoTrans;
+  const auto I = [](int64_t v) { return static_cast<blasint>(v); };
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb),
+                0.0f, c, I(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb), 0.0,
+                c, I(ldc));
+  }
+}
+
+// The stride between consecutive rows of `rows` rows that cover `heads` heads of `seq` rows each,
+// or -1 when those rows are not evenly spaced (or overlap) and cannot form one matrix.
+template <typename T>
+int64_t UniformRowStride(const HeadView<T>& view, int64_t heads, int64_t seq, int64_t width) {
+  const int64_t rows = heads * seq;
+  if (rows <= 1) return width;
+  int64_t stride;
+  if (heads == 1)
+    stride = view.row_stride;
+  else if (seq == 1)
+    stride = view.head_stride;
+  else if (view.head_stride == seq * view.row_stride)
+    stride = view.row_stride;
+  else
+    return -1;
+  return stride >= width ? stride : -1;
+}
+
+template <typename T>
+void CopyRow(const T* src, int64_t n, T* dst) {
+  if (dst != nullptr) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+}
+
+// Turns one row of scaled scores into probabilities in place, filling the requested
+// qk_output row on the way. `bias` yields the mask's additive bias for key j (only called for
+// keys the causal frontier and the mask width allow).
+template <typename T, typename Bias>
+void FinishRow(T* s, int64_t n, int64_t allowed_end, const AttentionOptions& o, T* qk_row,
+               Bias&& bias) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  if (o.qk_mode == 0) CopyRow(s, n, qk_row);
+  if (o.softcap > 0) {
+    const T cap = static_cast<T>(o.softcap);
+    const T inv = T(1) / cap;
+    for (int64_t j = 0; j < n; ++j) s[j] = cap * std::tanh(s[j] * inv);
+  }
+  if (o.qk_mode == 1) CopyRow(s, n, qk_row);
+  bool any_allowed = false;
+  for (int64_t j = 0; j < allowed_end; ++j) {
+    const T b = bias(j);
+    any_allowed |= b != kNegInf;
+    s[j] += b;
+  }
+  for (int64_t j = allowed_end; j < n; ++j) s[j] = kNegInf;
+  if (o.qk_mode == 2) CopyRow(s, n, qk_row);
+  // A row whose bias disallows every key has no attendable key: its probabilities are zero.
+  // Keys past allowed_end hold -inf, so only [0, allowed_end) needs the exponential.
+  T max = kNegInf;
+  if (any_allowed) {
+    for (int64_t j = 0; j < allowed_end; ++j) max = std::max(max, s[j]);
+  }
+  if (max == kNegInf) {
+    std::fill_n(s, n, T(0));
+  } else {
+    const T inv = T(1) / ExpShiftedSum(s, allowed_end, max);
+    for (int64_t j = 0; j < allowed_end; ++j) s[j] *= inv;
+    std::fill(s + allowed_end, s + n, T(0));
+  }
+  if (o.qk_mode == 3) CopyRow(s, n, qk_row);
+}
+
+template <typename T>
+void ScoresToProbabilities(const AttentionArgs<T>& args, int64_t b, int64_t first_head,
+                           int64_t heads, T* scores) {
+  const AttentionDims& d = args.dims;
+  const AttentionOptions& o = args.options;
+  const MaskView<T>& mask = args.mask;
+  const int64_t n = d.kv_seq;
+  const int64_t mask_end = mask.present() ? std::min(mask.columns, n) : n;
+  for (int64_t hh = 0; hh < heads; ++hh) {
+    const int64_t h = first_head + hh;
+    for (int64_t i = 0; i < d.q_seq; ++i) {
+      T* s = scores + (hh * d.q_seq + i) * n;
+      T* qk_row = args.qk_output == nullptr
+                      ? nullptr
+                      : args.qk_output + ((b * d.q_heads + h) * d.q_seq + i) * n;
+      int64_t end = mask_end;
+      if (o.is_causal) end = std::clamp<int64_t>(i + o.causal_offset + 1, 0, end);
+      if (mask.bool_data != nullptr) {
+        const bool* m =
+            mask.bool_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
+        const int64_t cs = mask.col_stride;
+        FinishRow(s, n, end, o, qk_row, [m, cs](int64_t j) {
+          return m[j * cs] ? T(0) : -std::numeric_limits<T>::infinity();
+        });
+      } else if (mask.float_data != nullptr) {
+        const T* m =
+            mask.float_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
+        const int64_t cs = mask.col_stride;
+        FinishRow(s, n, end, o, qk_row, [m, cs](int64_t j) { return m[j * cs]; });
+      } else {
+        FinishRow(s, n, end, o, qk_row, [](int64_t) { return T(0); });
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int64_t AttentionScratchSize(const AttentionDims& d) {
+  const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
+  return group * d.q_seq * d.kv_seq;
+}
+
+template <typename T>
+AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch) {
+  const AttentionDims& d = args.dims;
+  const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
+  const T alpha = static_cast<T>(args.options.scale);
+  const int64_t n = d.kv_seq;
+  // One matrix per group needs evenly spaced query rows and output rows across its heads.
+  const int64_t q_stride = UniformRowStride(args.q, group, d.q_seq, d.head_size);
+  const int64_t y_stride = UniformRowStride(args.y, group, d.q_seq, d.v_head_size);
+  const bool grouped = group > 1 && q_stride >= 0 && y_stride >= 0;
+  for (int64_t b = 0; b < d.batch; ++b) {
+    for (int64_t kh = 0; kh < d.kv_heads; ++kh) {
+      const int64_t h0 = kh * group;
+      const T* k = args.k.Row(b, kh, 0);
+      const T* v = args.v.Row(b, kh, 0);
+      if (grouped) {
+        Gemm<T>(true, group * d.q_seq, n, d.head_size, alpha, args.q.Row(b, h0, 0), q_stride, k,
+                args.k.row_stride, scratch, n);
+      } else {
+        for (int64_t g = 0; g < group; ++g) {
+          Gemm<T>(true, d.q_seq, n, d.head_size, alpha, args.q.Row(b, h0 + g, 0), args.q.row_stride,
+                  k, args.k.row_stride, scratch + g * d.q_seq * n, n);
+        }
+      }
+      ScoresToProbabilities(args, b, h0, group, scratch);
+      if (grouped) {
+        Gemm<T>(false, group * d.q_seq, d.v_head_size, n, T(1), scratch, n, v, args.v.row_stride,
+                args.y.Row(b, h0, 0), y_stride);
+      } else {
+        for (int64_t g = 0; g < group; ++g) {
+          Gemm<T>(false, d.q_seq, d.v_head_size, n, T(1), scratch + g * d.q_seq * n, n, v,
+                  args.v.row_stride, args.y.Row(b, h0 + g, 0), args.y.row_stride);
+        }
+      }
+    }
+  }
+  return grouped ? AttentionPath::kGrouped : AttentionPath::kPerHead;
+}
+
+template AttentionPath RunAttention<float>(const AttentionArgs<float>&, float*);
+template AttentionPath RunAttention<double>(const AttentionArgs<double>&, double*);
+
+}  // namespace onnx_light::runtime::attention

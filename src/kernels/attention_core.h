@@ -1,0 +1,94 @@
+#pragma once
+// The arithmetic of scaled dot-product attention (ONNX Attention), separate from tensors and
+// contexts so it can run on any strided head layout: 4-D [batch, heads, seq, head] tensors,
+// 3-D [batch, seq, heads * head] tensors seen per head, and key/value caches with spare
+// capacity along the sequence axis (only the first `kv_seq` rows of each head are read).
+
+#include <cstdint>
+
+namespace onnx_light::runtime::attention {
+
+/// A [batch, heads, rows, cols] view whose last axis is contiguous. Strides are in elements.
+template <typename T>
+struct HeadView {
+  T* data = nullptr;
+  int64_t batch_stride = 0;
+  int64_t head_stride = 0;
+  int64_t row_stride = 0;
+
+  T* Row(int64_t b, int64_t h, int64_t r) const {
+    return data + b * batch_stride + h * head_stride + r * row_stride;
+  }
+};
+
+/// The attention mask as seen broadcast to [batch, q_heads, q_seq, columns]: a boolean mask
+/// (true = attend) or an additive mask of the computation type. Keys at or beyond `columns`
+/// are masked out (a mask shorter than the key sequence is padded with -inf / false).
+template <typename T>
+struct MaskView {
+  const bool* bool_data = nullptr;  // exactly one of bool_data / float_data, or neither
+  const T* float_data = nullptr;
+  int64_t batch_stride = 0;
+  int64_t head_stride = 0;
+  int64_t row_stride = 0;
+  int64_t col_stride = 0;
+  int64_t columns = 0;
+
+  bool present() const { return bool_data != nullptr || float_data != nullptr; }
+};
+
+struct AttentionDims {
+  int64_t batch = 0;
+  int64_t q_heads = 0;
+  int64_t kv_heads = 0;  // q_heads is a positive multiple of kv_heads (when both are > 0)
+  int64_t q_seq = 0;
+  int64_t kv_seq = 0;  // keys and values read per head (past + current)
+  int64_t head_size = 0;
+  int64_t v_head_size = 0;
+};
+
+struct AttentionOptions {
+  double scale = 1.0;  // multiplies Q·Kᵀ
+  double softcap = 0;  // > 0: scores become softcap * tanh(scores / softcap)
+  bool is_causal = false;
+  /// Causal alignment: query i attends key j iff j <= i + causal_offset (the past length).
+  int64_t causal_offset = 0;
+  /// What `qk_output` receives: 0 scaled Q·Kᵀ, 1 after softcap, 2 after softcap and bias,
+  /// 3 softmax probabilities.
+  int qk_mode = 0;
+};
+
+template <typename T>
+struct AttentionArgs {
+  AttentionDims dims;
+  AttentionOptions options;
+  HeadView<const T> q;  // [batch, q_heads, q_seq, head_size]
+  HeadView<const T> k;  // [batch, kv_heads, kv_seq, head_size]
+  HeadView<const T> v;  // [batch, kv_heads, kv_seq, v_head_size]
+  MaskView<T> mask;
+  HeadView<T> y;  // [batch, q_heads, q_seq, v_head_size]
+  /// Optional contiguous [batch, q_heads, q_seq, kv_seq] output; nullptr when not wanted.
+  T* qk_output = nullptr;
+};
+
+/// How the products were issued.
+enum class AttentionPath {
+  kPerHead,  // one GEMM pair per query head
+  kGrouped,  // one GEMM pair per key/value head covering its whole group of query heads
+};
+
+/// x[j] = exp(x[j] - shift) for j < n (x[j] - shift <= 0 expected); returns the sum. The float
+/// version is a vectorizable polynomial within a few ulp of std::exp.
+float ExpShiftedSum(float* x, int64_t n, float shift);
+double ExpShiftedSum(double* x, int64_t n, double shift);
+
+/// Elements of scratch RunAttention needs for `dims`.
+int64_t AttentionScratchSize(const AttentionDims& dims);
+
+/// Computes Y (and qk_output when requested). `scratch` holds AttentionScratchSize(dims)
+/// elements. Row strides of q, k, v and y must be at least the row width whenever the view has
+/// more than one row per head. Explicitly instantiated for float and double.
+template <typename T>
+AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch);
+
+}  // namespace onnx_light::runtime::attention

@@ -1,0 +1,43 @@
+#pragma once
+// PersistentBuffer: storage for one persistent value with spare capacity along its append axis.
+// Rows [0, committed) are immutable once published; views of them stay valid while appends fill
+// the rows after them.
+
+#include <cstdint>
+#include <memory>
+
+#include "onnx_light/runtime/tensor.h"
+
+namespace onnx_light::runtime {
+
+class PersistentBuffer {
+ public:
+  /// A buffer shaped like `like` but with `capacity` rows along `axis`.
+  PersistentBuffer(const std::shared_ptr<Allocator>& allocator, const Tensor& like, int64_t axis,
+                   int64_t capacity);
+
+  int64_t axis() const noexcept { return axis_; }
+  int64_t capacity() const noexcept { return capacity_shape_[axis_]; }
+  size_t allocated_bytes() const noexcept { return allocated_bytes_; }
+  int64_t committed_rows() const noexcept { return committed_rows_; }
+  void set_committed_rows(int64_t rows) noexcept { committed_rows_ = rows; }
+
+  /// Rows [begin, end) along the axis, as a strided view sharing the buffer's storage.
+  Tensor Rows(int64_t begin, int64_t end) const;
+  /// Whether `tensor` is exactly rows [0, n) of this buffer for some n.
+  bool IsPrefixView(const Tensor& tensor) const;
+
+ private:
+  std::shared_ptr<void> storage_;
+  DataType type_;
+  Shape capacity_shape_;
+  Shape strides_;
+  int64_t axis_;
+  size_t allocated_bytes_;
+  int64_t committed_rows_ = 0;
+};
+
+/// Copies `src` into the (possibly strided) view `dst` of equal type and shape.
+void CopyIntoView(const Tensor& src, Tensor& dst);
+
+}  // namespace onnx_light::runtime

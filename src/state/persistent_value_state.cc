@@ -1,0 +1,237 @@
+#include "onnx_light/runtime/persistent_value_state.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "onnx_light/runtime/error.h"
+#include "state/binding_validation.h"
+#include "state/persistent_buffer.h"
+
+namespace onnx_light::runtime {
+
+// Marks the state busy for one call; a second caller fails instead of racing.
+class PersistentValueState::BusyGuard {
+ public:
+  BusyGuard(std::atomic<bool>& busy, const char* what) : busy_(busy) {
+    if (busy_.exchange(true)) {
+      throw Error(ErrorCode::kFailedPrecondition,
+                  fmt::format("PersistentValueState.{}: another call is in progress on this state", what));
+    }
+  }
+  ~BusyGuard() { busy_.store(false); }
+
+ private:
+  std::atomic<bool>& busy_;
+};
+
+// The append sink of one call. Reservations stay tentative until the state publishes the call's
+// results; a failed call simply drops them.
+class PersistentValueState::CallSink final : public PersistentAppendSink {
+ public:
+  struct Pending {
+    size_t slot;
+    std::shared_ptr<PersistentBuffer> buffer;
+    int64_t rows;
+    Tensor full;
+    bool committed = false;
+  };
+
+  CallSink(const std::vector<Slot>& slots, int64_t initial_capacity)
+      : slots_(slots), initial_capacity_(initial_capacity) {}
+
+  PersistentAppendReservation Reserve(RuntimeContext& rt, std::string_view output_name,
+                                      const Tensor& past, int64_t axis, int64_t append_rows) override {
+    if (axis < 0) axis += past.rank();
+    if (axis < 0 || axis >= past.rank() || append_rows < 0) return {};
+    const size_t slot = FindSlot(past);
+    if (slot == slots_.size()) return {};
+    for (const Pending& p : pending_) {
+      if (p.slot == slot) return {};  // one append per value and call
+    }
+    const int64_t past_rows = past.shape()[axis];
+    const int64_t rows = past_rows + append_rows;
+    const std::shared_ptr<PersistentBuffer>& current = slots_[slot].buffer;
+    RuntimeEvent event{.action = RuntimeEventAction::kPersistentStorage,
+                       .kind = TensorKind::kOutput,
+                       .name = std::string(output_name),
+                       .data_type = static_cast<int32_t>(past.dtype())};
+    std::shared_ptr<PersistentBuffer> buffer;
+    const bool extends_current = current && current->axis() == axis && current->IsPrefixView(past) &&
+                                 current->committed_rows() == past_rows;
+    if (extends_current && rows <= current->capacity()) {
+      buffer = current;
+      event.storage_reuse_count = 1;
+    } else {
+      int64_t capacity = rows;
+      if (initial_capacity_ > 0) {
+        capacity = std::max(capacity, initial_capacity_);
+        if (extends_current) capacity = std::max(capacity, 2 * current->capacity());
+      }
+      buffer = std::make_shared<PersistentBuffer>(rt.allocator(), past, axis, capacity);
+      Tensor prefix = buffer->Rows(0, past_rows);
+      CopyIntoView(past, prefix);
+      event.storage_allocations = 1;
+      event.storage_allocated_bytes = buffer->allocated_bytes();
+      event.storage_prefix_copied_bytes = past.nbytes();
+    }
+    event.shape = buffer->Rows(0, rows).shape();
+    rt.RecordEvent(std::move(event));
+    PersistentAppendReservation reservation{.full = buffer->Rows(0, rows),
+                                            .append = buffer->Rows(past_rows, rows),
+                                            .axis = axis,
+                                            .token = pending_.size() + 1,
+                                            .output_name = std::string(output_name)};
+    pending_.push_back({slot, std::move(buffer), rows, reservation.full});
+    return reservation;
+  }
+
+  void Commit(RuntimeContext& rt, const PersistentAppendReservation& reservation) override {
+    if (reservation.token == 0 || reservation.token > pending_.size()) {
+      throw Error(ErrorCode::kFailedPrecondition,
+                  fmt::format("{}: unknown persistent append reservation", rt.DescribeNode()));
+    }
+    Pending& p = pending_[reservation.token - 1];
+    p.committed = true;
+    rt.RecordEvent({.action = RuntimeEventAction::kPersistentStorage,
+                    .kind = TensorKind::kOutput,
+                    .name = reservation.output_name,
+                    .data_type = static_cast<int32_t>(reservation.append.dtype()),
+                    .shape = reservation.append.shape(),
+                    .storage_append_copied_bytes = reservation.append.nbytes()});
+  }
+
+  /// The committed reservation whose view became the slot's output, if any.
+  const Pending* CommittedFor(size_t slot, const Tensor& output) const {
+    for (const Pending& p : pending_) {
+      if (p.slot == slot && p.committed && output.raw_data() == p.full.raw_data() &&
+          output.shape() == p.full.shape() && output.strides() == p.full.strides()) {
+        return &p;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  size_t FindSlot(const Tensor& past) const {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      const Tensor& v = slots_[i].value;
+      if (v.raw_data() == past.raw_data() && v.dtype() == past.dtype() && v.shape() == past.shape() &&
+          v.strides() == past.strides()) {
+        return i;
+      }
+    }
+    return slots_.size();
+  }
+
+  const std::vector<Slot>& slots_;
+  int64_t initial_capacity_;
+  std::vector<Pending> pending_;
+};
+
+PersistentValueState::PersistentValueState(std::shared_ptr<const Model> model,
+                                           std::unordered_map<std::string, Tensor> initial,
+                                           RuntimeSessionOptions options) {
+  if (!model) throw Error(ErrorCode::kInvalidArgument, "PersistentValueState needs a model");
+  bindings_ = ValidatedBindings(*model);
+  session_ = std::make_unique<RuntimeSession>(std::move(model), options);
+  slots_.resize(bindings_.size());
+  TakeValues(std::move(initial), "initial");
+}
+
+PersistentValueState::~PersistentValueState() = default;
+
+void PersistentValueState::TakeValues(std::unordered_map<std::string, Tensor> values, const char* what) {
+  ValidateBoundValues(session_->model(), bindings_, values, what);
+  std::vector<Slot> slots(bindings_.size());
+  for (size_t i = 0; i < bindings_.size(); ++i) slots[i].value = values.at(bindings_[i].input_name);
+  std::lock_guard lock(values_mutex_);
+  slots_ = std::move(slots);
+}
+
+PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const Values& feeds) {
+  BusyGuard busy(busy_, "run");
+  if (closed_) throw Error(ErrorCode::kFailedPrecondition, "PersistentValueState.run: the state is closed");
+
+  const std::vector<ValueInfo>& inputs = session_->inputs();
+  for (const auto& [name, value] : feeds) {
+    for (const PersistentBinding& b : bindings_) {
+      if (b.input_name == name) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    fmt::format("input '{}' is bound to output '{}' and comes from the state; do not "
+                                "feed it",
+                                name, b.output_name));
+      }
+    }
+    if (std::none_of(inputs.begin(), inputs.end(), [&](const ValueInfo& v) { return v.name == name; })) {
+      throw Error(ErrorCode::kNotFound, fmt::format("feed '{}' is not a graph input", name));
+    }
+  }
+
+  RuntimeContext call = rt.CreateChild(ChildContextKind::kFeedback);
+  std::vector<std::string> retained;
+  for (size_t i = 0; i < bindings_.size(); ++i) {
+    call.PutTensor(bindings_[i].input_name, slots_[i].value, TensorKind::kInput);
+    retained.push_back(bindings_[i].output_name);
+  }
+  for (const auto& [name, value] : feeds) call.PutValue(name, value, TensorKind::kInput);
+  call.set_retained_outputs(std::move(retained));
+  CallSink sink(slots_, session_->options().persistent_tensor_initial_capacity);
+  call.set_persistent_append_sink(&sink);
+
+  session_->Run(call);
+
+  // Everything below only reads the call's results until the single publication at the end.
+  Values results;
+  for (const ValueInfo& output : session_->outputs()) {
+    if (const Tensor* t = call.FindTensor(output.name)) {
+      results.emplace(output.name, *t);
+    } else if (const RuntimeValue* v = call.FindValue(output.name)) {
+      results.emplace(output.name, *v);
+    }
+  }
+  std::vector<Slot> next(bindings_.size());
+  for (size_t i = 0; i < bindings_.size(); ++i) {
+    const Tensor* out = call.FindTensor(bindings_[i].output_name);
+    const Tensor& previous = slots_[i].value;
+    if (out == nullptr || out->dtype() != previous.dtype() || out->rank() != previous.rank()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("bound output '{}' produced {}, but input '{}' holds tensor({}){}",
+                              bindings_[i].output_name,
+                              out ? fmt::format("tensor({}){}", DataTypeName(out->dtype()), ShapeToString(out->shape()))
+                                  : std::string("no tensor"),
+                              bindings_[i].input_name, DataTypeName(previous.dtype()),
+                              ShapeToString(previous.shape())));
+    }
+    next[i].value = *out;
+    if (const CallSink::Pending* p = sink.CommittedFor(i, *out)) next[i].buffer = p->buffer;
+  }
+  for (Slot& slot : next) {
+    if (slot.buffer) slot.buffer->set_committed_rows(slot.value.shape()[slot.buffer->axis()]);
+  }
+  std::lock_guard lock(values_mutex_);
+  slots_ = std::move(next);
+  return results;
+}
+
+void PersistentValueState::Reset(std::unordered_map<std::string, Tensor> values) {
+  BusyGuard busy(busy_, "reset");
+  if (closed_) throw Error(ErrorCode::kFailedPrecondition, "PersistentValueState.reset: the state is closed");
+  TakeValues(std::move(values), "reset");
+}
+
+void PersistentValueState::Close() {
+  BusyGuard busy(busy_, "close");
+  closed_ = true;
+  std::lock_guard lock(values_mutex_);
+  slots_.clear();
+}
+
+std::unordered_map<std::string, Tensor> PersistentValueState::values() const {
+  std::lock_guard lock(values_mutex_);
+  std::unordered_map<std::string, Tensor> out;
+  for (size_t i = 0; i < slots_.size(); ++i) out.emplace(bindings_[i].input_name, slots_[i].value);
+  return out;
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,106 @@
+// CpuAllocator: alignment and live/peak accounting; AllocateBuffer ownership.
+
+#include "onnx_light/runtime/allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace onnx_light::runtime {
+namespace {
+
+TEST(AllocatorTest, AlignedBlocksAndLiveBytes) {
+  CpuAllocator allocator;
+  EXPECT_EQ(allocator.live_bytes(), 0);
+  EXPECT_EQ(allocator.peak_bytes(), 0);
+  void* a = allocator.Allocate(10);
+  void* b = allocator.Allocate(100);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 64, 0u);
+  std::memset(b, 0xab, 100);  // the whole requested size is usable
+  // Counters report requested bytes, not rounded block sizes.
+  EXPECT_EQ(allocator.live_bytes(), 110);
+  EXPECT_EQ(allocator.peak_bytes(), 110);
+  allocator.Free(a, 10);
+  EXPECT_EQ(allocator.live_bytes(), 100);
+  EXPECT_EQ(allocator.peak_bytes(), 110);
+  allocator.Free(b, 100);
+  EXPECT_EQ(allocator.live_bytes(), 0);
+  EXPECT_EQ(allocator.peak_bytes(), 110);
+}
+
+TEST(AllocatorTest, ZeroBytesGivesAUsablePointer) {
+  CpuAllocator allocator;
+  void* p = allocator.Allocate(0);
+  EXPECT_NE(p, nullptr);
+  EXPECT_EQ(allocator.live_bytes(), 0);
+  allocator.Free(p, 0);
+  allocator.Free(nullptr, 0);  // freeing null is a no-op
+  EXPECT_EQ(allocator.live_bytes(), 0);
+}
+
+TEST(AllocatorTest, ResetPeakStartsFromLiveBytes) {
+  CpuAllocator allocator;
+  void* a = allocator.Allocate(1000);
+  void* b = allocator.Allocate(24);
+  allocator.Free(a, 1000);
+  EXPECT_EQ(allocator.peak_bytes(), 1024);
+  allocator.ResetPeak();
+  EXPECT_EQ(allocator.peak_bytes(), 24);
+  void* c = allocator.Allocate(8);
+  EXPECT_EQ(allocator.peak_bytes(), 32);
+  allocator.Free(b, 24);
+  allocator.Free(c, 8);
+}
+
+TEST(AllocatorTest, EachCpuAllocatorCountsOnItsOwn) {
+  auto a = MakeCpuAllocator();
+  auto b = MakeCpuAllocator();
+  EXPECT_NE(a, b);
+  auto block = AllocateBuffer(a, 64);
+  EXPECT_EQ(a->live_bytes(), 64);
+  EXPECT_EQ(b->live_bytes(), 0);
+}
+
+TEST(AllocatorTest, AllocateBufferFreesWithTheLastOwnerAndKeepsTheAllocatorAlive) {
+  std::shared_ptr<void> block;
+  std::weak_ptr<Allocator> weak;
+  {
+    auto allocator = MakeCpuAllocator();
+    weak = allocator;
+    block = AllocateBuffer(allocator, 48);
+    std::shared_ptr<void> second = block;
+    EXPECT_EQ(allocator->live_bytes(), 48);
+  }
+  ASSERT_FALSE(weak.expired());
+  EXPECT_EQ(weak.lock()->live_bytes(), 48);
+  block.reset();
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(AllocatorTest, ConcurrentAllocationsBalance) {
+  auto allocator = MakeCpuAllocator();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&allocator, t] {
+      for (int i = 0; i < 1'000; ++i) {
+        const size_t bytes = static_cast<size_t>(1 + (t * 131 + i) % 512);
+        auto block = AllocateBuffer(allocator, bytes);
+        static_cast<char*>(block.get())[bytes - 1] = 1;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(allocator->live_bytes(), 0);
+  EXPECT_GT(allocator->peak_bytes(), 0);
+  EXPECT_LE(allocator->peak_bytes(), 8 * 512);
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime

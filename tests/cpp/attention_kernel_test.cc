@@ -1,0 +1,365 @@
+// The attention core against a plain reference loop, on strided views: K/V caches with spare
+// capacity along the sequence axis (only the first kv_seq rows valid), 3-D [batch, seq,
+// heads * head] query/output layouts, grouped heads, causal offsets, masks and every
+// qk_matmul_output mode.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention_core.h"
+
+namespace onnx_light::runtime::attention {
+namespace {
+
+struct Case {
+  std::string name;
+  int64_t batch, q_heads, kv_heads, q_seq, kv_seq, capacity, head, v_head;
+  bool q_3d = false;  // Q and Y in [batch, seq, heads * head] layout
+  bool causal = false;
+  int64_t causal_offset = 0;
+  double softcap = 0;
+  int qk_mode = 0;
+  enum class Mask { kNone, kBool, kFloat } mask = Mask::kNone;
+  int64_t mask_columns = 0;  // 0: kv_seq
+  bool mask_broadcast_heads = false;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+class AttentionCoreTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
+  const Case& c = GetParam();
+  const int64_t group = c.q_heads / c.kv_heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.head));
+  const int64_t mask_cols = c.mask_columns > 0 ? c.mask_columns : c.kv_seq;
+  const int64_t mask_heads = c.mask_broadcast_heads ? 1 : c.q_heads;
+
+  // Query: dense in its layout.
+  std::vector<float> q = Random(static_cast<size_t>(c.batch * c.q_heads * c.q_seq * c.head), 1);
+  HeadView<const float> qv;
+  if (c.q_3d)
+    qv = {q.data(), c.q_seq * c.q_heads * c.head, c.head, c.q_heads * c.head};
+  else
+    qv = {q.data(), c.q_heads * c.q_seq * c.head, c.q_seq * c.head, c.head};
+  // Key/value caches: [batch, kv_heads, capacity, head]; rows past kv_seq hold NaN so reading
+  // them would poison the result.
+  std::vector<float> k(static_cast<size_t>(c.batch * c.kv_heads * c.capacity * c.head), kNaN);
+  std::vector<float> v(static_cast<size_t>(c.batch * c.kv_heads * c.capacity * c.v_head), kNaN);
+  const std::vector<float> kr = Random(k.size(), 2), vr = Random(v.size(), 3);
+  for (int64_t bh = 0; bh < c.batch * c.kv_heads; ++bh) {
+    for (int64_t r = 0; r < c.kv_seq; ++r) {
+      for (int64_t d = 0; d < c.head; ++d)
+        k[(bh * c.capacity + r) * c.head + d] = kr[(bh * c.capacity + r) * c.head + d];
+      for (int64_t d = 0; d < c.v_head; ++d) {
+        v[(bh * c.capacity + r) * c.v_head + d] = vr[(bh * c.capacity + r) * c.v_head + d];
+      }
+    }
+  }
+  const HeadView<const float> kv{k.data(), c.kv_heads * c.capacity * c.head, c.capacity * c.head,
+                                 c.head};
+  const HeadView<const float> vv{v.data(), c.kv_heads * c.capacity * c.v_head,
+                                 c.capacity * c.v_head, c.v_head};
+  // Mask: [batch, mask_heads, q_seq, mask_cols].
+  const size_t mask_size = static_cast<size_t>(c.batch * mask_heads * c.q_seq * mask_cols);
+  std::vector<float> float_mask = Random(mask_size, 4);
+  std::unique_ptr<bool[]> bool_mask(new bool[mask_size]);
+  for (size_t i = 0; i < mask_size; ++i) bool_mask[i] = float_mask[i] > -1.2f;
+  MaskView<float> mv;
+  if (c.mask != Case::Mask::kNone) {
+    mv.bool_data = c.mask == Case::Mask::kBool ? bool_mask.get() : nullptr;
+    mv.float_data = c.mask == Case::Mask::kFloat ? float_mask.data() : nullptr;
+    mv.batch_stride = mask_heads * c.q_seq * mask_cols;
+    mv.head_stride = c.mask_broadcast_heads ? 0 : c.q_seq * mask_cols;
+    mv.row_stride = mask_cols;
+    mv.col_stride = 1;
+    mv.columns = mask_cols;
+  }
+  const auto mask_at = [&](int64_t b, int64_t h, int64_t i, int64_t j) -> double {
+    if (c.mask == Case::Mask::kNone) return 0;
+    if (j >= mask_cols) return kNegInf;
+    const size_t at = static_cast<size_t>(
+        ((b * mask_heads + (c.mask_broadcast_heads ? 0 : h)) * c.q_seq + i) * mask_cols + j);
+    if (c.mask == Case::Mask::kBool) return bool_mask[at] ? 0.0 : kNegInf;
+    return float_mask[at];
+  };
+
+  std::vector<float> y(static_cast<size_t>(c.batch * c.q_heads * c.q_seq * c.v_head), kNaN);
+  std::vector<float> qk(static_cast<size_t>(c.batch * c.q_heads * c.q_seq * c.kv_seq), kNaN);
+  AttentionArgs<float> args;
+  args.dims = {c.batch, c.q_heads, c.kv_heads, c.q_seq, c.kv_seq, c.head, c.v_head};
+  args.options = {.scale = scale,
+                  .softcap = c.softcap,
+                  .is_causal = c.causal,
+                  .causal_offset = c.causal_offset,
+                  .qk_mode = c.qk_mode};
+  args.q = qv;
+  args.k = kv;
+  args.v = vv;
+  args.mask = mv;
+  if (c.q_3d)
+    args.y = {y.data(), c.q_seq * c.q_heads * c.v_head, c.v_head, c.q_heads * c.v_head};
+  else
+    args.y = {y.data(), c.q_heads * c.q_seq * c.v_head, c.q_seq * c.v_head, c.v_head};
+  args.qk_output = qk.data();
+  std::vector<float> scratch(static_cast<size_t>(AttentionScratchSize(args.dims)));
+  const AttentionPath path = RunAttention<float>(args, scratch.data());
+  if (group > 1 && !c.q_3d) {
+    EXPECT_EQ(path, AttentionPath::kGrouped);
+  }
+
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t h = 0; h < c.q_heads; ++h) {
+      const int64_t kh = h / group;
+      for (int64_t i = 0; i < c.q_seq; ++i) {
+        std::vector<double> s(static_cast<size_t>(c.kv_seq)), out(static_cast<size_t>(c.kv_seq));
+        bool any = false;
+        for (int64_t j = 0; j < c.kv_seq; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < c.head; ++d)
+            dot += double(qv.Row(b, h, i)[d]) * double(kv.Row(b, kh, j)[d]);
+          double x = dot * scale;
+          if (c.qk_mode == 0) out[j] = x;
+          if (c.softcap > 0) x = c.softcap * std::tanh(x / c.softcap);
+          if (c.qk_mode == 1) out[j] = x;
+          double bias = mask_at(b, h, i, j);
+          if (c.causal && j > i + c.causal_offset) bias = kNegInf;
+          any |= bias != kNegInf;
+          s[j] = x + bias;
+          if (c.qk_mode == 2) out[j] = s[j];
+        }
+        double max = kNegInf, sum = 0;
+        for (double x : s) max = std::max(max, x);
+        for (auto& x : s) sum += (x = any && max != kNegInf ? std::exp(x - max) : 0.0);
+        for (auto& x : s) x = sum > 0 ? x / sum : 0.0;
+        if (c.qk_mode == 3) out = s;
+        const float* qk_row = qk.data() + ((b * c.q_heads + h) * c.q_seq + i) * c.kv_seq;
+        for (int64_t j = 0; j < c.kv_seq; ++j) {
+          if (std::isinf(out[j]))
+            EXPECT_EQ(qk_row[j], out[j]);
+          else
+            EXPECT_NEAR(qk_row[j], out[j], 1e-4 * (1 + std::abs(out[j])))
+                << "qk b" << b << " h" << h << " i" << i << " j" << j;
+        }
+        for (int64_t d = 0; d < c.v_head; ++d) {
+          double expected = 0;
+          for (int64_t j = 0; j < c.kv_seq; ++j) expected += s[j] * double(vv.Row(b, kh, j)[d]);
+          EXPECT_NEAR(args.y.Row(b, h, i)[d], expected, 1e-4)
+              << "y b" << b << " h" << h << " i" << i << " d" << d;
+        }
+      }
+    }
+  }
+}
+
+using M = Case::Mask;
+INSTANTIATE_TEST_SUITE_P(StridedCache, AttentionCoreTest,
+                         ::testing::Values(Case{.name = "mha_prefill",
+                                                .batch = 2,
+                                                .q_heads = 3,
+                                                .kv_heads = 3,
+                                                .q_seq = 4,
+                                                .kv_seq = 4,
+                                                .capacity = 9,
+                                                .head = 8,
+                                                .v_head = 8},
+                                           Case{.name = "mha_decode_causal",
+                                                .batch = 2,
+                                                .q_heads = 2,
+                                                .kv_heads = 2,
+                                                .q_seq = 1,
+                                                .kv_seq = 6,
+                                                .capacity = 16,
+                                                .head = 8,
+                                                .v_head = 5,
+                                                .causal = true,
+                                                .causal_offset = 5},
+                                           Case{.name = "gqa_prefill_causal",
+                                                .batch = 1,
+                                                .q_heads = 8,
+                                                .kv_heads = 2,
+                                                .q_seq = 3,
+                                                .kv_seq = 7,
+                                                .capacity = 12,
+                                                .head = 16,
+                                                .v_head = 16,
+                                                .causal = true,
+                                                .causal_offset = 4,
+                                                .qk_mode = 3},
+                                           Case{.name = "mqa_decode",
+                                                .batch = 2,
+                                                .q_heads = 4,
+                                                .kv_heads = 1,
+                                                .q_seq = 1,
+                                                .kv_seq = 5,
+                                                .capacity = 8,
+                                                .head = 4,
+                                                .v_head = 4,
+                                                .qk_mode = 1,
+                                                .mask = M::kFloat},
+                                           Case{.name = "gqa_3d_per_head",
+                                                .batch = 2,
+                                                .q_heads = 4,
+                                                .kv_heads = 2,
+                                                .q_seq = 3,
+                                                .kv_seq = 5,
+                                                .capacity = 6,
+                                                .head = 8,
+                                                .v_head = 4,
+                                                .q_3d = true,
+                                                .causal = true,
+                                                .causal_offset = 2,
+                                                .mask = M::kBool},
+                                           Case{.name = "gqa_3d_decode",
+                                                .batch = 1,
+                                                .q_heads = 6,
+                                                .kv_heads = 3,
+                                                .q_seq = 1,
+                                                .kv_seq = 9,
+                                                .capacity = 9,
+                                                .head = 4,
+                                                .v_head = 4,
+                                                .q_3d = true,
+                                                .qk_mode = 2,
+                                                .mask = M::kBool,
+                                                .mask_broadcast_heads = true},
+                                           Case{.name = "softcap_short_float_mask",
+                                                .batch = 1,
+                                                .q_heads = 2,
+                                                .kv_heads = 2,
+                                                .q_seq = 3,
+                                                .kv_seq = 6,
+                                                .capacity = 10,
+                                                .head = 8,
+                                                .v_head = 8,
+                                                .softcap = 0.8,
+                                                .qk_mode = 2,
+                                                .mask = M::kFloat,
+                                                .mask_columns = 4},
+                                           Case{.name = "bool_mask_mode0",
+                                                .batch = 2,
+                                                .q_heads = 2,
+                                                .kv_heads = 1,
+                                                .q_seq = 2,
+                                                .kv_seq = 3,
+                                                .capacity = 3,
+                                                .head = 4,
+                                                .v_head = 2,
+                                                .softcap = 1.5,
+                                                .qk_mode = 0,
+                                                .mask = M::kBool}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.name;
+                         });
+
+TEST(AttentionCore, FullyMaskedRowsAreZero) {
+  // Query 0 with offset -1 attends no key (causal frontier j <= -1).
+  const std::vector<float> q = {1, 2, 3, 4}, k = {1, 0, 0, 1}, v = {5, 6, 7, 8};
+  std::vector<float> y(4, kNaN), qk(4, kNaN), scratch(4);
+  AttentionArgs<float> args;
+  args.dims = {1, 1, 1, 2, 2, 2, 2};
+  args.options = {.scale = 1.0, .is_causal = true, .causal_offset = -1, .qk_mode = 3};
+  args.q = {q.data(), 4, 4, 2};
+  args.k = {k.data(), 4, 4, 2};
+  args.v = {v.data(), 4, 4, 2};
+  args.y = {y.data(), 4, 4, 2};
+  args.qk_output = qk.data();
+  RunAttention<float>(args, scratch.data());
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(qk[0], 0.0f);
+  EXPECT_EQ(qk[1], 0.0f);
+  // Query 1 attends key 0 only.
+  EXPECT_FLOAT_EQ(y[2], 5.0f);
+  EXPECT_FLOAT_EQ(y[3], 6.0f);
+  EXPECT_FLOAT_EQ(qk[2], 1.0f);
+  EXPECT_EQ(qk[3], 0.0f);
+}
+
+TEST(AttentionCore, NoKeysGivesZeroOutput) {
+  const std::vector<float> q = {1, 2};
+  std::vector<float> y(2, kNaN);
+  AttentionArgs<float> args;
+  args.dims = {1, 1, 1, 1, 0, 2, 2};
+  args.q = {q.data(), 2, 2, 2};
+  args.k = {q.data(), 0, 0, 2};
+  args.v = {q.data(), 0, 0, 2};
+  args.y = {y.data(), 2, 2, 2};
+  RunAttention<float>(args, nullptr);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], 0.0f);
+}
+
+TEST(AttentionCore, DoubleMatchesFloat) {
+  const std::vector<float> qf = Random(2 * 3 * 4, 7), kf = Random(2 * 5 * 4, 8),
+                           vf = Random(2 * 5 * 4, 9);
+  const std::vector<double> qd(qf.begin(), qf.end()), kd(kf.begin(), kf.end()),
+      vd(vf.begin(), vf.end());
+  AttentionDims dims{1, 2, 2, 3, 5, 4, 4};
+  AttentionOptions options{.scale = 0.5, .is_causal = true, .causal_offset = 2};
+  std::vector<float> yf(24), sf(static_cast<size_t>(AttentionScratchSize(dims)));
+  std::vector<double> yd(24), sd(sf.size());
+  AttentionArgs<float> af{.dims = dims,
+                          .options = options,
+                          .q = {qf.data(), 24, 12, 4},
+                          .k = {kf.data(), 40, 20, 4},
+                          .v = {vf.data(), 40, 20, 4},
+                          .y = {yf.data(), 24, 12, 4}};
+  AttentionArgs<double> ad{.dims = dims,
+                           .options = options,
+                           .q = {qd.data(), 24, 12, 4},
+                           .k = {kd.data(), 40, 20, 4},
+                           .v = {vd.data(), 40, 20, 4},
+                           .y = {yd.data(), 24, 12, 4}};
+  RunAttention<float>(af, sf.data());
+  RunAttention<double>(ad, sd.data());
+  for (size_t i = 0; i < yf.size(); ++i) EXPECT_NEAR(yf[i], yd[i], 1e-5);
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime::attention
+
+namespace onnx_light::runtime::attention {
+namespace {
+
+TEST(AttentionCore, ExpShiftedSumMatchesStdExp) {
+  std::vector<float> x;
+  for (float v = -100.0f; v <= 0.0f; v += 0.00731f) x.push_back(v);
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(0.0f);
+  std::vector<float> y = x;
+  const float sum = ExpShiftedSum(y.data(), static_cast<int64_t>(y.size()), 0.5f);
+  double expected_sum = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float v = x[i] - 0.5f;  // the argument as the kernel rounds it
+    const double e = std::exp(double(v));
+    expected_sum += e;
+    if (v < -87.0f) {
+      EXPECT_EQ(y[i], 0.0f) << x[i];
+    } else {
+      EXPECT_NEAR(y[i], e, 3e-7 * e) << x[i];
+    }
+  }
+  EXPECT_NEAR(sum, expected_sum, 1e-6 * expected_sum);
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  ExpShiftedSum(&nan, 1, 0.0f);
+  EXPECT_TRUE(std::isnan(nan));
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime::attention
