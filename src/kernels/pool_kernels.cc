@@ -90,6 +90,33 @@ Pool3d MakePool3d(const WindowGeometry& g) {
   return p;
 }
 
+// y[ow] = max(y[ow], row[ow * stride + offset]) or y[ow] += row[...] for ow in [lo, hi). Strides
+// 1 and 2 (by far the most common) are compile-time constants so the loop vectorises.
+template <bool kMax, int kStride, typename T>
+void SweepFixed(T* y, const T* row, int64_t offset, int64_t stride, int64_t lo, int64_t hi) {
+  const int64_t s = kStride > 0 ? kStride : stride;
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    const T v = row[ow * s + offset];
+    if constexpr (kMax) {
+      y[ow] = v > y[ow] ? v : y[ow];
+    } else {
+      y[ow] += v;
+    }
+  }
+}
+
+template <bool kMax, typename T>
+void Sweep(T* y, const T* row, int64_t offset, int64_t stride, int64_t lo, int64_t hi) {
+  switch (stride) {
+    case 1:
+      return SweepFixed<kMax, 1>(y, row, offset, stride, lo, hi);
+    case 2:
+      return SweepFixed<kMax, 2>(y, row, offset, stride, lo, hi);
+    default:
+      return SweepFixed<kMax, 0>(y, row, offset, stride, lo, hi);
+  }
+}
+
 // Both pools work one output row at a time, tap by tap: for each (kd, kh) row of taps inside the
 // input and each kw, one pass over the output positions that tap reaches, so the inner loop is a
 // plain (vectorisable) strided sweep with no bounds checks and no data-dependent branches.
@@ -119,16 +146,16 @@ void MaxPoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool column_majo
             const int64_t base = plane * p.input_size + (column_major ? id + ih * D : (id * H + ih) * W);
             for (int64_t kw = 0; kw < aw.kernel; ++kw) {
               const int64_t offset = kw * aw.dilation - aw.pad_begin;
+              if constexpr (!kIndices) {
+                Sweep<true>(y, row, offset, sw, aw.tap_lo[kw], aw.tap_hi[kw]);
+                continue;
+              }
               for (int64_t ow = aw.tap_lo[kw]; ow < aw.tap_hi[kw]; ++ow) {
                 const int64_t iw = ow * sw + offset;
                 const T v = row[iw];
-                if constexpr (kIndices) {
-                  const bool take = v > y[ow] || indices[ow] < 0;
-                  y[ow] = take ? v : y[ow];
-                  indices[ow] = take ? base + iw * w_mult : indices[ow];
-                } else {
-                  y[ow] = v > y[ow] ? v : y[ow];
-                }
+                const bool take = v > y[ow] || indices[ow] < 0;
+                y[ow] = take ? v : y[ow];
+                indices[ow] = take ? base + iw * w_mult : indices[ow];
               }
             }
           }
@@ -165,7 +192,7 @@ void AveragePoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool count_i
             const T* row = xp + (id * H + ih) * W;
             for (int64_t kw = 0; kw < aw.kernel; ++kw) {
               const int64_t offset = kw * aw.dilation - aw.pad_begin;
-              for (int64_t ow = aw.tap_lo[kw]; ow < aw.tap_hi[kw]; ++ow) y[ow] += row[ow * sw + offset];
+              Sweep<false>(y, row, offset, sw, aw.tap_lo[kw], aw.tap_hi[kw]);
             }
           }
         }
