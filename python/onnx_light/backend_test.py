@@ -377,8 +377,8 @@ def compare(actual: Any, expected: Any, rtol: float, atol: float, where: str = "
     a_nan, e_nan = np.isnan(a), np.isnan(e)
     with np.errstate(all="ignore"):
         err = np.abs(a - e)
-        same_inf = np.isinf(e) & (a == e)
-        ok = (err <= atol + rtol * np.abs(e)) | same_inf | (a_nan & e_nan)
+        e_inf = np.isinf(e)
+        ok = np.where(e_inf, a == e, err <= atol + rtol * np.abs(np.where(e_inf, 0, e))) | (a_nan & e_nan)
     ok &= a_nan == e_nan
     if not np.all(ok):
         bad = ~ok
