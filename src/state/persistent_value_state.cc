@@ -77,7 +77,8 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
     }
     event.shape = buffer->Rows(0, rows).shape();
     rt.RecordEvent(std::move(event));
-    PersistentAppendReservation reservation{.full = buffer->Rows(0, rows),
+    // Published rows are shared with every holder of an earlier result: read-only from here on.
+    PersistentAppendReservation reservation{.full = buffer->Rows(0, rows).AsReadOnly(),
                                             .append = buffer->Rows(past_rows, rows),
                                             .axis = axis,
                                             .token = pending_.size() + 1,
@@ -182,10 +183,14 @@ PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const
   session_->Run(call);
 
   // Everything below only reads the call's results until the single publication at the end.
+  // Bound outputs are the state's next values, so callers get them read-only.
   Values results;
   for (const ValueInfo& output : session_->outputs()) {
     if (const Tensor* t = call.FindTensor(output.name)) {
-      results.emplace(output.name, *t);
+      const bool bound = std::any_of(bindings_.begin(), bindings_.end(), [&](const PersistentBinding& b) {
+        return b.output_name == output.name;
+      });
+      results.emplace(output.name, bound ? t->AsReadOnly() : *t);
     } else if (const RuntimeValue* v = call.FindValue(output.name)) {
       results.emplace(output.name, *v);
     }
@@ -203,7 +208,7 @@ PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const
                               bindings_[i].input_name, DataTypeName(previous.dtype()),
                               ShapeToString(previous.shape())));
     }
-    next[i].value = *out;
+    next[i].value = out->AsReadOnly();
     if (const CallSink::Pending* p = sink.CommittedFor(i, *out)) next[i].buffer = p->buffer;
   }
   for (Slot& slot : next) {
