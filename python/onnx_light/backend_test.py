@@ -121,44 +121,57 @@ def _raw_testcases() -> list:
     """The onnx TestCase objects of kind "node" the installed onnx provides."""
     import onnx.backend.test.loader as loader
 
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        node_dir = os.path.join(loader.DATA_DIR, "node")
-        if os.path.isdir(node_dir):  # onnx < 1.23: cases stored as files
-            return loader.load_model_tests(kind="node")
-        from onnx.backend.test.case.node import collect_testcases
+    # The case definitions reseed NumPy's global generator: leave it as the caller had it.
+    rng_state = np.random.get_state()
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            node_dir = os.path.join(loader.DATA_DIR, "node")
+            if os.path.isdir(node_dir):  # onnx < 1.23: cases stored as files
+                return loader.load_model_tests(kind="node")
+            from onnx.backend.test.case.node import collect_testcases
 
-        return list(collect_testcases())
+            return list(collect_testcases())
+    finally:
+        np.random.set_state(rng_state)
 
 
 def _read_disk_case(case) -> tuple[Any, list]:
+    """Model and data sets of an on-disk case folder (model.onnx, test_data_set_N/{input,output}_K.pb)."""
     import glob
 
     import onnx
     from onnx import numpy_helper
 
     model = onnx.load(os.path.join(case.model_dir, "model.onnx"))
+
+    def parse(data: bytes, value_info) -> Any:
+        kind = value_info.type.WhichOneof("value") if value_info is not None else "tensor_type"
+        if kind == "sequence_type":
+            proto = onnx.SequenceProto()
+            proto.ParseFromString(data)
+            return numpy_helper.to_list(proto)
+        if kind == "optional_type":
+            proto = onnx.OptionalProto()
+            proto.ParseFromString(data)
+            return numpy_helper.to_optional(proto)
+        proto = onnx.TensorProto()
+        proto.ParseFromString(data)
+        return numpy_helper.to_array(proto)
+
+    def read(folder: str, prefix: str, infos) -> list:
+        paths = sorted(glob.glob(os.path.join(folder, f"{prefix}_*.pb")),
+                       key=lambda p: int(re.findall(r"_(\d+)\.pb$", p)[0]))
+        values = []
+        for k, path in enumerate(paths):
+            with open(path, "rb") as f:
+                values.append(parse(f.read(), infos[k] if k < len(infos) else None))
+        return values
+
     data_sets = []
     for folder in sorted(glob.glob(os.path.join(case.model_dir, "test_data_set*"))):
-        def read(prefix):
-            values = []
-            for path in sorted(glob.glob(os.path.join(folder, f"{prefix}_*.pb")),
-                               key=lambda p: int(re.findall(r"_(\d+)\.pb$", p)[0])):
-                with open(path, "rb") as f:
-                    data = f.read()
-                for proto_type, convert in ((onnx.TensorProto, numpy_helper.to_array),
-                                            (onnx.SequenceProto, numpy_helper.to_list),
-                                            (onnx.OptionalProto, numpy_helper.to_optional)):
-                    proto = proto_type()
-                    try:
-                        proto.ParseFromString(data)
-                        values.append(convert(proto))
-                        break
-                    except Exception:  # noqa: BLE001 - try the next container type
-                        continue
-            return values
-
-        data_sets.append((read("input"), read("output")))
+        data_sets.append((read(folder, "input", list(model.graph.input)),
+                          read(folder, "output", list(model.graph.output))))
     return model, data_sets
 
 

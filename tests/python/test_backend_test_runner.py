@@ -142,3 +142,26 @@ def test_main_onnxruntime_backend(capsys):
     assert bt.main(["-k", "^test_relu$", "--backend", "both", "-q", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "ours" in out and "onnxruntime  1/1 passed" in out
+
+
+def test_reads_an_on_disk_case_folder(tmp_path):
+    # The layout older onnx wheels ship under onnx/backend/test/data/node/<case>/.
+    import types
+
+    import onnx
+    from onnx import helper, numpy_helper
+
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 2])])
+    onnx.save(helper.make_model(graph), str(tmp_path / "model.onnx"))
+    data = tmp_path / "test_data_set_0"
+    data.mkdir()
+    (data / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+    (data / "output_0.pb").write_bytes(numpy_helper.from_array(x, "y").SerializeToString())
+    model, data_sets = bt._read_disk_case(types.SimpleNamespace(model_dir=str(tmp_path)))
+    assert model.graph.node[0].op_type == "Relu"
+    (inputs, outputs), = data_sets
+    np.testing.assert_array_equal(inputs[0], x)
+    np.testing.assert_array_equal(outputs[0], x)
