@@ -3,15 +3,15 @@
     python -m onnx_light.backend_test                          # our runtime, every case
     python -m onnx_light.backend_test --backend onnxruntime    # ONNX Runtime on the same cases
     python -m onnx_light.backend_test --backend both --json report.json
-    python -m onnx_light.backend_test -k "^test_gather" -v
+    python -m onnx_light.backend_test -k "^test_gather" --op Gather
 
-Where the cases come from: the installed ``onnx`` package. Since onnx 1.23 the wheel no longer
-ships ``onnx/backend/test/data/node``; the node cases are produced in memory by onnx's own case
+Where the cases come from: the installed ``onnx`` package. The onnx 1.23.2 wheel does not ship
+``onnx/backend/test/data/node``; the node cases are produced in memory by onnx's own case
 definitions (``onnx.backend.test.case.node``: every ``export*`` function calls ``expect`` which
 appends a ``TestCase`` holding the model and one input/output data set, plus one ``_expanded``
 case per function body of the operator). ``onnx.backend.test.loader.load_model_tests(kind="node")``
-and ``onnx.backend.test.case.node.collect_testcases()`` both return that list. If an older onnx
-with the on-disk ``data/node`` folder is installed instead, the folder is read.
+and ``onnx.backend.test.case.node.collect_testcases()`` both return that list. When the installed
+onnx does have the on-disk ``data/node`` folder, the folder is read instead.
 
 Every case runs with a fresh context; a case whose ai.onnx opset is above ``--max-opset`` (23 by
 default, the runtime's opset) is not run and is counted as "newer opset".
