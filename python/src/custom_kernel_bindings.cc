@@ -9,6 +9,7 @@
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_base.h"
 #include "py_tensor.h"
+#include "python_owner.h"
 
 namespace onnx_light::runtime::python {
 
@@ -36,9 +37,8 @@ class PythonKernel final : public KernelBase {
   PythonKernel(py::object fn, py::dict attributes, std::string usage)
       : fn_(std::move(fn)), attributes_(std::move(attributes)), usage_(std::move(usage)) {}
   ~PythonKernel() override {
-    py::gil_scoped_acquire gil;
-    fn_ = py::object();
-    attributes_ = py::dict();
+    ReleasePython(fn_.release().ptr());
+    ReleasePython(attributes_.release().ptr());
   }
 
   void Run(RuntimeContext& rt) const override {
@@ -88,7 +88,7 @@ class PythonKernel final : public KernelBase {
 KernelFactory MakeFactory(py::object fn, std::string op_type) {
   // The factory may outlive every Python reference to fn; drop ours with the GIL held.
   std::shared_ptr<py::object> holder(new py::object(std::move(fn)), [](py::object* p) {
-    py::gil_scoped_acquire gil;
+    ReleasePython(p->release().ptr());
     delete p;
   });
   return [holder, op_type](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
