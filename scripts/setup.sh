@@ -5,7 +5,9 @@ set -euo pipefail
 
 apt_packages=(g++ cmake ninja-build ccache pkg-config libfmt-dev libabsl-dev libgtest-dev libgmock-dev
               libbenchmark-dev libopenblas-dev libdlpack-dev clang libclang-rt-14-dev)
-py_packages=(pybind11 scikit-build-core numpy pytest onnx onnxruntime)
+# onnx and onnxruntime are pinned: the conformance suite's expected-failure list and the
+# reference results are tied to these versions.
+py_packages=(pybind11 scikit-build-core numpy pytest onnx==1.23.2 onnxruntime==1.32.0)
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -20,7 +22,10 @@ fi
 
 py_missing=()
 for p in "${py_packages[@]}"; do
-  python3 -m pip show -q "$p" >/dev/null 2>&1 || py_missing+=("$p")
+  name=${p%%==*}
+  want=""; [ "$name" != "$p" ] && want=${p#*==}
+  have=$(python3 -c "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))" "$name" 2>/dev/null || true)
+  if [ -z "$have" ] || { [ -n "$want" ] && [ "$have" != "$want" ]; }; then py_missing+=("$p"); fi
 done
 if [ ${#py_missing[@]} -gt 0 ]; then
   echo "setup: installing Python packages: ${py_missing[*]}"
