@@ -23,7 +23,7 @@ rm -rf build/prefix build/cpp_host
 cmake --install build/release --prefix build/prefix >/dev/null
 cmake -S examples/cpp_host -B build/cpp_host -G Ninja -DCMAKE_PREFIX_PATH="$root/build/prefix" >/dev/null
 cmake --build build/cpp_host -j "$jobs"
-build/cpp_host/cpp_host tests/data/small_mlp.onnx
+build/cpp_host/cpp_host tests/data/small_model.onnx
 
 echo "== Python package (pip install .)"
 python3 -m pip install -q --no-build-isolation \

@@ -260,7 +260,7 @@ py::buffer_info BufferOf(const PyTensor& self) {
   std::vector<py::ssize_t> strides;
   for (int64_t s : t.strides()) strides.push_back(s * item);
   return py::buffer_info(const_cast<void*>(t.raw_data()), item, format, t.rank(), shape, strides,
-                         self.readonly);
+                         self.readonly || t.read_only());
 }
 
 }  // namespace
@@ -318,7 +318,7 @@ void BindTensor(py::module_& m) {
       .def_property_readonly("shape", [](const PyTensor& t) { return py::tuple(py::cast(t.tensor.shape())); })
       .def_property_readonly("dtype", [](const PyTensor& t) { return NumpyDtypeOf(t.tensor.dtype()); })
       .def_property_readonly("data_type", [](const PyTensor& t) { return static_cast<int>(t.tensor.dtype()); })
-.def_property_readonly("readonly", [](const PyTensor& t) { return t.readonly; })
+.def_property_readonly("readonly", [](const PyTensor& t) { return t.readonly || t.tensor.read_only(); })
       .def_property_readonly("is_contiguous", [](const PyTensor& t) { return t.tensor.is_contiguous(); })
       .def_buffer(&BufferOf)
       .def("numpy", [](py::object self) -> py::object {

@@ -108,7 +108,15 @@ Tensor Tensor::Reshaped(Shape shape) const {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("cannot view {} elements as shape {}", size_, ShapeToString(shape)));
   }
-  return Tensor(type_, std::move(shape), owner_, data_);
+  Tensor view(type_, std::move(shape), owner_, data_);
+  view.read_only_ = read_only_;
+  return view;
+}
+
+Tensor Tensor::View(Shape shape, void* data, Shape strides) const {
+  Tensor view(type_, std::move(shape), owner_, data, std::move(strides));
+  view.read_only_ = read_only_;
+  return view;
 }
 
 Tensor Tensor::Contiguous(const std::shared_ptr<Allocator>& allocator) const {

@@ -30,8 +30,7 @@ constexpr size_t kPresentKey = 1, kPresentValue = 2, kQkOutput = 3;
 Tensor SplitHeads(const Tensor& t, int64_t heads) {
   const Shape s = t.strides();
   const int64_t head = heads > 0 ? t.dim(2) / heads : 0;
-  return Tensor(t.dtype(), {t.dim(0), heads, t.dim(1), head}, t.owner(),
-                const_cast<void*>(t.raw_data()), {s[0], head * s[2], s[1], s[2]});
+  return t.View({t.dim(0), heads, t.dim(1), head}, const_cast<void*>(t.raw_data()), {s[0], head * s[2], s[1], s[2]});
 }
 
 // Copies the rows of a 4-D [b, h, rows, cols] tensor (any strides) into `dst`, a buffer with the

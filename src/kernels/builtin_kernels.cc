@@ -6,6 +6,12 @@ const KernelRegistry& BuiltinKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     RegisterIdentityKernels(r);
+    RegisterBinaryKernels(r);
+    RegisterUnaryKernels(r);
+    RegisterActivationKernels(r);
+    RegisterCompareLogicKernels(r);
+    RegisterVariadicKernels(r);
+    RegisterCastKernels(r);
     RegisterReshapeKernels(r);
     RegisterTransposeKernels(r);
     RegisterConcatSplitKernels(r);

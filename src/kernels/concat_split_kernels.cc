@@ -162,7 +162,7 @@ class SplitKernel final : public KernelBase {
         Shape shape = x.shape();
         shape[axis] = split[i];
         auto* data = static_cast<std::byte*>(const_cast<void*>(x.raw_data())) + offset * inner * element;
-        rt.SetOutput(i, Tensor(x.dtype(), std::move(shape), x.owner(), data));
+        rt.SetOutput(i, x.View(std::move(shape), data));
         offset += split[i];
       }
       rt.RecordKernelUsage("Split/any/view");

@@ -51,7 +51,7 @@ Tensor SliceFront(const Tensor& t, int64_t index) {
   char* base = const_cast<char*>(BytePtr(t));
   void* data = base == nullptr ? nullptr
                                : base + static_cast<size_t>(index * inner) * ElementSize(t.dtype());
-  return Tensor(t.dtype(), std::move(rest), t.owner(), data);
+  return t.View(std::move(rest), data);
 }
 
 Tensor SliceFrontRange(const Tensor& t, int64_t begin, int64_t length) {
@@ -61,7 +61,7 @@ Tensor SliceFrontRange(const Tensor& t, int64_t begin, int64_t length) {
   char* base = const_cast<char*>(BytePtr(t));
   void* data = base == nullptr ? nullptr
                                : base + static_cast<size_t>(begin * inner) * ElementSize(t.dtype());
-  return Tensor(t.dtype(), std::move(shape), t.owner(), data);
+  return t.View(std::move(shape), data);
 }
 
 Tensor MoveAxisToFront(const Tensor& input, int64_t axis, const std::shared_ptr<Allocator>& allocator) {

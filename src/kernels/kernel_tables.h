@@ -12,6 +12,12 @@ namespace onnx_light::runtime {
 std::shared_ptr<const KernelRegistry> GlobalKernels();
 
 void RegisterIdentityKernels(KernelRegistry& registry);
+void RegisterBinaryKernels(KernelRegistry& registry);
+void RegisterUnaryKernels(KernelRegistry& registry);
+void RegisterActivationKernels(KernelRegistry& registry);
+void RegisterCompareLogicKernels(KernelRegistry& registry);
+void RegisterVariadicKernels(KernelRegistry& registry);
+void RegisterCastKernels(KernelRegistry& registry);
 void RegisterReshapeKernels(KernelRegistry& registry);
 void RegisterTransposeKernels(KernelRegistry& registry);
 void RegisterConcatSplitKernels(KernelRegistry& registry);

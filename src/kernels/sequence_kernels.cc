@@ -285,8 +285,7 @@ class SplitToSequenceKernel final : public KernelBase {
       Tensor piece;
       if (views) {
         char* base = static_cast<char*>(const_cast<void*>(src.raw_data()));
-        piece = Tensor(src.dtype(), piece_shape, src.owner(),
-                       base == nullptr ? nullptr : base + static_cast<size_t>(pos * inner) * es);
+        piece = src.View(piece_shape, base == nullptr ? nullptr : base + static_cast<size_t>(pos * inner) * es);
       } else {
         piece = Tensor::Allocate(src.dtype(), piece_shape, rt.allocator());
         // Gather rows [pos, pos + length) of every outer block: viewing the input as

@@ -93,7 +93,7 @@ class SliceKernel final : public KernelBase {
     const auto* base = static_cast<const std::byte*>(x.raw_data()) + offset * static_cast<int64_t>(element);
     if (ShapeSize(out_shape) > 0 && IsContiguousRun(out_shape, strides)) {
       rt.RecordKernelUsage("Slice/any/view");
-      rt.SetOutput(0, Tensor(x.dtype(), std::move(out_shape), x.owner(), const_cast<std::byte*>(base)));
+      rt.SetOutput(0, x.View(std::move(out_shape), const_cast<std::byte*>(base)));
       return;
     }
     Tensor y = rt.AllocateOutput(0, x.dtype(), out_shape);

@@ -348,7 +348,7 @@ Tensor ReadExternal(const TensorHeader& header, DataType type, uint64_t count,
 
 }  // namespace
 
-Tensor ReadTensor(ProtoReader reader, LoadContext& context, std::string& name) {
+static Tensor ReadTensorData(ProtoReader reader, LoadContext& context, std::string& name) {
   const TensorHeader header = ReadHeader(reader);
   name = header.name;
   const DataType type = CheckedDataType(header);
@@ -398,6 +398,12 @@ Tensor ReadTensor(ProtoReader reader, LoadContext& context, std::string& name) {
   Tensor tensor = Tensor::Allocate(type, header.dims, context.allocator);
   if (header.typed_count != 0) DecodeTyped(reader, header, tensor);
   return tensor;
+}
+
+// Model constants are shared by every run (and may live in a read-only file mapping), so they
+// are marked read-only; kernels and the bindings never hand them out as writable.
+Tensor ReadTensor(ProtoReader reader, LoadContext& context, std::string& name) {
+  return ReadTensorData(reader, context, name).AsReadOnly();
 }
 
 }  // namespace onnx_light::runtime::model_internal

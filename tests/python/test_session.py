@@ -135,3 +135,23 @@ def test_python_kernel_errors_name_the_node():
     runtime.register_kernel("custom.err", "Boom", boom)
     with pytest.raises(ValueError, match="node 'b0' \\(Boom\\).*kaput"):
         runtime.RuntimeSession(model).run(new_context(), {"x": np.ones(1, np.float32)})
+
+
+def test_outputs_viewing_model_constants_are_read_only():
+    from onnx import numpy_helper
+
+    weights = np.arange(4, dtype=np.float32)
+    nodes = [helper.make_node("Identity", ["w"], ["y"]),
+             helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(weights, "c")),
+             helper.make_node("Concat", ["x", "x"], ["z"], axis=0)]
+    model = make_model(nodes, {"x": np.ones(4, np.float32)}, ["y", "c", "z"], initializers={"w": weights})
+    session = runtime.RuntimeSession(model)
+    out = session.run(new_context(), {"x": np.ones(4, np.float32)})
+    for name in ("y", "c"):
+        view = np.asarray(out[name])
+        assert not view.flags.writeable, f"{name} views a model constant"
+        with pytest.raises(ValueError):
+            view[0] = 42
+    assert np.asarray(out["z"]).flags.writeable
+    again = session.run(new_context(), {"x": np.ones(4, np.float32)})
+    np.testing.assert_array_equal(np.asarray(again["y"]), weights)

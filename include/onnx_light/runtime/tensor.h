@@ -71,6 +71,18 @@ class Tensor {
 
   /// The same storage seen with another shape of equal element count. Requires contiguity.
   Tensor Reshaped(Shape shape) const;
+  /// Another view into this tensor's storage (same owner and read-only mark): `data` must point
+  /// inside it and `shape`/`strides` (elements) must stay inside it.
+  Tensor View(Shape shape, void* data, Shape strides = {}) const;
+
+  /// Constant data (initializers, Constant attributes) is marked read-only; views keep the mark,
+  /// and the Python bindings hand such tensors out as read-only arrays.
+  bool read_only() const noexcept { return read_only_; }
+  Tensor AsReadOnly() const {
+    Tensor t = *this;
+    t.read_only_ = true;
+    return t;
+  }
   /// A contiguous copy from `allocator` when this tensor is strided; otherwise *this.
   Tensor Contiguous(const std::shared_ptr<Allocator>& allocator) const;
   /// A contiguous deep copy from `allocator`.
@@ -83,6 +95,7 @@ class Tensor {
   int64_t size_ = 0;
   std::shared_ptr<void> owner_;
   void* data_ = nullptr;
+  bool read_only_ = false;
 };
 
 /// Copies elements of `src` into the contiguous tensor `dst` of the same type and size, following

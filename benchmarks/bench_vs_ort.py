@@ -1,0 +1,141 @@
+"""onnx-light runtime side by side with ONNX Runtime, in one process, same thread count.
+
+    python benchmarks/bench_vs_ort.py [--threads 1] [--cases chain,matmul,cnn,prefill,load]
+
+Prints a Markdown table: median wall time per run (ms) for both runtimes and the ratio
+ours / ORT (below 1 is faster). Machines here are noisy: compare ratios, not absolute times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_light.runtime as runtime
+from onnx_light.cnn_model import build_cnn
+from onnx_light.decoder_model import build_decoder, empty_cache
+
+
+def median_time(fn, repeat, warmup=3):
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def ort_session(model_or_path, threads):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    source = model_or_path if isinstance(model_or_path, str) else model_or_path.SerializeToString()
+    return ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
+
+
+def compare(model, feeds, threads, repeat):
+    ours = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(num_threads=threads))
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+    theirs = ort_session(model, threads)
+    t_ours = median_time(lambda: ours.run(ctx, feeds), repeat)
+    t_ort = median_time(lambda: theirs.run(None, feeds), repeat)
+    return t_ours, t_ort
+
+
+def chain_model(length=500, size=16):
+    ops = ["Add", "Mul", "Sub", "Relu", "Neg"]
+    nodes, x = [], "x"
+    for i in range(length):
+        op = ops[i % len(ops)]
+        inputs = [x] if op in ("Relu", "Neg") else [x, "c"]
+        nodes.append(helper.make_node(op, inputs, [f"v{i}"]))
+        x = f"v{i}"
+    nodes.append(helper.make_node("Identity", [x], ["y"]))
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [size])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [size])],
+                              initializer=[numpy_helper.from_array(np.full(size, 0.5, np.float32), "c")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    return model
+
+
+def matmul_model(n=1024):
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"])], "mm",
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, n]),
+                               helper.make_tensor_value_info("b", TensorProto.FLOAT, [n, n])],
+                              [helper.make_tensor_value_info("c", TensorProto.FLOAT, [n, n])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    return model
+
+
+def big_weights_model(megabytes=200, dim=1024):
+    count = max(1, megabytes * (1 << 20) // (dim * dim * 4))
+    rng = np.random.default_rng(0)
+    nodes, inits, x = [], [], "x"
+    for i in range(count):
+        inits.append(numpy_helper.from_array(rng.standard_normal((dim, dim)).astype(np.float32) * 0.01, f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"h{i}"]))
+        x = f"h{i}"
+    nodes.append(helper.make_node("Identity", [x], ["y"]))
+    graph = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, dim])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, dim])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    return model
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--cases", default="chain,matmul,cnn,prefill,load")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    cases = args.cases.split(",")
+    rng = np.random.default_rng(0)
+    rows = []
+    if "chain" in cases:
+        feeds = {"x": rng.standard_normal(16).astype(np.float32)}
+        rows.append(("(a) 500-node elementwise chain, [16]", *compare(chain_model(), feeds, args.threads, args.repeat * 5)))
+    if "matmul" in cases:
+        feeds = {"a": rng.standard_normal((1024, 1024)).astype(np.float32),
+                 "b": rng.standard_normal((1024, 1024)).astype(np.float32)}
+        rows.append(("(b) MatMul 1024x1024x1024 float32", *compare(matmul_model(), feeds, args.threads, args.repeat)))
+    if "cnn" in cases:
+        feeds = {"image": rng.standard_normal((8, 3, 32, 32)).astype(np.float32)}
+        rows.append(("(c) small CNN, batch 8, 3x32x32", *compare(build_cnn(), feeds, args.threads, args.repeat)))
+    if "prefill" in cases:
+        layers, heads, head = 4, 8, 64
+        model = build_decoder(layers=layers, heads=heads, head_size=head)
+        feeds = {"x": rng.standard_normal((1, 128, heads * head)).astype(np.float32)}
+        feeds.update(empty_cache(layers, heads, head))
+        rows.append(("(d) decoder prefill, 128 tokens (4 layers, 8 heads x 64)",
+                     *compare(model, feeds, args.threads, args.repeat)))
+    if "load" in cases:
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "big.onnx")
+            onnx.save(big_weights_model(), path)
+            opts = runtime.RuntimeSessionOptions(num_threads=args.threads)
+            t_ours = median_time(lambda: runtime.RuntimeSession(path, opts), 5, warmup=1)
+            t_ort = median_time(lambda: ort_session(path, args.threads), 5, warmup=1)
+            rows.append(("(e) load + build, 200 MB of initializers", t_ours, t_ort))
+
+    print(f"threads: {args.threads}; onnxruntime {ort.__version__}; numpy {np.__version__}\n")
+    print("| case | onnx-light ms | ORT ms | ratio (ours / ORT) |")
+    print("|---|---:|---:|---:|")
+    for name, ours, theirs in rows:
+        print(f"| {name} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | {ours / theirs:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

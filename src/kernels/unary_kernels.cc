@@ -1,0 +1,159 @@
+// Unary math: Neg, Abs, Sign, Sqrt, Reciprocal, Exp, Log, Floor, Ceil, Round, Erf, Sin, Cos,
+// Tanh, Sigmoid. Half types compute in float32; integers (where the spec allows them) wrap.
+#include <cmath>
+
+#include "kernels/elementwise_loops.h"
+#include "kernels/fast_math.h"
+#include "kernels/kernel_tables.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+struct NegOp {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(0) - WrapType<C>(x));
+    else
+      return -x;
+  }
+};
+
+struct AbsOp {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_unsigned_v<C>)
+      return x;
+    else if constexpr (std::is_integral_v<C>)
+      return x < 0 ? static_cast<C>(WrapType<C>(0) - WrapType<C>(x)) : x;
+    else
+      return std::abs(x);
+  }
+};
+
+struct SignOp {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>((x > 0) - (x < 0));
+    else
+      return x > 0 ? C(1) : (x < 0 ? C(-1) : x);  // keeps NaN and signed zero
+  }
+};
+
+struct SqrtOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::sqrt(x);
+  }
+};
+struct ReciprocalOp {
+  template <typename C>
+  C operator()(C x) const {
+    return C(1) / x;
+  }
+};
+// float32 (and the half types, which compute in float32) use the vectorisable fast_math versions.
+struct ExpOp {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_same_v<C, float>)
+      return fast_math::Exp(x);
+    else
+      return std::exp(x);
+  }
+};
+struct LogOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::log(x);
+  }
+};
+struct FloorOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::floor(x);
+  }
+};
+struct CeilOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::ceil(x);
+  }
+};
+// Round half to even: nearbyint under the default rounding mode.
+struct RoundOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::nearbyint(x);
+  }
+};
+struct ErfOp {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(std::erf(static_cast<double>(x)));  // |erf| < 1
+    else if constexpr (std::is_same_v<C, float>)
+      return fast_math::Erf(x);
+    else
+      return std::erf(x);
+  }
+};
+struct SinOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::sin(x);
+  }
+};
+struct CosOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::cos(x);
+  }
+};
+struct TanhOp {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_same_v<C, float>)
+      return fast_math::Tanh(x);
+    else
+      return std::tanh(x);
+  }
+};
+
+// Stable on both tails: exp never overflows.
+struct SigmoidOp {
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_same_v<C, float>) {
+      return fast_math::Sigmoid(x);
+    } else {
+      if (x >= 0) return C(1) / (C(1) + std::exp(-x));
+      const C e = std::exp(x);
+      return e / (C(1) + e);
+    }
+  }
+};
+
+}  // namespace
+
+void RegisterUnaryKernels(KernelRegistry& registry) {
+  RegisterUnary<NegOp, SignedNumericTypes>(registry, "Neg");
+  RegisterUnary<AbsOp, NumericTypes>(registry, "Abs");
+  RegisterUnary<SignOp, NumericTypes>(registry, "Sign", 9);
+  RegisterUnary<SqrtOp, FloatTypes>(registry, "Sqrt");
+  RegisterUnary<ReciprocalOp, FloatTypes>(registry, "Reciprocal");
+  RegisterUnary<ExpOp, FloatTypes>(registry, "Exp");
+  RegisterUnary<LogOp, FloatTypes>(registry, "Log");
+  RegisterUnary<FloorOp, FloatTypes>(registry, "Floor");
+  RegisterUnary<CeilOp, FloatTypes>(registry, "Ceil");
+  RegisterUnary<RoundOp, FloatTypes>(registry, "Round", 11);
+  RegisterUnary<ErfOp, NumericTypes>(registry, "Erf", 9);
+  RegisterUnary<SinOp, FloatTypes>(registry, "Sin", 7);
+  RegisterUnary<CosOp, FloatTypes>(registry, "Cos", 7);
+  RegisterUnary<TanhOp, FloatTypes>(registry, "Tanh");
+  RegisterUnary<SigmoidOp, FloatTypes>(registry, "Sigmoid");
+}
+
+}  // namespace onnx_light::runtime
