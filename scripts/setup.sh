@@ -5,7 +5,7 @@ set -euo pipefail
 
 apt_packages=(g++ cmake ninja-build ccache pkg-config libfmt-dev libabsl-dev libgtest-dev libgmock-dev
               libbenchmark-dev libopenblas-dev libdlpack-dev clang libclang-rt-14-dev)
-py_packages=(pybind11 scikit-build-core numpy pytest onnx onnxruntime)
+py_packages=(pybind11 scikit-build-core numpy pytest onnx onnxruntime matplotlib)
 
 missing=()
 for p in "${apt_packages[@]}"; do
