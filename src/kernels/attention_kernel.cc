@@ -1,7 +1,8 @@
 // Attention (opset 23): scaled dot-product attention with optional mask, causal masking, key/value
-// cache (past_key/past_value -> present_key/present_value), grouped- and multi-query heads,
-// softcap and the qk_matmul_output debug output. float32/double compute through BLAS in
-// attention_core; float16/bfloat16 nodes run the float32 path through WithHalfPrecision.
+// cache (past_key/past_value -> present_key/present_value, appended in place inside a
+// PersistentValueState call), grouped- and multi-query heads, softcap and the qk_matmul_output
+// debug output. float32/double compute through BLAS in attention_core; float16/bfloat16 nodes
+// build the cache in their own type and compute in float32 in a half-precision scratch context.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -30,7 +31,8 @@ constexpr size_t kPresentKey = 1, kPresentValue = 2, kQkOutput = 3;
 Tensor SplitHeads(const Tensor& t, int64_t heads) {
   const Shape s = t.strides();
   const int64_t head = heads > 0 ? t.dim(2) / heads : 0;
-  return t.View({t.dim(0), heads, t.dim(1), head}, const_cast<void*>(t.raw_data()), {s[0], head * s[2], s[1], s[2]});
+  return t.View({t.dim(0), heads, t.dim(1), head}, const_cast<void*>(t.raw_data()),
+                {s[0], head * s[2], s[1], s[2]});
 }
 
 // Copies the rows of a 4-D [b, h, rows, cols] tensor (any strides) into `dst`, a buffer with the
@@ -69,9 +71,10 @@ void CopyHeadRows(const Tensor& src, char* dst, const Shape& dst_strides, int64_
 /// present = concat(past, current) along the sequence axis (axis 2 of [batch, heads, seq, head]).
 /// `current` is a 4-D (possibly strided) view. Produces output `output_index` when the node asks
 /// for it and returns the tensor attention reads keys/values from. This is the single place that
-/// builds the key/value cache, so a persistent cache can take over here (append in place).
+/// builds the key/value cache: inside a PersistentValueState call whose state holds `past`, only
+/// the new rows are written, after past in the state's buffer (`*appended` becomes true).
 Tensor ConcatPast(RuntimeContext& rt, size_t output_index, const Tensor* past,
-                  const Tensor& current) {
+                  const Tensor& current, bool* appended) {
   const bool wanted = rt.output_requested(output_index);
   if (past == nullptr) {
     if (!wanted) return current;
@@ -82,6 +85,17 @@ Tensor ConcatPast(RuntimeContext& rt, size_t output_index, const Tensor* past,
     Tensor& out = rt.AllocateOutput(output_index, current.dtype(), current.shape());
     CopyElements(current, out);
     return out;
+  }
+  if (wanted && rt.persistent_append_sink() != nullptr) {
+    PersistentAppendReservation r =
+        rt.ReservePersistentAppend(rt.output_name(output_index), *past, 2, current.dim(2));
+    if (r) {
+      CopyHeadRows(current, static_cast<char*>(r.append.raw_data()), r.append.strides(), 0);
+      rt.CommitPersistentAppend(r);
+      rt.SetOutput(output_index, r.full);
+      *appended = true;
+      return r.full;
+    }
   }
   Shape shape = current.shape();
   shape[2] += past->dim(2);
@@ -118,10 +132,22 @@ Tensor CastMask(const RuntimeContext& rt, const Tensor& mask) {
   return out;
 }
 
+// The node's inputs, validated and seen as [batch, heads, seq, head] (views, no copies).
+struct Operands {
+  Tensor q, k, v;
+  const Tensor* past_key = nullptr;
+  const Tensor* past_value = nullptr;
+  int64_t rank = 4;
+  attention::AttentionDims dims;  // kv_seq = past + current
+  int64_t past = 0;
+};
+
+// Computation types, in the order of the kernel's name tables.
+enum TypeIndex : size_t { kF32, kF64, kF16, kBF16, kNumTypes };
+
 class AttentionKernel final : public KernelBase {
  public:
-  /// `with_half` builds the float16/bfloat16 route: a second instance behind WithHalfPrecision.
-  AttentionKernel(const KernelBuildInfo& info, bool with_half) {
+  explicit AttentionKernel(const KernelBuildInfo& info) {
     const auto invalid = [&info](std::string_view what) {
       throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", info.Describe(), what));
     };
@@ -154,44 +180,83 @@ class AttentionKernel final : public KernelBase {
       invalid(fmt::format("q_num_heads ({}) must be a multiple of kv_num_heads ({})", q_num_heads_,
                           kv_num_heads_));
     }
+    const std::array<DataType, kNumTypes> types = {DataType::kFloat, DataType::kDouble,
+                                                   DataType::kFloat16, DataType::kBFloat16};
     const std::array<std::string_view, 3> impl = {"blas", "blas-gqa", "blas-gqa-per-head"};
-    for (size_t i = 0; i < impl.size(); ++i) {
-      names_[0][i] = KernelUsageName("Attention", DataType::kFloat, impl[i]);
-      names_[1][i] = KernelUsageName("Attention", DataType::kDouble, impl[i]);
-    }
-    if (with_half) {
-      half_ = WithHalfPrecision(std::make_unique<AttentionKernel>(info, false), "Attention");
+    for (size_t t = 0; t < kNumTypes; ++t) {
+      for (size_t i = 0; i < impl.size(); ++i) {
+        names_[t][i] = KernelUsageName("Attention", types[t], impl[i]);
+      }
+      append_names_[t] = KernelUsageName("Attention", types[t], "persistent-append");
+      scratch_names_[t] = KernelUsageName("Attention", types[t], "float32-scratch");
     }
   }
 
+  // Keys and values are concatenated (or appended in place) in the node's own type; float16 and
+  // bfloat16 then compute in float32 on converted copies of Q and the full present K/V.
   void Run(RuntimeContext& rt) const override {
     const DataType type = rt.Input(kQ).dtype();
-    if (type == DataType::kFloat)
-      Compute<float>(rt, 0);
-    else if (type == DataType::kDouble)
-      Compute<double>(rt, 1);
-    else if ((type == DataType::kFloat16 || type == DataType::kBFloat16) && half_ != nullptr)
-      half_->Run(rt);
-    else
-      ThrowUnsupportedType(rt, kQ, type);
+    TypeIndex index = kNumTypes;
+    if (type == DataType::kFloat) index = kF32;
+    if (type == DataType::kDouble) index = kF64;
+    if (type == DataType::kFloat16) index = kF16;
+    if (type == DataType::kBFloat16) index = kBF16;
+    if (index == kNumTypes) ThrowUnsupportedType(rt, kQ, type);
+
+    Operands op = Validate(rt);
+    const Tensor* mask = rt.OptionalInput(kMask);
+    bool appended = false;
+    Tensor present_key = ConcatPast(rt, kPresentKey, op.past_key, op.k, &appended);
+    Tensor present_value = ConcatPast(rt, kPresentValue, op.past_value, op.v, &appended);
+    if (appended && rt.kernel_usage_enabled()) rt.RecordKernelUsage(append_names_[index]);
+
+    const Shape y_shape =
+        op.rank == 3 ? Shape{op.dims.batch, op.dims.q_seq, op.dims.q_heads * op.dims.v_head_size}
+                     : Shape{op.dims.batch, op.dims.q_heads, op.dims.q_seq, op.dims.v_head_size};
+    const Shape qk_shape = {op.dims.batch, op.dims.q_heads, op.dims.q_seq, op.dims.kv_seq};
+    const bool want_qk = rt.output_requested(kQkOutput);
+    if (index == kF32 || index == kF64) {
+      Tensor y = rt.AllocateOutput(0, type, y_shape);
+      Tensor qk = want_qk ? rt.AllocateOutput(kQkOutput, type, qk_shape) : Tensor();
+      AttentionPath path;
+      if (index == kF32) {
+        path = Compute<float>(rt, op, op.q, present_key, present_value, mask, y, qk);
+      } else {
+        path = Compute<double>(rt, op, op.q, present_key, present_value, mask, y, qk);
+      }
+      RecordPath(rt, index, op, path);
+      return;
+    }
+    if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(scratch_names_[index]);
+    RuntimeContext scratch = rt.CreateChild(ChildContextKind::kHalfPrecisionScratch);
+    const std::shared_ptr<Allocator>& alloc = scratch.allocator();
+    Tensor y = Tensor::Allocate(DataType::kFloat, y_shape, alloc);
+    Tensor qk = want_qk ? Tensor::Allocate(DataType::kFloat, qk_shape, alloc) : Tensor();
+    const AttentionPath path =
+        Compute<float>(scratch, op, CastFloatTensor(op.q, DataType::kFloat, alloc),
+                       CastFloatTensor(present_key, DataType::kFloat, alloc),
+                       CastFloatTensor(present_value, DataType::kFloat, alloc), mask, y, qk);
+    rt.SetOutput(0, CastFloatTensor(y, type, rt.allocator()));
+    if (want_qk) rt.SetOutput(kQkOutput, CastFloatTensor(qk, type, rt.allocator()));
+    RecordPath(rt, kF32, op, path);
   }
 
  private:
-  template <typename T>
-  void Compute(RuntimeContext& rt, size_t type_index) const {
+  // Checks ranks, shapes, types and the past inputs; splits 3-D inputs into heads.
+  Operands Validate(const RuntimeContext& rt) const {
     const Tensor& q_in = rt.Input(kQ);
     const Tensor& k_in = rt.Input(kK);
     const Tensor& v_in = rt.Input(kV);
     if (k_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kK, k_in.dtype());
     if (v_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kV, v_in.dtype());
-    const int64_t rank = q_in.rank();
-    if ((rank != 3 && rank != 4) || k_in.rank() != rank || v_in.rank() != rank) {
+    Operands op;
+    op.rank = q_in.rank();
+    if ((op.rank != 3 && op.rank != 4) || k_in.rank() != op.rank || v_in.rank() != op.rank) {
       ThrowInvalid(rt, "Q, K and V must all be 3-D or all 4-D, got Q {}, K {}, V {}",
                    ShapeToString(q_in.shape()), ShapeToString(k_in.shape()),
                    ShapeToString(v_in.shape()));
     }
-    Tensor q, k, v;
-    if (rank == 3) {
+    if (op.rank == 3) {
       if (q_num_heads_ <= 0 || kv_num_heads_ <= 0) {
         ThrowInvalid(rt, "3-D Q, K and V need the q_num_heads and kv_num_heads attributes");
       }
@@ -205,22 +270,23 @@ class AttentionKernel final : public KernelBase {
       check_split(q_in, "Q", q_num_heads_, "q_num_heads");
       check_split(k_in, "K", kv_num_heads_, "kv_num_heads");
       check_split(v_in, "V", kv_num_heads_, "kv_num_heads");
-      q = SplitHeads(q_in, q_num_heads_);
-      k = SplitHeads(k_in, kv_num_heads_);
-      v = SplitHeads(v_in, kv_num_heads_);
+      op.q = SplitHeads(q_in, q_num_heads_);
+      op.k = SplitHeads(k_in, kv_num_heads_);
+      op.v = SplitHeads(v_in, kv_num_heads_);
     } else {
-      q = q_in;
-      k = k_in;
-      v = v_in;
-      if (q_num_heads_ > 0 && q_num_heads_ != q.dim(1)) {
+      op.q = q_in;
+      op.k = k_in;
+      op.v = v_in;
+      if (q_num_heads_ > 0 && q_num_heads_ != op.q.dim(1)) {
         ThrowInvalid(rt, "q_num_heads = {} does not match Q heads {} (shape {})", q_num_heads_,
-                     q.dim(1), ShapeToString(q.shape()));
+                     op.q.dim(1), ShapeToString(op.q.shape()));
       }
-      if (kv_num_heads_ > 0 && kv_num_heads_ != k.dim(1)) {
+      if (kv_num_heads_ > 0 && kv_num_heads_ != op.k.dim(1)) {
         ThrowInvalid(rt, "kv_num_heads = {} does not match K heads {} (shape {})", kv_num_heads_,
-                     k.dim(1), ShapeToString(k.shape()));
+                     op.k.dim(1), ShapeToString(op.k.shape()));
       }
     }
+    const Tensor &q = op.q, &k = op.k, &v = op.v;
     const int64_t batch = q.dim(0), q_heads = q.dim(1), q_seq = q.dim(2), head_size = q.dim(3);
     const int64_t kv_heads = k.dim(1), kv_seq = k.dim(2), v_head_size = v.dim(3);
     if (k.dim(0) != batch || v.dim(0) != batch) {
@@ -240,16 +306,17 @@ class AttentionKernel final : public KernelBase {
                    kv_heads);
     }
 
-    const Tensor* past_key = rt.OptionalInput(kPastKey);
-    const Tensor* past_value = rt.OptionalInput(kPastValue);
+    op.past_key = rt.OptionalInput(kPastKey);
+    op.past_value = rt.OptionalInput(kPastValue);
+    const Tensor* past_key = op.past_key;
+    const Tensor* past_value = op.past_value;
     if ((past_key == nullptr) != (past_value == nullptr)) {
       ThrowInvalid(rt, "past_key and past_value must be given together");
     }
-    int64_t past = 0;
     if (past_key != nullptr) {
-      past = past_key->rank() == 4 ? past_key->dim(2) : -1;
-      const Shape want_k = {batch, kv_heads, past, head_size};
-      const Shape want_v = {batch, kv_heads, past, v_head_size};
+      op.past = past_key->rank() == 4 ? past_key->dim(2) : -1;
+      const Shape want_k = {batch, kv_heads, op.past, head_size};
+      const Shape want_v = {batch, kv_heads, op.past, v_head_size};
       if (past_key->shape() != want_k) {
         ThrowInvalid(
             rt,
@@ -264,61 +331,67 @@ class AttentionKernel final : public KernelBase {
       if (past_value->dtype() != q.dtype())
         ThrowUnsupportedType(rt, kPastValue, past_value->dtype());
     }
-    const int64_t total = past + kv_seq;
+    const int64_t total = op.past + kv_seq;
     constexpr int64_t kBlasLimit = std::numeric_limits<int32_t>::max();
     if (std::max({total, head_size, v_head_size, q_heads * q_seq}) > kBlasLimit) {
       ThrowInvalid(rt, "attention dimensions are too large (Q {}, K {})",
                    ShapeToString(q_in.shape()), ShapeToString(k_in.shape()));
     }
+    op.dims = {batch, q_heads, kv_heads, q_seq, total, head_size, v_head_size};
+    if (const Tensor* mask = rt.OptionalInput(kMask)) CheckMaskShape(rt, *mask, op.dims);
+    return op;
+  }
 
+  // Y (and qk) from Q and the full present K/V in type T; `y` and `qk` (undefined when not
+  // wanted) are contiguous tensors of T shaped like the node's outputs.
+  template <typename T>
+  AttentionPath Compute(const RuntimeContext& rt, const Operands& op, Tensor q, Tensor k, Tensor v,
+                        const Tensor* mask, Tensor& y, Tensor& qk) const {
     AttentionArgs<T> args;
-    args.dims = {batch, q_heads, kv_heads, q_seq, total, head_size, v_head_size};
+    args.dims = op.dims;
+    const int64_t head_size = op.dims.head_size;
     args.options.scale =
         scale_.has_value() ? *scale_ : (head_size > 0 ? 1.0 / std::sqrt(double(head_size)) : 1.0);
     args.options.softcap = softcap_;
     args.options.is_causal = is_causal_;
-    args.options.causal_offset = past;
+    args.options.causal_offset = op.past;
     args.options.qk_mode = static_cast<int>(qk_mode_);
-
-    Tensor present_key = ConcatPast(rt, kPresentKey, past_key, k);
-    Tensor present_value = ConcatPast(rt, kPresentValue, past_value, v);
     args.q = ReadableView<T>(rt, q);
-    args.k = ReadableView<T>(rt, present_key);
-    args.v = ReadableView<T>(rt, present_value);
+    args.k = ReadableView<T>(rt, k);
+    args.v = ReadableView<T>(rt, v);
+    constexpr int64_t kBlasLimit = std::numeric_limits<int32_t>::max();
     for (const auto* view : {&args.q, &args.k, &args.v}) {
       if (std::max(view->row_stride, view->head_stride) > kBlasLimit) {
         ThrowInvalid(rt, "attention strides are too large for BLAS");
       }
     }
-
     Tensor mask_holder;
-    if (const Tensor* mask = rt.OptionalInput(kMask))
-      args.mask = MakeMask<T>(rt, *mask, args.dims, mask_holder);
+    if (mask != nullptr) args.mask = MakeMask<T>(rt, *mask, args.dims, mask_holder);
 
-    if (rank == 3) {
-      Tensor& y = rt.AllocateOutput(0, q.dtype(), {batch, q_seq, q_heads * v_head_size});
-      args.y = {y.data<T>(), q_seq * q_heads * v_head_size, v_head_size, q_heads * v_head_size};
+    const int64_t q_heads = op.dims.q_heads, q_seq = op.dims.q_seq, vh = op.dims.v_head_size;
+    if (op.rank == 3) {
+      args.y = {y.data<T>(), q_seq * q_heads * vh, vh, q_heads * vh};
     } else {
-      Tensor& y = rt.AllocateOutput(0, q.dtype(), {batch, q_heads, q_seq, v_head_size});
-      args.y = {y.data<T>(), q_heads * q_seq * v_head_size, q_seq * v_head_size, v_head_size};
+      args.y = {y.data<T>(), q_heads * q_seq * vh, q_seq * vh, vh};
     }
-    if (rt.output_requested(kQkOutput)) {
-      args.qk_output = rt.AllocateOutput(kQkOutput, q.dtype(), {batch, q_heads, q_seq, total})
-                           .template data<T>();
-    }
-    Tensor scratch =
-        Tensor::Allocate(q.dtype(), {attention::AttentionScratchSize(args.dims)}, rt.allocator());
-    const AttentionPath path = attention::RunAttention<T>(args, scratch.data<T>());
-    if (rt.kernel_usage_enabled()) {
-      const size_t impl = q_heads == kv_heads ? 0 : path == AttentionPath::kGrouped ? 1 : 2;
-      rt.RecordKernelUsage(names_[type_index][impl]);
-    }
+    if (qk.defined()) args.qk_output = qk.data<T>();
+    Tensor scratch = Tensor::Allocate(DataTypeOf<T>(), {attention::AttentionScratchSize(args.dims)},
+                                      rt.allocator());
+    return attention::RunAttention<T>(args, scratch.data<T>());
   }
 
-  // The mask broadcast to [batch, q_heads, q_seq, mask columns]; `holder` keeps a converted copy.
-  template <typename T>
-  static MaskView<T> MakeMask(const RuntimeContext& rt, const Tensor& mask,
-                              const attention::AttentionDims& d, Tensor& holder) {
+  void RecordPath(RuntimeContext& rt, TypeIndex index, const Operands& op,
+                  AttentionPath path) const {
+    if (!rt.kernel_usage_enabled()) return;
+    const size_t impl = op.dims.q_heads == op.dims.kv_heads ? 0
+                        : path == AttentionPath::kGrouped   ? 1
+                                                            : 2;
+    rt.RecordKernelUsage(names_[index][impl]);
+  }
+
+  // attn_mask must broadcast to [batch, q_heads, q_seq, total_seq] (it may have fewer columns).
+  static void CheckMaskShape(const RuntimeContext& rt, const Tensor& mask,
+                             const attention::AttentionDims& d) {
     const int64_t rank = mask.rank();
     if (rank < 1 || rank > 4) {
       ThrowInvalid(rt,
@@ -332,6 +405,24 @@ class AttentionKernel final : public KernelBase {
           rt, "attn_mask last dimension {} exceeds the total key sequence length {} (shape {})",
           columns, d.kv_seq, ShapeToString(mask.shape()));
     }
+    const std::array<int64_t, 3> target = {d.batch, d.q_heads, d.q_seq};
+    for (int64_t axis = std::max<int64_t>(0, 4 - rank); axis < 3; ++axis) {
+      const int64_t dim = mask.dim(rank - 4 + axis);
+      if (dim != target[axis] && dim != 1) {
+        ThrowInvalid(rt,
+                     "attn_mask shape {} is not broadcastable to [batch, q_heads, q_seq, "
+                     "total_seq] = [{}, {}, {}, {}]",
+                     ShapeToString(mask.shape()), d.batch, d.q_heads, d.q_seq, d.kv_seq);
+      }
+    }
+  }
+
+  // The (checked) mask broadcast to [batch, q_heads, q_seq, mask columns]; `holder` keeps a
+  // converted copy.
+  template <typename T>
+  static MaskView<T> MakeMask(const RuntimeContext& rt, const Tensor& mask,
+                              const attention::AttentionDims& d, Tensor& holder) {
+    const int64_t rank = mask.rank();
     MaskView<T> view;
     if (mask.dtype() == DataType::kBool) {
       holder = mask;
@@ -343,24 +434,15 @@ class AttentionKernel final : public KernelBase {
     const Shape strides = holder.strides();
     const std::array<int64_t, 3> target = {d.batch, d.q_heads, d.q_seq};
     std::array<int64_t, 3> bcast = {0, 0, 0};
-    for (int64_t axis = 0; axis < 3; ++axis) {
+    for (int64_t axis = std::max<int64_t>(0, 4 - rank); axis < 3; ++axis) {
       const int64_t m = rank - 4 + axis;  // the mask axis aligned with target axis `axis`
-      if (m < 0) continue;
-      const int64_t dim = mask.dim(m);
-      if (dim == target[axis]) {
-        bcast[axis] = dim == 1 ? 0 : strides[m];
-      } else if (dim != 1) {
-        ThrowInvalid(rt,
-                     "attn_mask shape {} is not broadcastable to [batch, q_heads, q_seq, "
-                     "total_seq] = [{}, {}, {}, {}]",
-                     ShapeToString(mask.shape()), d.batch, d.q_heads, d.q_seq, d.kv_seq);
-      }
+      bcast[axis] = mask.dim(m) == target[axis] && mask.dim(m) != 1 ? strides[m] : 0;
     }
     view.batch_stride = bcast[0];
     view.head_stride = bcast[1];
     view.row_stride = bcast[2];
     view.col_stride = strides[rank - 1];
-    view.columns = columns;
+    view.columns = mask.dim(rank - 1);
     return view;
   }
 
@@ -370,16 +452,17 @@ class AttentionKernel final : public KernelBase {
   double softcap_ = 0;
   int64_t q_num_heads_ = 0;
   int64_t kv_num_heads_ = 0;
-  std::array<std::array<std::string, 3>, 2> names_;
-  // Only Q decides the half route, so a float32 node with a float16 mask stays float32.
-  std::unique_ptr<KernelBase> half_;
+  // Only Q decides the type, so a float32 node with a float16 mask computes in float32.
+  std::array<std::array<std::string, 3>, kNumTypes> names_;
+  std::array<std::string, kNumTypes> append_names_;
+  std::array<std::string, kNumTypes> scratch_names_;
 };
 
 }  // namespace
 
 void RegisterAttentionKernels(KernelRegistry& registry) {
   registry.Register("", "Attention", 23, [](const KernelBuildInfo& info) {
-    return std::make_unique<AttentionKernel>(info, true);
+    return std::make_unique<AttentionKernel>(info);
   });
 }
 

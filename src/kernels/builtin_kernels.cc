@@ -32,6 +32,12 @@ const KernelRegistry& BuiltinKernels() {
     RegisterDropoutKernels(r);
     RegisterAttentionKernels(r);
     RegisterRotaryEmbeddingKernels(r);
+    RegisterMatMulKernels(r);
+    RegisterGemmKernels(r);
+    RegisterEinsumKernels(r);
+    RegisterConvKernels(r);
+    RegisterConvTransposeKernels(r);
+    RegisterPoolKernels(r);
     return r;
   }();
   return registry;

@@ -38,5 +38,11 @@ void RegisterNormalizationKernels(KernelRegistry& registry);
 void RegisterDropoutKernels(KernelRegistry& registry);
 void RegisterAttentionKernels(KernelRegistry& registry);
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);
+void RegisterMatMulKernels(KernelRegistry& registry);
+void RegisterGemmKernels(KernelRegistry& registry);
+void RegisterEinsumKernels(KernelRegistry& registry);
+void RegisterConvKernels(KernelRegistry& registry);
+void RegisterConvTransposeKernels(KernelRegistry& registry);
+void RegisterPoolKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime

@@ -52,16 +52,12 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
     const int64_t past_rows = past.shape()[axis];
     const int64_t rows = past_rows + append_rows;
     const std::shared_ptr<PersistentBuffer>& current = slots_[slot].buffer;
-    RuntimeEvent event{.action = RuntimeEventAction::kPersistentStorage,
-                       .kind = TensorKind::kOutput,
-                       .name = std::string(output_name),
-                       .data_type = static_cast<int32_t>(past.dtype())};
     std::shared_ptr<PersistentBuffer> buffer;
     const bool extends_current = current && current->axis() == axis && current->IsPrefixView(past) &&
                                  current->committed_rows() == past_rows;
-    if (extends_current && rows <= current->capacity()) {
+    const bool reuse = extends_current && rows <= current->capacity();
+    if (reuse) {
       buffer = current;
-      event.storage_reuse_count = 1;
     } else {
       int64_t capacity = rows;
       if (initial_capacity_ > 0) {
@@ -71,13 +67,20 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
       buffer = std::make_shared<PersistentBuffer>(rt.allocator(), past, axis, capacity);
       Tensor prefix = buffer->Rows(0, past_rows);
       CopyIntoView(past, prefix);
-      event.storage_allocations = 1;
-      event.storage_allocated_bytes = buffer->allocated_bytes();
-      event.storage_prefix_copied_bytes = past.nbytes();
     }
-    event.shape = buffer->Rows(0, rows).shape();
-    rt.RecordEvent(std::move(event));
-    PersistentAppendReservation reservation{.full = buffer->Rows(0, rows),
+    if (rt.events_enabled()) {
+      rt.RecordEvent({.action = RuntimeEventAction::kPersistentStorage,
+                      .kind = TensorKind::kOutput,
+                      .name = std::string(output_name),
+                      .data_type = static_cast<int32_t>(past.dtype()),
+                      .shape = buffer->Rows(0, rows).shape(),
+                      .storage_allocations = reuse ? 0u : 1u,
+                      .storage_allocated_bytes = reuse ? 0u : buffer->allocated_bytes(),
+                      .storage_prefix_copied_bytes = reuse ? 0u : past.nbytes(),
+                      .storage_reuse_count = reuse ? 1u : 0u});
+    }
+    // Published rows are shared with every holder of an earlier result: read-only from here on.
+    PersistentAppendReservation reservation{.full = buffer->Rows(0, rows).AsReadOnly(),
                                             .append = buffer->Rows(past_rows, rows),
                                             .axis = axis,
                                             .token = pending_.size() + 1,
@@ -93,6 +96,7 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
     }
     Pending& p = pending_[reservation.token - 1];
     p.committed = true;
+    if (!rt.events_enabled()) return;
     rt.RecordEvent({.action = RuntimeEventAction::kPersistentStorage,
                     .kind = TensorKind::kOutput,
                     .name = reservation.output_name,
@@ -182,10 +186,14 @@ PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const
   session_->Run(call);
 
   // Everything below only reads the call's results until the single publication at the end.
+  // Bound outputs are the state's next values, so callers get them read-only.
   Values results;
   for (const ValueInfo& output : session_->outputs()) {
     if (const Tensor* t = call.FindTensor(output.name)) {
-      results.emplace(output.name, *t);
+      const bool bound = std::any_of(bindings_.begin(), bindings_.end(), [&](const PersistentBinding& b) {
+        return b.output_name == output.name;
+      });
+      results.emplace(output.name, bound ? t->AsReadOnly() : *t);
     } else if (const RuntimeValue* v = call.FindValue(output.name)) {
       results.emplace(output.name, *v);
     }
@@ -203,7 +211,7 @@ PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const
                               bindings_[i].input_name, DataTypeName(previous.dtype()),
                               ShapeToString(previous.shape())));
     }
-    next[i].value = *out;
+    next[i].value = out->AsReadOnly();
     if (const CallSink::Pending* p = sink.CommittedFor(i, *out)) next[i].buffer = p->buffer;
   }
   for (Slot& slot : next) {

@@ -161,6 +161,20 @@ TEST(PersistentValueState, ValuesAccumulateAndHeldOutputsStayValid) {
   EXPECT_EQ(FloatValues(f.state.values().at("past")), FloatValues(held.back()));
 }
 
+// A bound output is the state's next value (and may share a buffer with later steps): callers
+// get it read-only, both from a reserved append and from the ordinary copy path.
+TEST(PersistentValueState, BoundOutputsAreHandedOutReadOnly) {
+  for (int64_t capacity : {4, 0}) {
+    Fixture f(capacity);
+    for (int step = 0; step < 3; ++step) {
+      PersistentValueState::Values out = f.Step(static_cast<float>(step));
+      EXPECT_TRUE(out.at("present").tensor().read_only()) << "capacity " << capacity;
+      EXPECT_FALSE(out.at("y").tensor().read_only());
+      EXPECT_TRUE(f.state.values().at("past").read_only());
+    }
+  }
+}
+
 TEST(PersistentValueState, AFailedCallLeavesTheStateAndARetryMatches) {
   Fixture f(4);
   f.Step(1);

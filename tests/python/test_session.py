@@ -155,3 +155,26 @@ def test_outputs_viewing_model_constants_are_read_only():
     assert np.asarray(out["z"]).flags.writeable
     again = session.run(new_context(), {"x": np.ones(4, np.float32)})
     np.testing.assert_array_equal(np.asarray(again["y"]), weights)
+
+
+def test_one_session_runs_concurrently_from_python_threads():
+    import threading
+
+    nodes = [helper.make_node("Add", ["x", "x"], ["a"]), helper.make_node("Mul", ["a", "a"], ["y"])]
+    model = make_model(nodes, {"x": np.ones((256, 256), np.float32)}, ["y"])
+    session = runtime.RuntimeSession(model)
+    inputs = [np.full((256, 256), i, np.float32) for i in range(6)]
+    results = [None] * len(inputs)
+
+    def work(i):
+        ctx = new_context()
+        for _ in range(20):
+            results[i] = np.asarray(session.run(ctx, {"x": inputs[i]})["y"]).copy()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, x in enumerate(inputs):
+        np.testing.assert_array_equal(results[i], (2 * x) ** 2)

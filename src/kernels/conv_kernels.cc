@@ -1,0 +1,219 @@
+// Conv (1-D, 2-D, 3-D; groups, dilations, strides, pads, auto_pad, optional bias).
+// Per image and group: a 1x1 convolution is one GEMM on the input itself; a depthwise 1-D/2-D
+// convolution (one input channel per group) runs a direct loop; everything else is im2col followed by one
+// GEMM.
+#include <algorithm>
+
+#include "kernels/half_precision.h"
+#include "kernels/im2col.h"
+#include "kernels/kernel_tables.h"
+#include "kernels/kernel_utils.h"
+#include "kernels/linalg_util.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+// Depthwise convolutions (one input channel per group) with at most this many output channels
+// per group run directly; wider ones amortise im2col over a real GEMM.
+constexpr int64_t kMaxDirectMultiplier = 8;
+
+enum class ConvPath { kPointwise, kDepthwise, kIm2Col };
+
+constexpr std::string_view PathName(ConvPath p) {
+  switch (p) {
+    case ConvPath::kPointwise:
+      return "1x1-blas";
+    case ConvPath::kDepthwise:
+      return "depthwise-direct";
+    default:
+      return "im2col-blas";
+  }
+}
+
+// Direct depthwise convolution of one channel plane (1-D is handled as height 1).
+template <typename T>
+void DepthwisePlane(const T* x, const T* w, T bias, const WindowGeometry& g, T* y) {
+  const bool two_d = g.rank() == 2;
+  const int64_t ih_n = two_d ? g.input[0] : 1;
+  const int64_t iw_n = g.input[g.rank() - 1];
+  const int64_t oh_n = two_d ? g.output[0] : 1;
+  const int64_t ow_n = g.output[g.rank() - 1];
+  const int64_t kh_n = two_d ? g.kernel[0] : 1;
+  const int64_t kw_n = g.kernel[g.rank() - 1];
+  const int64_t sh = two_d ? g.stride[0] : 1;
+  const int64_t sw = g.stride[g.rank() - 1];
+  const int64_t dh = two_d ? g.dilation[0] : 1;
+  const int64_t dw = g.dilation[g.rank() - 1];
+  const int64_t ph = two_d ? g.pad_begin[0] : 0;
+  const int64_t pw = g.pad_begin[g.rank() - 1];
+  // Valid output range per kernel column, shared by every row.
+  absl::InlinedVector<int64_t, 16> lo(kw_n);
+  absl::InlinedVector<int64_t, 16> hi(kw_n);
+  for (int64_t kw = 0; kw < kw_n; ++kw) {
+    const int64_t off = kw * dw - pw;
+    int64_t l = off >= 0 ? 0 : (-off + sw - 1) / sw;
+    int64_t h = iw_n - 1 - off < 0 ? 0 : std::min(ow_n, (iw_n - 1 - off) / sw + 1);
+    lo[kw] = std::min(l, h);
+    hi[kw] = h;
+  }
+  for (int64_t oh = 0; oh < oh_n; ++oh) {
+    T* out = y + oh * ow_n;
+    std::fill(out, out + ow_n, bias);
+    for (int64_t kh = 0; kh < kh_n; ++kh) {
+      const int64_t ih = oh * sh + kh * dh - ph;
+      if (ih < 0 || ih >= ih_n) continue;
+      const T* row = x + ih * iw_n;
+      for (int64_t kw = 0; kw < kw_n; ++kw) {
+        const T wv = w[kh * kw_n + kw];
+        const T* src = row + (kw * dw - pw) + lo[kw] * sw;
+        if (sw == 1) {
+          for (int64_t o = lo[kw]; o < hi[kw]; ++o) out[o] += wv * src[o - lo[kw]];
+        } else {
+          for (int64_t o = lo[kw]; o < hi[kw]; ++o) out[o] += wv * src[(o - lo[kw]) * sw];
+        }
+      }
+    }
+  }
+}
+
+class ConvKernel final : public KernelBase {
+ public:
+  explicit ConvKernel(const KernelBuildInfo& info)
+      : attrs_(WindowAttributes::Parse(info, false)), group_(info.GetInt("group", 1)) {
+    if (group_ <= 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: group must be positive, got {}", info.Describe(), group_));
+    }
+  }
+
+  void Run(RuntimeContext& rt) const override {
+    const Tensor& x_in = rt.Input(0);
+    const Tensor& w_in = rt.Input(1);
+    const Tensor* b_in = rt.OptionalInput(2);
+    if (x_in.rank() < 3) {
+      ThrowInvalid(rt, "input X must have shape [N, C, D1, ...] (rank >= 3), got {}",
+                   ShapeToString(x_in.shape()));
+    }
+    if (w_in.rank() != x_in.rank()) {
+      ThrowInvalid(rt, "input W must have rank {} like X, got W {} for X {}", x_in.rank(),
+                   ShapeToString(w_in.shape()), ShapeToString(x_in.shape()));
+    }
+    if (w_in.dtype() != x_in.dtype() || (b_in != nullptr && b_in->dtype() != x_in.dtype())) {
+      ThrowInvalid(rt, "inputs X, W and B must share one element type, got X {} and W {}",
+                   DataTypeName(x_in.dtype()), DataTypeName(w_in.dtype()));
+    }
+    const int64_t n = x_in.dim(0);
+    const int64_t c = x_in.dim(1);
+    const int64_t m = w_in.dim(0);
+    if (w_in.dim(1) * group_ != c) {
+      ThrowInvalid(rt, "input X has {} channels but W {} with group {} expects {}", c,
+                   ShapeToString(w_in.shape()), group_, w_in.dim(1) * group_);
+    }
+    if (m % group_ != 0) {
+      ThrowInvalid(rt, "W has {} output channels, which is not a multiple of group {}", m, group_);
+    }
+    if (b_in != nullptr && (b_in->rank() != 1 || b_in->dim(0) != m)) {
+      ThrowInvalid(rt, "input B must have shape [{}], got {}", m, ShapeToString(b_in->shape()));
+    }
+    const std::span<const int64_t> spatial(x_in.shape().data() + 2, x_in.shape().size() - 2);
+    const std::span<const int64_t> kernel(w_in.shape().data() + 2, w_in.shape().size() - 2);
+    if (!attrs_.kernel_shape.empty() &&
+        !std::equal(kernel.begin(), kernel.end(), attrs_.kernel_shape.begin(), attrs_.kernel_shape.end())) {
+      ThrowInvalid(rt, "attribute kernel_shape {} does not match W's spatial shape {}",
+                   ShapeToString(attrs_.kernel_shape), ShapeToString(kernel));
+    }
+    const WindowGeometry g = ResolveWindow(rt, attrs_, spatial, kernel);
+    Shape out_shape{n, m};
+    out_shape.insert(out_shape.end(), g.output.begin(), g.output.end());
+    Tensor& y = rt.AllocateOutput(0, x_in.dtype(), out_shape);
+    switch (x_in.dtype()) {
+      case DataType::kFloat:
+        return RunTyped<float>(rt, x_in, w_in, b_in, g, y);
+      case DataType::kDouble:
+        return RunTyped<double>(rt, x_in, w_in, b_in, g, y);
+      default:
+        ThrowUnsupportedType(rt, 0, x_in.dtype());
+    }
+  }
+
+ private:
+  template <typename T>
+  void RunTyped(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
+                const WindowGeometry& g, Tensor& y) const {
+    const int64_t n = x_in.dim(0);
+    const int64_t c = x_in.dim(1);
+    const int64_t m = w_in.dim(0);
+    const int64_t cg = c / group_;
+    const int64_t mg = m / group_;
+    const int64_t in_size = g.input_size();
+    const int64_t out_size = g.output_size();
+    const int64_t ksize = g.kernel_size();
+    bool pointwise = true;
+    for (size_t i = 0; i < g.rank(); ++i) {
+      pointwise =
+          pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
+    }
+    const ConvPath path = pointwise                                                ? ConvPath::kPointwise
+                          : cg == 1 && mg <= kMaxDirectMultiplier && g.rank() <= 2 ? ConvPath::kDepthwise
+                                                                                   : ConvPath::kIm2Col;
+    if (rt.kernel_usage_enabled())
+      rt.RecordKernelUsage(KernelUsageName("Conv", x_in.dtype(), PathName(path)));
+    if (y.size() == 0) return;
+    const Tensor xc = x_in.Contiguous(rt.allocator());
+    const Tensor wc = w_in.Contiguous(rt.allocator());
+    const Tensor bc = b_in != nullptr ? b_in->Contiguous(rt.allocator()) : Tensor();
+    const T* x = xc.data<T>();
+    const T* w = wc.data<T>();
+    const T* bias = b_in != nullptr ? bc.data<T>() : nullptr;
+    T* out = y.data<T>();
+
+    if (path == ConvPath::kDepthwise) {
+      for (int64_t img = 0; img < n; ++img) {
+        for (int64_t oc = 0; oc < m; ++oc) {
+          const int64_t ic = oc / mg;  // cg == 1: output channel oc reads input channel of its group
+          DepthwisePlane<T>(x + (img * c + ic) * in_size, w + oc * ksize, bias != nullptr ? bias[oc] : T{0},
+                            g, out + (img * m + oc) * out_size);
+        }
+      }
+      return;
+    }
+    Tensor col;
+    if (path == ConvPath::kIm2Col)
+      col = Tensor::Allocate(x_in.dtype(), {cg * ksize * out_size}, rt.allocator());
+    for (int64_t img = 0; img < n; ++img) {
+      for (int64_t grp = 0; grp < group_; ++grp) {
+        const T* xg = x + (img * c + grp * cg) * in_size;
+        const T* wg = w + grp * mg * cg * ksize;
+        T* yg = out + (img * m + grp * mg) * out_size;
+        const T* rhs = xg;
+        if (path == ConvPath::kIm2Col) {
+          Im2Col<T>(xg, cg, g, col.data<T>());
+          rhs = col.data<T>();
+        }
+        Gemm<T>(false, false, mg, out_size, cg * ksize, 1.0, wg, cg * ksize, rhs, out_size, 0.0, yg,
+                out_size);
+      }
+      if (bias != nullptr) {
+        for (int64_t oc = 0; oc < m; ++oc) {
+          T* plane = out + (img * m + oc) * out_size;
+          const T b = bias[oc];
+          for (int64_t i = 0; i < out_size; ++i) plane[i] += b;
+        }
+      }
+    }
+  }
+
+  WindowAttributes attrs_;
+  int64_t group_;
+};
+
+}  // namespace
+
+void RegisterConvKernels(KernelRegistry& registry) {
+  registry.Register("", "Conv", 1, [](const KernelBuildInfo& info) {
+    return WithHalfPrecision(std::make_unique<ConvKernel>(info), "Conv");
+  });
+}
+
+}  // namespace onnx_light::runtime
