@@ -108,7 +108,8 @@ int64_t VersionIn(const std::vector<OpsetId>& imports, std::string_view domain) 
   return 0;
 }
 
-void CountOperators(const std::vector<Node>& nodes, const std::vector<OpsetId>& imports, OperatorUses& uses) {
+void CountOperators(const std::vector<Node>& nodes, const std::vector<OpsetId>& imports,
+                    OperatorUses& uses) {
   for (const Node& node : nodes) {
     const std::string domain(CanonicalDomain(node.domain));
     ++uses[{domain, node.op_type, VersionIn(imports, domain)}];

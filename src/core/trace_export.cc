@@ -244,7 +244,8 @@ void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
   order.reserve(events.size());
   for (size_t i = 0; i < events.size(); ++i) {
     const RuntimeEventAction action = events[i].action;
-    if (action == RuntimeEventAction::kRunNode || action == RuntimeEventAction::kPersistentStorage ||
+    if (action == RuntimeEventAction::kRunNode ||
+        action == RuntimeEventAction::kPersistentStorage ||
         (options.include_value_events && IsValueAction(action))) {
       order.push_back(i);
     }
@@ -262,9 +263,9 @@ void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
   samples.reserve(events.size());
   for (size_t i = 0; i < events.size(); ++i) {
     const RuntimeEvent& e = events[i];
-    const int64_t at = e.timestamp_ns + (e.action == RuntimeEventAction::kRunNode
-                                             ? std::max<int64_t>(e.duration_ns, 0)
-                                             : 0);
+    const int64_t at =
+        e.timestamp_ns +
+        (e.action == RuntimeEventAction::kRunNode ? std::max<int64_t>(e.duration_ns, 0) : 0);
     samples.emplace_back(at, i);
   }
   std::stable_sort(samples.begin(), samples.end(),
@@ -275,7 +276,8 @@ void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
            R"("origin_timestamp_ns":{},"event_count":{}}},"traceEvents":[)",
            origin, events.size());
   w.NextEvent();
-  w.Format(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"onnx-light runtime"}}}})",
+  w.Format(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,)"
+           R"("args":{{"name":"onnx-light runtime"}}}})",
            kPid);
   WriteThreadName(w, kNodesTid, "nodes");
   WriteThreadName(w, kStorageTid, "persistent storage");

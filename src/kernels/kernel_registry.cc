@@ -64,7 +64,8 @@ std::vector<KernelRegistry::Key> KernelRegistry::Keys() const {
   keys.reserve(entries_.size());
   for (const Entry& e : entries_) keys.push_back({e.domain, e.op_type, e.since_version});
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::tie(a.domain, a.op_type, a.since_version) < std::tie(b.domain, b.op_type, b.since_version);
+    return std::tie(a.domain, a.op_type, a.since_version) <
+           std::tie(b.domain, b.op_type, b.since_version);
   });
   return keys;
 }

@@ -4,13 +4,13 @@
 #include "onnx_light/runtime/trace_export.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <unistd.h>
 
 #include "graph_builder.h"
 #include "json_reader.h"
@@ -51,7 +51,8 @@ void ExpectCompleteEvent(const Json& e) {
   EXPECT_TRUE(e["dur"].is_number());
   EXPECT_GE(e["dur"].number, 0);
   EXPECT_TRUE(e["args"].is_object());
-  for (const char* key : {"node_index", "node_name", "inputs", "subgraph_node_index", "subgraph_attr_name"}) {
+  for (const char* key :
+       {"node_index", "node_name", "inputs", "subgraph_node_index", "subgraph_attr_name"}) {
     EXPECT_TRUE(e["args"].Has(key)) << "X event args without '" << key << "'";
   }
 }
@@ -70,22 +71,54 @@ constexpr int64_t kT0 = 1'700'000'000'000'000'000;
 
 std::vector<RuntimeEvent> HandMadeLog() {
   return {
-      {.action = RuntimeEventAction::kAdd, .kind = TensorKind::kInput, .timestamp_ns = kT0, .name = "x",
-       .data_type = 1, .shape = {2, 3}, .allocated_bytes = 24},
+      {.action = RuntimeEventAction::kAdd,
+       .kind = TensorKind::kInput,
+       .timestamp_ns = kT0,
+       .name = "x",
+       .data_type = 1,
+       .shape = {2, 3},
+       .allocated_bytes = 24},
       // Recorded after its child below, as the executor does.
-      {.action = RuntimeEventAction::kRunNode, .timestamp_ns = kT0 + 1'000, .name = "n\"quoted\"\\",
-       .op_type = "Child", .inputs = {"x"}, .duration_ns = 500, .node_index = 0, .subgraph_node_index = 1,
-       .subgraph_attr_name = "then_branch", .allocated_bytes = 48},
-      {.action = RuntimeEventAction::kRunNode, .timestamp_ns = kT0 + 500, .name = "line\nbreak\x01",
-       .op_type = "If", .inputs = {"cond", "caf\xc3\xa9", "bad\xff"}, .duration_ns = 2'500,
-       .node_index = 1, .allocated_bytes = 48, .peak_bytes = 64},
-      {.action = RuntimeEventAction::kPersistentStorage, .kind = TensorKind::kOutput,
-       .timestamp_ns = kT0 + 1'200, .name = "present", .data_type = 1, .shape = {2, 4, 3},
-       .allocated_bytes = 96, .storage_allocations = 1, .storage_allocated_bytes = 96,
-       .storage_prefix_copied_bytes = 24, .storage_append_copied_bytes = 0, .storage_reuse_count = 0},
-      {.action = RuntimeEventAction::kRemove, .kind = TensorKind::kIntermediate, .timestamp_ns = kT0 + 3'500,
-       .name = "tmp", .allocated_bytes = 96},
-      {.action = RuntimeEventAction::kRemove, .timestamp_ns = kT0 + 3'600, .name = "tmp2", .allocated_bytes = 72},
+      {.action = RuntimeEventAction::kRunNode,
+       .timestamp_ns = kT0 + 1'000,
+       .name = "n\"quoted\"\\",
+       .op_type = "Child",
+       .inputs = {"x"},
+       .duration_ns = 500,
+       .node_index = 0,
+       .subgraph_node_index = 1,
+       .subgraph_attr_name = "then_branch",
+       .allocated_bytes = 48},
+      {.action = RuntimeEventAction::kRunNode,
+       .timestamp_ns = kT0 + 500,
+       .name = "line\nbreak\x01",
+       .op_type = "If",
+       .inputs = {"cond", "caf\xc3\xa9", "bad\xff"},
+       .duration_ns = 2'500,
+       .node_index = 1,
+       .allocated_bytes = 48,
+       .peak_bytes = 64},
+      {.action = RuntimeEventAction::kPersistentStorage,
+       .kind = TensorKind::kOutput,
+       .timestamp_ns = kT0 + 1'200,
+       .name = "present",
+       .data_type = 1,
+       .shape = {2, 4, 3},
+       .allocated_bytes = 96,
+       .storage_allocations = 1,
+       .storage_allocated_bytes = 96,
+       .storage_prefix_copied_bytes = 24,
+       .storage_append_copied_bytes = 0,
+       .storage_reuse_count = 0},
+      {.action = RuntimeEventAction::kRemove,
+       .kind = TensorKind::kIntermediate,
+       .timestamp_ns = kT0 + 3'500,
+       .name = "tmp",
+       .allocated_bytes = 96},
+      {.action = RuntimeEventAction::kRemove,
+       .timestamp_ns = kT0 + 3'600,
+       .name = "tmp2",
+       .allocated_bytes = 72},
   };
 }
 
@@ -151,7 +184,8 @@ TEST(TraceExport, HandMadeLogBecomesTheChromeLayout) {
   std::map<std::string, std::string> thread_names;
   for (const Json* m : EventsWithPhase(trace, "M")) {
     if ((*m)["name"].string == "thread_name") {
-      thread_names[std::to_string(static_cast<int>((*m)["tid"].number))] = (*m)["args"]["name"].string;
+      thread_names[std::to_string(static_cast<int>((*m)["tid"].number))] =
+          (*m)["args"]["name"].string;
     }
   }
   EXPECT_EQ(thread_names["1"], "nodes");
@@ -204,7 +238,8 @@ class AppendRows final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const Tensor& past = rt.Input(0);
     const Tensor& x = rt.Input(1);
-    PersistentAppendReservation r = rt.ReservePersistentAppend(rt.output_name(0), past, 1, x.dim(1));
+    PersistentAppendReservation r =
+        rt.ReservePersistentAppend(rt.output_name(0), past, 1, x.dim(1));
     if (!r) throw Error(ErrorCode::kFailedPrecondition, "the test expects an in-place append");
     CopyIntoView(x.Contiguous(rt.allocator()), r.append);
     rt.CommitPersistentAppend(r);
@@ -216,7 +251,8 @@ class AppendRows final : public KernelBase {
 std::shared_ptr<const Model> BranchAppendModel() {
   auto then_branch = std::make_shared<Graph>();
   then_branch->name = "then";
-  then_branch->outputs.push_back({"branch_present", GraphBuilder::TensorType(DataType::kFloat, {})});
+  then_branch->outputs.push_back(
+      {"branch_present", GraphBuilder::TensorType(DataType::kFloat, {})});
   Node append;
   append.name = "inner_append";
   append.op_type = "AppendRows";
@@ -251,10 +287,11 @@ TEST(TraceExport, IfBranchDecodeLoopWritesNestedNodesAndStorageCounters) {
   Tensor yes = Tensor::Allocate(DataType::kBool, {}, MakeCpuAllocator());
   *yes.data<bool>() = true;
   constexpr int kSteps = 5;
-  for (int step = 0; step < kSteps; ++step) state.Run(rt, {{"x", FloatTensor({2, 1, 3})}, {"cond", yes}});
+  for (int step = 0; step < kSteps; ++step)
+    state.Run(rt, {{"x", FloatTensor({2, 1, 3})}, {"cond", yes}});
 
-  const std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("onnx_light_trace_" + std::to_string(::getpid()) + ".json");
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("onnx_light_trace_" + std::to_string(::getpid()) + ".json");
   ExportChromeTrace(rt.events(), path);
   std::ifstream file(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
@@ -295,8 +332,9 @@ TEST(TraceExport, IfBranchDecodeLoopWritesNestedNodesAndStorageCounters) {
   for (const Json* e : EventsWithPhase(trace, "i")) {
     EXPECT_EQ((*e)["cat"].string, "persistent_storage");
     EXPECT_EQ((*e)["args"]["subgraph_attr_name"].string, "then_branch");
-    for (const char* key : {"storage_allocations", "storage_allocated_bytes", "storage_prefix_copied_bytes",
-                            "storage_append_copied_bytes", "storage_reuse_count"}) {
+    for (const char* key :
+         {"storage_allocations", "storage_allocated_bytes", "storage_prefix_copied_bytes",
+          "storage_append_copied_bytes", "storage_reuse_count"}) {
       ASSERT_TRUE((*e)["args"].Has(key)) << key;
       totals[key] += (*e)["args"][key].number;
     }
