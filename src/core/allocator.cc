@@ -7,24 +7,73 @@ namespace onnx_light::runtime {
 
 namespace {
 constexpr size_t kAlignment = 64;
-}
 
-void* CpuAllocator::Allocate(size_t bytes) {
+size_t RoundedSize(size_t bytes) {
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* block = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (block == nullptr) throw std::bad_alloc();
+  return rounded == 0 ? kAlignment : rounded;
+}
+}  // namespace
+
+CpuAllocator::~CpuAllocator() { ReleaseCache(); }
+
+void CpuAllocator::CountAllocation(size_t bytes) noexcept {
   const int64_t live = live_.fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed) +
                        static_cast<int64_t>(bytes);
   int64_t peak = peak_.load(std::memory_order_relaxed);
   while (live > peak && !peak_.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
   }
+}
+
+void* CpuAllocator::Allocate(size_t bytes) {
+  const size_t rounded = RoundedSize(bytes);
+  void* block = nullptr;
+  if (max_cached_bytes_ > 0) {
+    std::lock_guard lock(cache_mutex_);
+    auto it = cache_.find(rounded);
+    if (it != cache_.end() && !it->second.empty()) {
+      block = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= rounded;
+    }
+  }
+  if (block == nullptr) {
+    block = std::aligned_alloc(kAlignment, rounded);
+    if (block == nullptr) throw std::bad_alloc();
+  }
+  CountAllocation(bytes);
   return block;
 }
 
 void CpuAllocator::Free(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
-  std::free(block);
   live_.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  const size_t rounded = RoundedSize(bytes);
+  if (rounded <= max_cached_bytes_) {
+    std::lock_guard lock(cache_mutex_);
+    if (cached_bytes_ + rounded <= max_cached_bytes_) {
+      try {
+        cache_[rounded].push_back(block);
+        cached_bytes_ += rounded;
+        return;
+      } catch (...) {  // no memory for the bookkeeping: give the block back instead
+      }
+    }
+  }
+  std::free(block);
+}
+
+size_t CpuAllocator::cached_bytes() const {
+  std::lock_guard lock(cache_mutex_);
+  return cached_bytes_;
+}
+
+void CpuAllocator::ReleaseCache() noexcept {
+  std::lock_guard lock(cache_mutex_);
+  for (auto& [size, blocks] : cache_) {
+    for (void* block : blocks) std::free(block);
+  }
+  cache_.clear();
+  cached_bytes_ = 0;
 }
 
 std::shared_ptr<Allocator> MakeCpuAllocator() { return std::make_shared<CpuAllocator>(); }

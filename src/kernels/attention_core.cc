@@ -1,5 +1,7 @@
 #include "kernels/attention_core.h"
 
+#include "kernels/fast_math.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -12,34 +14,7 @@
 namespace onnx_light::runtime::attention {
 
 float ExpShiftedSum(float* x, int64_t n, float shift) {
-  // Cephes-style expf: exp(v) = 2^k * exp(r), k = round(v / ln 2), |r| <= ln(2) / 2, with a
-  // degree-6 polynomial for exp(r). Inputs are <= 0 here (scores minus the row maximum); below
-  // -87 (where the result leaves the normal range) the result is 0. The range test compares bit
-  // patterns: float compares would stop GCC from vectorizing under its default -ftrapping-math.
-  // A negative bit pattern beyond -87 (including -inf and sign-set NaNs) reads as "below".
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  constexpr uint32_t kLowestBits = std::bit_cast<uint32_t>(-87.0f);
-  for (int64_t j = 0; j < n; ++j) {
-    const float v = x[j] - shift;
-    const uint32_t vb = std::bit_cast<uint32_t>(v);
-    const uint32_t below = vb > kLowestBits ? ~0u : 0u;
-    const float c = std::bit_cast<float>((vb & ~below) | (kLowestBits & below));
-    const float t = c * kLog2e + kRound;
-    const uint32_t k = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kRound);  // mod 2^32
-    const float kf = t - kRound;
-    const float r = c - kf * kLn2Hi - kf * kLn2Lo;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const float e = p * std::bit_cast<float>((k + 127u) << 23);
-    x[j] = std::bit_cast<float>(std::bit_cast<uint32_t>(e) & ~below);
-  }
+  for (int64_t j = 0; j < n; ++j) x[j] = fast_math::Exp(x[j] - shift);
   // Eight partial sums keep the reduction vectorizable without reassociation flags.
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t j = 0;

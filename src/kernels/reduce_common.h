@@ -10,6 +10,7 @@
 #include <span>
 #include <type_traits>
 
+#include "kernels/fast_math.h"
 #include "kernels/kernel_utils.h"
 
 namespace onnx_light::runtime {
@@ -120,32 +121,10 @@ inline A LaneReduce(const T* x, int64_t n, A init, Pre pre, Combine combine) {
   return acc;
 }
 
-/// exp(x) for float without library calls, so loops over it vectorise (Cephes-style range
-/// reduction and polynomial, about 1 ulp). Meant for max-shifted arguments (x <= 0, as in
-/// softmax and log-sum-exp): below -88 the result flushes to 0, above 88.3 (within 1.5x of the
-/// float maximum) it is +inf, and NaN stays NaN.
-inline float FastExp(float x) {
-  float xc = Select(x > -88.0f, x, -88.0f);  // NaN becomes -88 here, and NaN again at the end
-  xc = Select(xc < 88.3f, xc, 88.3f);
-  // n = round(xc / ln 2) by the 1.5 * 2^23 trick (no SSE4.1 rounding needed).
-  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (xc - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t e = static_cast<int32_t>(n) + 127;  // 0 (n = -127) gives 0.0f
-  const float y = p * std::bit_cast<float>(e << 23);
-  return Select(x > 88.3f, std::numeric_limits<float>::infinity(), Select(x == x, y, x));
-}
-
-/// exp for the compute types: FastExp for float, std::exp for double.
+/// exp for the compute types: fast_math::Exp (vectorisable, ~1 ulp) for float, std::exp for double.
 template <typename C>
 inline C ExpOf(C x) {
-  if constexpr (std::is_same_v<C, float>) return FastExp(x);
+  if constexpr (std::is_same_v<C, float>) return fast_math::Exp(x);
   else return std::exp(x);
 }
 

@@ -104,3 +104,39 @@ TEST(AllocatorTest, ConcurrentAllocationsBalance) {
 
 }  // namespace
 }  // namespace onnx_light::runtime
+
+namespace onnx_light::runtime {
+namespace {
+
+TEST(CpuAllocatorCache, ReusesFreedBlocksOfTheSameSizeWithoutCountingThemLive) {
+  CpuAllocator allocator(1 << 20);
+  void* a = allocator.Allocate(1000);
+  allocator.Free(a, 1000);
+  EXPECT_EQ(allocator.live_bytes(), 0);
+  EXPECT_EQ(allocator.cached_bytes(), 1024u);
+  void* b = allocator.Allocate(1000);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(allocator.cached_bytes(), 0u);
+  EXPECT_EQ(allocator.live_bytes(), 1000);
+  void* c = allocator.Allocate(5000);
+  EXPECT_NE(c, b);
+  allocator.Free(b, 1000);
+  allocator.Free(c, 5000);
+  allocator.ReleaseCache();
+  EXPECT_EQ(allocator.cached_bytes(), 0u);
+}
+
+TEST(CpuAllocatorCache, KeepsAtMostTheCap) {
+  CpuAllocator allocator(4096);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(allocator.Allocate(1024));
+  for (void* p : blocks) allocator.Free(p, 1024);
+  EXPECT_EQ(allocator.cached_bytes(), 4096u);
+  EXPECT_EQ(allocator.live_bytes(), 0);
+  CpuAllocator no_cache(0);
+  no_cache.Free(no_cache.Allocate(64), 64);
+  EXPECT_EQ(no_cache.cached_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime

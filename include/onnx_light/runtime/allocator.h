@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 namespace onnx_light::runtime {
 
@@ -29,17 +32,40 @@ class Allocator {
 };
 
 /// Heap allocator with atomic live/peak tracking. Thread-safe.
+///
+/// Freed blocks are kept, keyed by size, up to `max_cached_bytes` in total, and handed out again
+/// to the next request of the same size: repeated runs of one model then allocate nothing from
+/// the system (fresh large blocks would otherwise be mapped and page-faulted on every run).
+/// Cached blocks do not count as live bytes.
 class CpuAllocator final : public Allocator {
  public:
+  static constexpr size_t kDefaultMaxCachedBytes = size_t{256} << 20;
+
+  explicit CpuAllocator(size_t max_cached_bytes = kDefaultMaxCachedBytes)
+      : max_cached_bytes_(max_cached_bytes) {}
+  ~CpuAllocator() override;
+  CpuAllocator(const CpuAllocator&) = delete;
+  CpuAllocator& operator=(const CpuAllocator&) = delete;
+
   void* Allocate(size_t bytes) override;
   void Free(void* block, size_t bytes) noexcept override;
   int64_t live_bytes() const noexcept override { return live_.load(std::memory_order_relaxed); }
   int64_t peak_bytes() const noexcept override { return peak_.load(std::memory_order_relaxed); }
   void ResetPeak() noexcept override { peak_.store(live_bytes(), std::memory_order_relaxed); }
+  /// Bytes held in the cache of freed blocks.
+  size_t cached_bytes() const;
+  /// Returns every cached block to the system.
+  void ReleaseCache() noexcept;
 
  private:
+  void CountAllocation(size_t bytes) noexcept;
+
+  const size_t max_cached_bytes_;
   std::atomic<int64_t> live_{0};
   std::atomic<int64_t> peak_{0};
+  mutable std::mutex cache_mutex_;
+  std::unordered_map<size_t, std::vector<void*>> cache_;  // rounded size -> free blocks
+  size_t cached_bytes_ = 0;
 };
 
 /// A fresh CpuAllocator. Each root RuntimeContext gets its own unless its options name one.
