@@ -6,8 +6,8 @@ set -euo pipefail
 apt_packages=(g++ cmake ninja-build ccache pkg-config libfmt-dev libabsl-dev libgtest-dev libgmock-dev
               libbenchmark-dev libopenblas-dev libdlpack-dev clang libclang-rt-14-dev)
 # onnx and onnxruntime are pinned: the conformance suite's expected-failure list and the
-# reference results are tied to these versions.
-py_packages=(pybind11 scikit-build-core numpy pytest onnx==1.23.2 onnxruntime==1.32.0)
+# reference results are tied to these versions. matplotlib draws the demo's memory plot.
+py_packages=(pybind11 scikit-build-core numpy pytest onnx==1.23.2 onnxruntime==1.32.0 matplotlib)
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -2,18 +2,23 @@
 events on, and print what happened.
 
     python -m onnx_light.demo [--steps 64] [--layers 2] [--heads 4] [--head-size 16]
+                              [--plot decode_memory.png | --no-plot] [--trace decode_trace.json]
+
+With matplotlib installed, it also draws the allocator's live bytes and the persistent storage
+over the loop into a PNG (decode_memory.png in the current folder unless --plot says otherwise).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 import numpy as np
 
 import onnx_light.runtime as runtime
-from onnx_light import decoder_model, summary
+from onnx_light import decoder_model, plots, summary, trace
 
 
 def main(argv=None) -> int:
@@ -23,6 +28,10 @@ def main(argv=None) -> int:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--head-size", type=int, default=16)
     parser.add_argument("--capacity", type=int, default=32, help="persistent_tensor_initial_capacity")
+    parser.add_argument("--plot", default="decode_memory.png", metavar="PATH",
+                        help="PNG of memory over the loop (default: decode_memory.png; needs matplotlib)")
+    parser.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
+    parser.add_argument("--trace", metavar="PATH", help="also write a Chrome trace of the loop (Perfetto)")
     args = parser.parse_args(argv)
 
     model = decoder_model.build_decoder(layers=args.layers, heads=args.heads, head_size=args.head_size)
@@ -60,6 +69,17 @@ def main(argv=None) -> int:
     print(f"\nallocator peak: {summary.peak_bytes(events)} bytes")
     kernels = sorted(set(context.get_kernel_usage()))
     print("kernels that ran: " + ", ".join(kernels))
+    if args.trace:
+        trace.export_chrome_trace(events, args.trace)
+        print(f"\ntrace: {args.trace} (open it in https://ui.perfetto.dev)")
+    if not args.no_plot:
+        try:
+            path = plots.plot_decode_memory(
+                events, args.plot, title=f"{args.steps}-step decode loop, {args.layers} layers, "
+                                         f"initial capacity {args.capacity}")
+            print(f"\nplot: {os.path.abspath(path)}")
+        except ImportError:
+            print("\nplot: skipped, matplotlib is not installed (pip install matplotlib)")
     return 0
 
 

@@ -3,8 +3,12 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <map>
+#include <tuple>
+
 #include "bindings.h"
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/kernel_base.h"
 #include "onnx_light/runtime/runtime_session.h"
 #include "python_owner.h"
 
@@ -68,11 +72,23 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
   return outputs;
 }
 
+std::string_view TypeKindName(TypeInfo::Kind kind) {
+  switch (kind) {
+    case TypeInfo::Kind::kTensor: return "tensor";
+    case TypeInfo::Kind::kSequence: return "sequence";
+    case TypeInfo::Kind::kOptional: return "optional";
+    case TypeInfo::Kind::kMap: return "map";
+    case TypeInfo::Kind::kSparseTensor: return "sparse_tensor";
+    default: return "unknown";
+  }
+}
+
 py::list DescribeValues(const std::vector<ValueInfo>& values) {
   py::list out;
   for (const ValueInfo& v : values) {
     py::dict d;
     d["name"] = v.name;
+    d["kind"] = std::string(TypeKindName(v.type.kind));
     d["data_type"] = static_cast<int>(v.type.element_type);
     if (v.type.shape) d["shape"] = py::cast(*v.type.shape);
     else d["shape"] = py::none();
@@ -81,9 +97,92 @@ py::list DescribeValues(const std::vector<ValueInfo>& values) {
   return out;
 }
 
+// Operator uses of a graph and the graphs nested in its attributes, keyed by
+// (domain, op_type, opset version of that domain where the node sits).
+using OperatorUses = std::map<std::tuple<std::string, std::string, int64_t>, int64_t>;
+
+int64_t VersionIn(const std::vector<OpsetId>& imports, std::string_view domain) {
+  for (const OpsetId& opset : imports) {
+    if (CanonicalDomain(opset.domain) == CanonicalDomain(domain)) return opset.version;
+  }
+  return 0;
+}
+
+void CountOperators(const std::vector<Node>& nodes, const std::vector<OpsetId>& imports,
+                    OperatorUses& uses) {
+  for (const Node& node : nodes) {
+    const std::string domain(CanonicalDomain(node.domain));
+    ++uses[{domain, node.op_type, VersionIn(imports, domain)}];
+    for (const Attribute& attr : node.attributes) {
+      if (attr.g) CountOperators(attr.g->nodes, imports, uses);
+      for (const auto& g : attr.graphs) {
+        if (g) CountOperators(g->nodes, imports, uses);
+      }
+    }
+  }
+}
+
+py::dict DescribeModel(const Model& model) {
+  py::dict d;
+  d["ir_version"] = model.ir_version;
+  d["producer_name"] = model.producer_name;
+  d["producer_version"] = model.producer_version;
+  d["domain"] = model.domain;
+  d["model_version"] = model.model_version;
+  d["doc_string"] = model.doc_string;
+  d["graph_name"] = model.graph.name;
+  py::list opsets;
+  for (const OpsetId& o : model.opset_imports) opsets.append(py::make_tuple(o.domain, o.version));
+  d["opset_imports"] = opsets;
+  d["inputs"] = DescribeValues(model.graph.inputs);
+  d["outputs"] = DescribeValues(model.graph.outputs);
+  d["initializer_count"] = model.graph.initializers.size();
+  d["node_count"] = model.graph.nodes.size();
+  py::list bindings;
+  for (const PersistentBinding& b : model.graph.persistent_bindings) {
+    bindings.append(py::make_tuple(b.input_name, b.output_name));
+  }
+  d["persistent_bindings"] = bindings;
+  OperatorUses uses;
+  CountOperators(model.graph.nodes, model.opset_imports, uses);
+  py::list functions;
+  for (const Function& f : model.functions) {
+    functions.append(py::make_tuple(std::string(CanonicalDomain(f.domain)), f.name));
+    CountOperators(f.nodes, f.opset_imports.empty() ? model.opset_imports : f.opset_imports, uses);
+  }
+  d["functions"] = functions;
+  py::list operators;
+  for (const auto& [key, count] : uses) {
+    py::dict op;
+    op["domain"] = std::get<0>(key);
+    op["op_type"] = std::get<1>(key);
+    op["opset_version"] = std::get<2>(key);
+    op["count"] = count;
+    operators.append(op);
+  }
+  d["operators"] = operators;
+  return d;
+}
+
 }  // namespace
 
 void BindSession(py::module_& m) {
+  m.def("supported_operators",
+        [] {
+          py::list out;
+          for (const KernelRegistry::Key& key : BuiltinKernels().Keys()) {
+            out.append(py::make_tuple(key.domain, key.op_type, key.since_version));
+          }
+          return out;
+        },
+        "The built-in kernels as (domain, op_type, since_version) tuples, sorted; domain '' is "
+        "ai.onnx. A kernel serves its operator from since_version up to the next entry's.");
+  m.def("model_info", [](py::handle model) { return DescribeModel(*ModelFromPython(model)); },
+        py::arg("model"),
+        "Reads a model (path, bytes or onnx.ModelProto) and describes it without compiling it: "
+        "ir_version, producer, opset_imports, inputs, outputs, functions, persistent_bindings and "
+        "the operators used (with subgraphs and function bodies) with counts.");
+
   py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions")
       .def(py::init([](int64_t capacity, int num_threads, std::optional<KernelContext> kernel_context) {
              return RuntimeSessionOptions{.persistent_tensor_initial_capacity = capacity,

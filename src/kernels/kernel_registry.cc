@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <set>
+#include <tuple>
 
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_base.h"
@@ -56,6 +57,17 @@ std::vector<std::string> KernelRegistry::OperatorNames() const {
     names.insert(e.domain.empty() ? e.op_type : e.domain + "::" + e.op_type);
   }
   return {names.begin(), names.end()};
+}
+
+std::vector<KernelRegistry::Key> KernelRegistry::Keys() const {
+  std::vector<Key> keys;
+  keys.reserve(entries_.size());
+  for (const Entry& e : entries_) keys.push_back({e.domain, e.op_type, e.since_version});
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    return std::tie(a.domain, a.op_type, a.since_version) <
+           std::tie(b.domain, b.op_type, b.since_version);
+  });
+  return keys;
 }
 
 namespace {

@@ -101,6 +101,16 @@ class KernelRegistry {
   /// Sorted unique "domain::op" names (default domain written as just "op").
   std::vector<std::string> OperatorNames() const;
 
+  /// One registration: the kernel serves opset versions from `since_version` up to the next
+  /// registration of the same (domain, op_type).
+  struct Key {
+    std::string domain;  // "" for ai.onnx
+    std::string op_type;
+    int64_t since_version;
+  };
+  /// Every registration, sorted by domain, op type and since_version.
+  std::vector<Key> Keys() const;
+
  private:
   struct Entry {
     std::string domain;

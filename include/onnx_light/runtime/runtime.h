@@ -17,3 +17,4 @@
 #include "onnx_light/runtime/runtime_session.h"
 #include "onnx_light/runtime/runtime_value.h"
 #include "onnx_light/runtime/tensor.h"
+#include "onnx_light/runtime/trace_export.h"

@@ -1,0 +1,46 @@
+#pragma once
+// Chrome trace-event export of an event log, for Perfetto (ui.perfetto.dev) and chrome://tracing.
+//
+//   std::vector<RuntimeEvent> events = rt.event_log()->Snapshot();
+//   ExportChromeTrace(events, std::filesystem::path("run.json"));
+//
+// What the file holds (one JSON object with a "traceEvents" array, timestamps in microseconds
+// relative to the earliest event):
+//   - every run_node event as a complete event ("ph": "X") on the "nodes" track, named by its
+//     op type, with node_index, node_name, op_domain, inputs, subgraph_node_index,
+//     subgraph_attr_name, allocated_bytes and peak_bytes in "args". Subgraph and function nodes
+//     nest inside the node that ran them;
+//   - the allocator's live bytes as the counter "allocator" ("ph": "C", series "live_bytes"),
+//     sampled at each event's recording time and emitted in time order when the value changes;
+//   - every persistent_storage event as an instant event ("ph": "i") on the "persistent storage"
+//     track, named by the value, with the five storage_* counters in "args";
+//   - with ChromeTraceOptions::include_value_events, add/replace/remove events as instant events
+//     on the "values" track.
+// The Python function onnx_light.trace.export_chrome_trace writes the same layout.
+
+#include <filesystem>
+#include <iosfwd>
+#include <span>
+
+#include "onnx_light/runtime/runtime_event.h"
+
+namespace onnx_light::runtime {
+
+struct ChromeTraceOptions {
+  /// Also write value additions, replacements and removals (they can dominate the file).
+  bool include_value_events = false;
+};
+
+/// Writes `events` as Chrome trace-event JSON to `out`. Reads `events` only; the caller keeps
+/// them alive for the duration of the call (pass a Snapshot() when other threads may record).
+/// Strings are JSON-escaped; bytes that are not valid UTF-8 become U+FFFD. Throws
+/// Error(kInvalidArgument) when the stream reports a write failure.
+void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
+                       const ChromeTraceOptions& options = {});
+
+/// Writes the trace to the file at `path`, replacing it. Throws Error(kInvalidArgument) naming
+/// the path when it cannot be opened or written.
+void ExportChromeTrace(std::span<const RuntimeEvent> events, const std::filesystem::path& path,
+                       const ChromeTraceOptions& options = {});
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,373 @@
+"""The ``onnx-light`` command line.
+
+    onnx-light run MODEL.onnx [--inputs FILE.npz] [--events] [--trace OUT.json] [--kernel-usage] [--repeat N]
+    onnx-light info MODEL.onnx [--json]
+
+``run`` feeds the model random inputs (or the arrays of an .npz file, by input name), runs it and
+prints its outputs, timings and, with --events, the per-operator table, persistent-storage
+traffic and allocator peak. ``info`` describes a model and says whether every operator in it has
+a kernel. Also available as ``python -m onnx_light.cli``.
+
+Exit codes: 0 success; 1 the run failed; 2 usage error, or a file that is missing or unreadable;
+3 the model is invalid or uses something the runtime does not support.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+EXIT_OK = 0
+EXIT_RUNTIME_ERROR = 1
+EXIT_USAGE = 2
+EXIT_MODEL = 3
+
+# ONNX TensorProto element types the command line can generate or print.
+_DTYPES: dict[int, tuple[str, Any]] = {
+    1: ("float32", np.float32), 2: ("uint8", np.uint8), 3: ("int8", np.int8), 4: ("uint16", np.uint16),
+    5: ("int16", np.int16), 6: ("int32", np.int32), 7: ("int64", np.int64), 8: ("string", np.str_),
+    9: ("bool", np.bool_), 10: ("float16", np.float16), 11: ("float64", np.float64),
+    12: ("uint32", np.uint32), 13: ("uint64", np.uint64), 14: ("complex64", np.complex64),
+    15: ("complex128", np.complex128), 16: ("bfloat16", None),
+}
+
+
+class CliError(Exception):
+    """A failure with the exit code it maps to."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _type_name(data_type: int) -> str:
+    return _DTYPES.get(int(data_type), (f"type {data_type}", None))[0]
+
+
+def _shape_text(shape) -> str:
+    if shape is None:
+        return "[rank unknown]"
+    return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
+
+
+def _check_model_path(path: str) -> None:
+    if not os.path.exists(path):
+        raise CliError(EXIT_USAGE, f"model file '{path}' does not exist")
+    if os.path.isdir(path):
+        raise CliError(EXIT_USAGE, f"'{path}' is a directory, not a model file")
+    if not os.access(path, os.R_OK):
+        raise CliError(EXIT_USAGE, f"model file '{path}' is not readable")
+
+
+def _model_info(runtime, path: str) -> dict:
+    _check_model_path(path)
+    try:
+        return runtime.model_info(path)
+    except (ValueError, KeyError, NotImplementedError) as error:
+        raise CliError(EXIT_MODEL, f"'{path}' is not a valid ONNX model: {_message(error)}") from error
+    except OSError as error:
+        raise CliError(EXIT_USAGE, f"cannot read '{path}': {error}") from error
+
+
+def _message(error: BaseException) -> str:
+    # KeyError wraps its message in quotes; show the text itself.
+    if isinstance(error, KeyError) and error.args:
+        return str(error.args[0])
+    return str(error)
+
+
+def _build_session(runtime, path: str, threads: int):
+    options = runtime.RuntimeSessionOptions(num_threads=threads)
+    try:
+        return runtime.RuntimeSession(path, options)
+    except NotImplementedError as error:
+        raise CliError(EXIT_MODEL, f"the model uses something the runtime does not support: {error}") from error
+    except (ValueError, KeyError) as error:
+        raise CliError(EXIT_MODEL, f"the model cannot be compiled: {_message(error)}") from error
+
+
+# ---- info ------------------------------------------------------------------------------------
+
+
+def operator_support(info: dict, supported: Sequence[tuple[str, str, int]]) -> list[dict]:
+    """Each operator of ``model_info`` with ``status``: 'supported' (and ``since_version`` of the
+    kernel that serves it), 'function' (a model-local function) or 'unsupported'."""
+    kernels: dict[tuple[str, str], list[int]] = {}
+    for domain, op, since in supported:
+        kernels.setdefault((domain, op), []).append(int(since))
+    functions = {(domain, name) for domain, name in info["functions"]}
+    rows = []
+    for op in info["operators"]:
+        key = (op["domain"], op["op_type"])
+        row = dict(op, status="unsupported", since_version=None)
+        versions = [v for v in kernels.get(key, []) if 0 < v <= op["opset_version"]]
+        if key in functions:
+            row["status"] = "function"
+        elif versions:
+            row["status"] = "supported"
+            row["since_version"] = max(versions)
+        rows.append(row)
+    return rows
+
+
+def _domain_text(domain: str) -> str:
+    return domain or "ai.onnx"
+
+
+def cmd_info(args) -> int:
+    import onnx_light.runtime as runtime
+
+    info = _model_info(runtime, args.model)
+    ops = operator_support(info, runtime.supported_operators())
+    build_error = None
+    if all(op["status"] != "unsupported" for op in ops):
+        try:
+            _build_session(runtime, args.model, 0)
+        except CliError as error:
+            build_error = str(error)
+    unsupported = [op for op in ops if op["status"] == "unsupported"]
+    ok = not unsupported and build_error is None
+
+    if args.json:
+        report = dict(info, operators=ops, supported=ok, build_error=build_error)
+        report["opset_imports"] = [list(o) for o in info["opset_imports"]]
+        print(json.dumps(report, indent=2))
+        return EXIT_OK if ok else EXIT_MODEL
+
+    print(f"model: {args.model}")
+    producer = info["producer_name"] + (f" {info['producer_version']}" if info["producer_version"] else "")
+    print(f"  ir_version {info['ir_version']}, producer {producer or '(none)'}, graph '{info['graph_name']}', "
+          f"{info['node_count']} nodes, {info['initializer_count']} initializers")
+    print("opsets: " + ", ".join(f"{_domain_text(d)} {v}" for d, v in info["opset_imports"]))
+    for title in ("inputs", "outputs"):
+        print(f"{title}:")
+        for v in info[title]:
+            kind = "" if v["kind"] == "tensor" else f" ({v['kind']})"
+            print(f"  {v['name']:<28}{_type_name(v['data_type']):<10}{_shape_text(v['shape'])}{kind}")
+    if info["functions"]:
+        print("functions: " + ", ".join(f"{_domain_text(d)}::{n}" for d, n in info["functions"]))
+    if info["persistent_bindings"]:
+        print("persistent bindings: " + ", ".join(f"{i} <- {o}" for i, o in info["persistent_bindings"]))
+    print("operators:")
+    width = max([20] + [len(op["op_type"]) + 2 for op in ops])
+    for op in ops:
+        where = f"{_domain_text(op['domain'])} {op['opset_version']}"
+        if op["status"] == "supported":
+            status = f"supported (kernel since opset {op['since_version']})"
+        elif op["status"] == "function":
+            status = "model-local function"
+        else:
+            status = "NOT SUPPORTED"
+        print(f"  {op['op_type']:<{width}}{op['count']:>6}  {where:<18}{status}")
+    if unsupported:
+        names = ", ".join(op["op_type"] for op in unsupported)
+        print(f"\n{len(unsupported)} operator(s) without a kernel: {names}")
+    elif build_error:
+        print(f"\nevery operator has a kernel, but the session does not build: {build_error}")
+    else:
+        print("\nevery operator has a kernel; the session builds")
+    return EXIT_OK if ok else EXIT_MODEL
+
+
+# ---- run -------------------------------------------------------------------------------------
+
+
+def random_input(info: dict, rng: np.random.Generator) -> np.ndarray:
+    """An array for a graph input: symbolic dimensions become 1, the element type comes from the
+    model. Floats are standard normal, integers 0 or 1, booleans random."""
+    name = info["name"]
+    if info.get("kind", "tensor") != "tensor":
+        raise CliError(EXIT_MODEL, f"input '{name}' is a {info['kind']}; the command line feeds tensors only")
+    code = int(info["data_type"])
+    type_name, dtype = _DTYPES.get(code, (f"type {code}", None))
+    if dtype is None:
+        raise CliError(EXIT_MODEL, f"input '{name}' has element type {type_name}, which the command line "
+                                   "cannot generate; pass it with --inputs")
+    shape = tuple(1 if d < 0 else int(d) for d in (info["shape"] or ()))
+    if np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating):
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype is np.bool_:
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    if dtype is np.str_:
+        return np.full(shape, "a")
+    return rng.integers(0, 2, shape).astype(dtype)
+
+
+def _load_inputs(path: str) -> dict[str, np.ndarray]:
+    if not os.path.exists(path):
+        raise CliError(EXIT_USAGE, f"inputs file '{path}' does not exist")
+    try:
+        data = np.load(path, allow_pickle=False)
+        if not hasattr(data, "files"):
+            raise CliError(EXIT_USAGE, f"'{path}' holds a single array; --inputs needs an .npz file with "
+                                       "one array per input name (numpy.savez)")
+        with data:
+            arrays = {name: data[name] for name in data.files}
+    except CliError:
+        raise
+    except Exception as error:  # numpy reports bad files as OSError, ValueError, BadZipFile, ...
+        raise CliError(EXIT_USAGE, f"cannot read inputs file '{path}': {error}") from error
+    # The runtime views arrays without copying and needs them C-contiguous (this keeps 0-d arrays
+    # 0-d, which numpy.ascontiguousarray would not).
+    return {name: a if a.flags.c_contiguous else a.copy(order="C") for name, a in arrays.items()}
+
+
+def _feeds(session, args, rng) -> tuple[dict[str, np.ndarray], list[str]]:
+    given = _load_inputs(args.inputs) if args.inputs else {}
+    known = {v["name"]: v for v in session.inputs}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise CliError(EXIT_USAGE, f"inputs file has arrays {unknown} that are not graph inputs; "
+                                   f"the inputs are {sorted(known)}")
+    generated = []
+    feeds = dict(given)
+    for name in session.required_input_names:
+        if name not in feeds:
+            feeds[name] = random_input(known[name], rng)
+            generated.append(name)
+    return feeds, generated
+
+
+def _array_stats(array: np.ndarray) -> str:
+    if array.size == 0 or not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+        return ""
+    values = np.abs(array) if np.issubdtype(array.dtype, np.complexfloating) else array.astype(np.float64)
+    return f"  min {np.min(values):.4g}  max {np.max(values):.4g}  mean {np.mean(values):.4g}"
+
+
+def _describe_output(value) -> str:
+    if isinstance(value, list):
+        return f"sequence of {len(value)} tensors"
+    if value is None:
+        return "empty optional"
+    if isinstance(value, bytes):
+        return f"{len(value)} encoded bytes"
+    array = value.numpy()
+    return f"{array.dtype.name:<10}{_shape_text(array.shape)}{_array_stats(array)}"
+
+
+def cmd_run(args) -> int:
+    import onnx_light.runtime as runtime
+    from onnx_light import summary, trace
+
+    if args.repeat < 1:
+        raise CliError(EXIT_USAGE, f"--repeat must be at least 1, got {args.repeat}")
+    if args.trace:
+        folder = os.path.dirname(os.path.abspath(args.trace))
+        if not os.path.isdir(folder):
+            raise CliError(EXIT_USAGE, f"cannot write the trace: folder '{folder}' does not exist")
+    info = _model_info(runtime, args.model)
+    session = _build_session(runtime, args.model, args.threads)
+    rng = np.random.default_rng(args.seed)
+    feeds, generated = _feeds(session, args, rng)
+
+    print(f"model: {args.model} ({info['node_count']} nodes; opsets "
+          + ", ".join(f"{_domain_text(d)} {v}" for d, v in info["opset_imports"]) + ")")
+    print("inputs:")
+    for name, array in feeds.items():
+        origin = "random" if name in generated else "from " + os.path.basename(args.inputs)
+        print(f"  {name:<28}{array.dtype.name:<10}{_shape_text(array.shape)}  ({origin})")
+
+    events_on = bool(args.events or args.trace)
+    context = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(runtime.MAX_ONNX_OPSET)),
+                                     events_enabled=events_on)
+    if args.kernel_usage:
+        context.set_kernel_usage_enabled(True)
+    times = []
+    outputs = {}
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        try:
+            outputs = session.run(context, feeds)
+        except NotImplementedError as error:
+            raise CliError(EXIT_MODEL, f"unsupported: {error}") from error
+        except (ValueError, KeyError, RuntimeError, TypeError, MemoryError) as error:
+            raise CliError(EXIT_RUNTIME_ERROR, f"the run failed: {_message(error)}") from error
+        times.append(time.perf_counter() - start)
+
+    print("outputs:")
+    for name, value in outputs.items():
+        print(f"  {name:<28}{_describe_output(value)}")
+    mean = sum(times) / len(times)
+    if len(times) == 1:
+        print(f"time: {mean * 1e3:.3f} ms")
+    else:
+        print(f"time: {len(times)} runs, mean {mean * 1e3:.3f} ms, min {min(times) * 1e3:.3f} ms, "
+              f"max {max(times) * 1e3:.3f} ms")
+
+    events = context.events() if events_on else []
+    if args.events:
+        print()
+        print(summary.format_summary(events))
+    if args.kernel_usage:
+        print("\nkernels that ran:")
+        print(summary.format_kernel_usage(context.get_kernel_usage()))
+    if args.trace:
+        try:
+            trace.export_chrome_trace(events, args.trace)
+        except OSError as error:
+            raise CliError(EXIT_USAGE, f"cannot write the trace to '{args.trace}': {error}") from error
+        print(f"\ntrace: {args.trace} ({len(events)} events; open it in https://ui.perfetto.dev "
+              "or chrome://tracing)")
+    return EXIT_OK
+
+
+# ---- entry point -----------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from onnx_light import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="onnx-light", description="Run and inspect ONNX models with the onnx-light runtime.",
+        epilog="exit codes: 0 ok, 1 runtime error, 2 usage error or missing file, "
+               "3 invalid or unsupported model")
+    parser.add_argument("--version", action="version", version=f"onnx-light {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = commands.add_parser("run", help="run a model with random or given inputs and print a summary",
+                              description="Run a model once (or --repeat N times) and print its outputs "
+                                          "and timings. Symbolic dimensions of random inputs become 1.")
+    run.add_argument("model", metavar="MODEL.onnx")
+    run.add_argument("--inputs", metavar="FILE.npz",
+                     help="arrays by input name (numpy.savez); inputs it lacks are random")
+    run.add_argument("--events", action="store_true",
+                     help="record events and print the per-operator table and storage traffic")
+    run.add_argument("--trace", metavar="OUT.json",
+                     help="write a Chrome trace (Perfetto, chrome://tracing); turns events on")
+    run.add_argument("--kernel-usage", action="store_true", help="print which kernel implementations ran")
+    run.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times (default 1)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    run.add_argument("--threads", type=int, default=0, metavar="N",
+                     help="RuntimeSessionOptions.num_threads (default 0: the runtime chooses)")
+    run.set_defaults(handler=cmd_run)
+
+    info = commands.add_parser("info", help="describe a model and check that every operator is supported",
+                               description="Print inputs, outputs, opsets and operators, and whether the "
+                                           "runtime has a kernel for each. Exits with 3 when it has not.")
+    info.add_argument("model", metavar="MODEL.onnx")
+    info.add_argument("--json", action="store_true", help="print the description as JSON")
+    info.set_defaults(handler=cmd_info)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits with 2 on usage errors
+    try:
+        return args.handler(args)
+    except CliError as error:
+        print(f"onnx-light: error: {error}", file=sys.stderr)
+        return error.code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,292 @@
+"""Type stubs of the compiled runtime module.
+
+``import onnx_light.runtime as runtime`` and
+``from onnx_light.onnx_py._onnxpykernels import runtime`` give this same module.
+
+Errors: every runtime failure raises one of four built-in exceptions, chosen by the error's
+code: ``ValueError`` (invalid argument: malformed model, wrong dtype or shape), ``KeyError``
+(unknown name), ``NotImplementedError`` (unsupported operator, opset or type) and
+``RuntimeError`` (wrong state, such as a closed state or an overlapping call). Feeds that are not
+arrays raise ``TypeError``.
+"""
+
+import enum
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import IO, Any, Literal, Union
+
+import numpy as np
+
+ModelSource = Union[str, os.PathLike[str], bytes, bytearray, memoryview, Any]
+"""A model: a file path, serialized bytes (viewed, not copied) or an onnx.ModelProto."""
+
+Feed = Union[np.ndarray, "Tensor", Any]
+"""A C-contiguous CPU NumPy array, a runtime.Tensor or a DLPack producer (never copied); for
+sequence inputs a list of those, for an empty optional None."""
+
+Value = Union["Tensor", list["Tensor"], bytes, None]
+"""A value read back from the runtime: a tensor, a sequence of tensors, encoded bytes or an
+empty optional."""
+
+TensorKindName = Literal["unknown", "initializer", "input", "intermediate", "output"]
+
+MAX_ONNX_OPSET: int
+"""Highest ai.onnx opset version the built-in kernels target (23)."""
+
+class OpsetId:
+    """An operator-set id: a domain ('' is ai.onnx) and its version."""
+
+    def __init__(self, domain: str, version: int) -> None: ...
+    @property
+    def domain(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+
+def default_opset(version: int) -> OpsetId:
+    """The ai.onnx opset of that version. ValueError outside [1, MAX_ONNX_OPSET]."""
+
+class KernelContext:
+    """The opset a context works in and the custom kernels registered for it. Copies share the
+    custom-kernel table."""
+
+    def __init__(self, opset: OpsetId) -> None: ...
+    @property
+    def opset(self) -> OpsetId: ...
+
+class RuntimeEventAction(enum.IntEnum):
+    """What a RuntimeEvent records."""
+
+    kAdd = 0
+    """A value was added to a context."""
+    kReplace = 1
+    """An existing value was overwritten."""
+    kRemove = 2
+    """A value was released."""
+    kRunNode = 3
+    """A node was dispatched; duration_ns says how long it ran."""
+    kPersistentStorage = 4
+    """Persistent-state storage work; see the storage_* fields."""
+
+def runtime_event_action_name(action: int) -> str:
+    """'add', 'replace', 'remove', 'run_node', 'persistent_storage'; 'unknown' for other values."""
+
+class RuntimeEvent:
+    """One record of the event log. Read-only."""
+
+    @property
+    def action(self) -> RuntimeEventAction: ...
+    @property
+    def kind(self) -> TensorKindName:
+        """Role of the value for tensor events ('unknown' otherwise)."""
+    @property
+    def timestamp_ns(self) -> int:
+        """Nanoseconds since the Unix epoch; a node's dispatch start for run_node events."""
+    @property
+    def name(self) -> str:
+        """Value name (add/replace/remove/persistent_storage) or node name (run_node)."""
+    @property
+    def data_type(self) -> int:
+        """ONNX TensorProto element type of the value, 0 when not a tensor."""
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def op_domain(self) -> str: ...
+    @property
+    def op_type(self) -> str: ...
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Input value names of a dispatched node."""
+    @property
+    def duration_ns(self) -> int:
+        """How long a dispatched node ran (run_node only)."""
+    @property
+    def node_index(self) -> int:
+        """Position of the node in its graph; -1 for graph inputs, removals and idle contexts,
+        -2 for initializers."""
+    @property
+    def subgraph_node_index(self) -> int:
+        """Index of the node owning the subgraph the event happened in; -1 at top level."""
+    @property
+    def subgraph_attr_name(self) -> str:
+        """Attribute holding that subgraph ('then_branch', 'body', ...); '' at top level."""
+    @property
+    def allocated_bytes(self) -> int:
+        """Allocator live bytes when the event was recorded."""
+    @property
+    def peak_bytes(self) -> int:
+        """Allocator peak bytes when the event was recorded."""
+    @property
+    def storage_allocations(self) -> int:
+        """Persistent-storage buffers allocated by this event (persistent_storage only)."""
+    @property
+    def storage_allocated_bytes(self) -> int:
+        """Bytes of those buffers."""
+    @property
+    def storage_prefix_copied_bytes(self) -> int:
+        """Bytes of an existing prefix copied into a new buffer."""
+    @property
+    def storage_append_copied_bytes(self) -> int:
+        """Bytes of newly appended rows written in place."""
+    @property
+    def storage_reuse_count(self) -> int:
+        """Reservations served by an existing buffer without allocating."""
+    def as_dict(self) -> dict[str, Any]:
+        """The event as a dict with 'action' and 'kind' as names; the five storage_* keys appear
+        only for persistent_storage events."""
+
+class Tensor:
+    """A named tensor owned or shared by the runtime. numpy.asarray(t) and numpy.from_dlpack(t)
+    view it without copying."""
+
+    def __init__(self, array: Feed, name: str = "") -> None:
+        """Wraps a contiguous NumPy array or DLPack tensor without copying."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+    @property
+    def data_type(self) -> int:
+        """ONNX TensorProto element type."""
+    @property
+    def readonly(self) -> bool:
+        """True for views that must not be written (persistent state values)."""
+    @property
+    def is_contiguous(self) -> bool: ...
+    def numpy(self) -> np.ndarray:
+        """A NumPy view (strings and bfloat16 get their proper dtypes; strings are copied)."""
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+    if sys.version_info >= (3, 12):
+        def __buffer__(self, flags: int, /) -> memoryview: ...
+
+class RuntimeContext:
+    """Holds a run's values, the shared event log and the kernel-usage recorder. Not
+    thread-safe: use one context per thread."""
+
+    kernel_usage_limit: int
+    """Kernel-usage names kept before further ones are dropped (1024)."""
+
+    def __init__(self, kernel_context: KernelContext, *, events_enabled: bool = False) -> None: ...
+    @property
+    def events_enabled(self) -> bool:
+        """Whether events are recorded (fixed at construction)."""
+    def events(self) -> list[RuntimeEvent]:
+        """A snapshot of the shared event log, in recording order."""
+    def clear_events(self) -> None:
+        """Empties the log shared by all related contexts; values stay."""
+    def clear(self) -> None:
+        """Empties the shared log and this context's values."""
+    def copy(self) -> RuntimeContext:
+        """A copy sharing the event log, recorder and tensor storage."""
+    def __copy__(self) -> RuntimeContext: ...
+    def set_kernel_usage_enabled(self, enabled: bool) -> None: ...
+    @property
+    def kernel_usage_enabled(self) -> bool: ...
+    def get_kernel_usage(self) -> list[str]:
+        """The implementation names recorded so far ('MatMul/float32/blas', ...)."""
+    def clear_kernel_usage(self) -> None: ...
+    def record_kernel_usage(self, name: str) -> None: ...
+    def put(self, name: str, value: Feed, kind: TensorKindName = "unknown") -> None:
+        """Stores a value without copying (records add or replace)."""
+    def get(self, name: str) -> Value:
+        """The value named ``name``; KeyError when absent."""
+    def remove(self, name: str, kind: TensorKindName = "unknown") -> bool:
+        """Removes a value (records remove); False if absent."""
+    def __contains__(self, name: str) -> bool: ...
+    def tensors(self) -> dict[str, Tensor]:
+        """Plain tensors by name."""
+    def values(self) -> dict[str, Value]:
+        """Sequences, optionals and encoded values by name."""
+    def set_retained_outputs(self, names: Sequence[str]) -> None:
+        """Output names whose storage goes to an external owner (skips output materialisation)."""
+    @property
+    def retained_outputs(self) -> list[str]: ...
+    @property
+    def allocated_bytes(self) -> int:
+        """The allocator's live bytes now."""
+    @property
+    def peak_bytes(self) -> int:
+        """The allocator's peak bytes so far."""
+
+class RuntimeSessionOptions:
+    """How a RuntimeSession or PersistentValueState is built."""
+
+    def __init__(self, *, persistent_tensor_initial_capacity: int = 32, num_threads: int = 0,
+                 kernel_context: KernelContext | None = None) -> None: ...
+    persistent_tensor_initial_capacity: int
+    """Rows reserved for the first append to a persistent value; 0 disables reservations."""
+    num_threads: int
+    """Threads kernels may use; 0 lets the runtime choose."""
+    kernel_context: KernelContext | None
+    """Custom kernels to resolve against when the session is built."""
+
+class RuntimeSession:
+    """A model compiled for execution. run() may be called from several threads, each with its
+    own RuntimeContext; it releases the GIL."""
+
+    def __init__(self, model: ModelSource, options: RuntimeSessionOptions | None = None) -> None: ...
+    def run(self, context: RuntimeContext, feeds: Mapping[str, Feed] | None = None) -> dict[str, Value]:
+        """Puts feeds into the context, runs, and returns every graph output by name."""
+    @property
+    def input_names(self) -> list[str]: ...
+    @property
+    def output_names(self) -> list[str]: ...
+    @property
+    def required_input_names(self) -> list[str]:
+        """Inputs without an initializer default."""
+    @property
+    def inputs(self) -> list[dict[str, Any]]:
+        """name, kind, data_type and shape (-1 for symbolic dimensions, None for unknown rank)."""
+    @property
+    def outputs(self) -> list[dict[str, Any]]: ...
+
+def with_persistent_bindings(model: ModelSource, bindings: Mapping[str, str]) -> bytes:
+    """The model bytes with declarations {input_name: output_name}: the output of one call feeds
+    the input of the next. Standard ONNX readers ignore them."""
+
+class PersistentValueState:
+    """Feedback values (a KV cache) kept across calls, appended in place. One call at a time;
+    an overlapping call raises RuntimeError."""
+
+    def __init__(self, model: ModelSource, initial: Mapping[str, Feed],
+                 options: RuntimeSessionOptions | None = None) -> None: ...
+    def run(self, context: RuntimeContext, feeds: Mapping[str, Feed] | None = None) -> dict[str, Value]:
+        """Runs one call with the non-bound inputs; returns every graph output. A failed call
+        leaves the state unchanged."""
+    def reset(self, values: Mapping[str, Feed]) -> None:
+        """Replaces the persistent values."""
+    def close(self) -> None:
+        """Releases the state; later calls raise RuntimeError."""
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def values(self) -> dict[str, Tensor]:
+        """The persistent values by input name (shared, read-only views)."""
+    @property
+    def bindings(self) -> dict[str, str]:
+        """The declarations {input_name: output_name}."""
+
+def register_kernel(domain: str, op_type: str, fn: Callable[..., Any], kernel_context: KernelContext | None = None,
+                    since_version: int = 1) -> None:
+    """Registers fn(*inputs, **attributes) -> output(s) as the kernel of (domain, op_type): for
+    every session built afterwards, or, with kernel_context, only for runs whose context was
+    built from that KernelContext. Overrides built-in kernels."""
+
+def supported_operators() -> list[tuple[str, str, int]]:
+    """The built-in kernels as (domain, op_type, since_version) tuples, sorted; domain '' is
+    ai.onnx."""
+
+def model_info(model: ModelSource) -> dict[str, Any]:
+    """Describes a model without compiling it: ir_version, producer_name, producer_version,
+    domain, model_version, doc_string, graph_name, opset_imports [(domain, version)], inputs,
+    outputs, initializer_count, node_count, persistent_bindings [(input, output)], functions
+    [(domain, name)] and operators [{domain, op_type, opset_version, count}], counting nodes in
+    subgraphs and function bodies."""
+
+def export_chrome_trace(events: Iterable[RuntimeEvent] | Iterable[Mapping[str, Any]] | RuntimeContext,
+                        path: str | os.PathLike[str] | IO[str], *, include_value_events: bool = False) -> None:
+    """Writes the events as a Chrome trace-event JSON file that Perfetto and chrome://tracing
+    open (implemented in onnx_light.trace)."""

@@ -1,0 +1,331 @@
+// Chrome trace-event JSON for an event log. The JSON is written by hand with fmt: the format is
+// small and flat, and this keeps the library free of a JSON dependency.
+#include "onnx_light/runtime/trace_export.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <ostream>
+#include <string_view>
+#include <vector>
+
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+constexpr int kPid = 1;
+constexpr int kNodesTid = 1;
+constexpr int kStorageTid = 2;
+constexpr int kValuesTid = 3;
+constexpr size_t kFlushBytes = size_t{1} << 20;
+
+// Length of the valid UTF-8 sequence starting `s`, or 0 when the lead byte starts none.
+size_t Utf8SequenceLength(std::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char lead = byte(0);
+  size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // no overlong forms
+    if (lead == 0xED) high = 0x9F;  // no UTF-16 surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  }
+  return length;
+}
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(std::ostream& out) : out_(out) {}
+
+  void Raw(std::string_view text) { buffer_.append(text.data(), text.data() + text.size()); }
+
+  template <typename... Args>
+  void Format(fmt::format_string<Args...> format, Args&&... args) {
+    fmt::format_to(std::back_inserter(buffer_), format, std::forward<Args>(args)...);
+  }
+
+  void String(std::string_view s) {
+    buffer_.push_back('"');
+    size_t i = 0;
+    while (i < s.size()) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x80) {
+        const size_t length = Utf8SequenceLength(s.substr(i));
+        if (length == 0) {
+          Raw("\\ufffd");
+          ++i;
+        } else {
+          Raw(s.substr(i, length));
+          i += length;
+        }
+        continue;
+      }
+      switch (c) {
+        case '"': Raw("\\\""); break;
+        case '\\': Raw("\\\\"); break;
+        case '\b': Raw("\\b"); break;
+        case '\f': Raw("\\f"); break;
+        case '\n': Raw("\\n"); break;
+        case '\r': Raw("\\r"); break;
+        case '\t': Raw("\\t"); break;
+        default:
+          if (c < 0x20) {
+            Format("\\u{:04x}", static_cast<unsigned>(c));
+          } else {
+            buffer_.push_back(static_cast<char>(c));
+          }
+      }
+      ++i;
+    }
+    buffer_.push_back('"');
+  }
+
+  void Key(std::string_view key) {
+    String(key);
+    buffer_.push_back(':');
+  }
+
+  // Nanoseconds as microseconds with three decimals, without going through floating point.
+  void Micros(int64_t ns) {
+    if (ns < 0) {
+      buffer_.push_back('-');
+      ns = -ns;
+    }
+    Format("{}.{:03}", ns / 1000, ns % 1000);
+  }
+
+  // Starts the next element of the traceEvents array.
+  void NextEvent() {
+    Raw(first_event_ ? "\n" : ",\n");
+    first_event_ = false;
+    if (buffer_.size() >= kFlushBytes) Flush();
+  }
+
+  void Flush() {
+    out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    buffer_.clear();
+    if (!out_) throw Error(ErrorCode::kInvalidArgument, "writing the Chrome trace failed");
+  }
+
+ private:
+  std::ostream& out_;
+  fmt::memory_buffer buffer_;
+  bool first_event_ = true;
+};
+
+void WriteShape(JsonWriter& w, const std::vector<int64_t>& shape) {
+  w.Raw("[");
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) w.Raw(",");
+    w.Format("{}", shape[i]);
+  }
+  w.Raw("]");
+}
+
+void WriteThreadName(JsonWriter& w, int tid, std::string_view name) {
+  w.NextEvent();
+  w.Format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":)", kPid, tid);
+  w.String(name);
+  w.Raw("}}");
+}
+
+// Where the event sits: pid, tid and ts relative to `origin`.
+void WritePlace(JsonWriter& w, int tid, int64_t timestamp_ns, int64_t origin) {
+  w.Format(R"("pid":{},"tid":{},"ts":)", kPid, tid);
+  w.Micros(timestamp_ns - origin);
+}
+
+void WriteLocation(JsonWriter& w, const RuntimeEvent& e) {
+  w.Format(R"("node_index":{},"subgraph_node_index":{},"subgraph_attr_name":)", e.node_index,
+           e.subgraph_node_index);
+  w.String(e.subgraph_attr_name);
+}
+
+void WriteNode(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
+  w.NextEvent();
+  w.Raw(R"({"name":)");
+  w.String(e.op_type);
+  w.Raw(R"(,"cat":"node","ph":"X",)");
+  WritePlace(w, kNodesTid, e.timestamp_ns, origin);
+  w.Raw(R"(,"dur":)");
+  w.Micros(std::max<int64_t>(e.duration_ns, 0));
+  w.Raw(R"(,"args":{"node_name":)");
+  w.String(e.name);
+  w.Raw(R"(,"op_domain":)");
+  w.String(e.op_domain);
+  w.Raw(R"(,"inputs":[)");
+  for (size_t i = 0; i < e.inputs.size(); ++i) {
+    if (i > 0) w.Raw(",");
+    w.String(e.inputs[i]);
+  }
+  w.Raw("],");
+  WriteLocation(w, e);
+  w.Format(R"(,"allocated_bytes":{},"peak_bytes":{}}}}})", e.allocated_bytes, e.peak_bytes);
+}
+
+void WriteStorage(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
+  w.NextEvent();
+  w.Raw(R"({"name":)");
+  w.String(e.name.empty() ? std::string_view("persistent_storage") : std::string_view(e.name));
+  w.Raw(R"(,"cat":"persistent_storage","ph":"i","s":"t",)");
+  WritePlace(w, kStorageTid, e.timestamp_ns, origin);
+  w.Raw(R"(,"args":{"value":)");
+  w.String(e.name);
+  w.Raw(R"(,"kind":)");
+  w.String(TensorKindName(e.kind));
+  w.Format(R"(,"data_type":{},"shape":)", e.data_type);
+  WriteShape(w, e.shape);
+  w.Raw(",");
+  WriteLocation(w, e);
+  w.Format(
+      R"(,"storage_allocations":{},"storage_allocated_bytes":{},"storage_prefix_copied_bytes":{},)"
+      R"("storage_append_copied_bytes":{},"storage_reuse_count":{},"allocated_bytes":{}}}}})",
+      e.storage_allocations, e.storage_allocated_bytes, e.storage_prefix_copied_bytes,
+      e.storage_append_copied_bytes, e.storage_reuse_count, e.allocated_bytes);
+}
+
+void WriteValue(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
+  w.NextEvent();
+  w.Raw(R"({"name":)");
+  w.String(e.name);
+  w.Raw(R"(,"cat":)");
+  w.String(RuntimeEventActionName(e.action));
+  w.Raw(R"(,"ph":"i","s":"t",)");
+  WritePlace(w, kValuesTid, e.timestamp_ns, origin);
+  w.Raw(R"(,"args":{"action":)");
+  w.String(RuntimeEventActionName(e.action));
+  w.Raw(R"(,"kind":)");
+  w.String(TensorKindName(e.kind));
+  w.Format(R"(,"data_type":{},"shape":)", e.data_type);
+  WriteShape(w, e.shape);
+  w.Raw(",");
+  WriteLocation(w, e);
+  w.Format(R"(,"allocated_bytes":{}}}}})", e.allocated_bytes);
+}
+
+bool IsValueAction(RuntimeEventAction action) {
+  return action == RuntimeEventAction::kAdd || action == RuntimeEventAction::kReplace ||
+         action == RuntimeEventAction::kRemove;
+}
+
+}  // namespace
+
+void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
+                       const ChromeTraceOptions& options) {
+  int64_t origin = 0;
+  if (!events.empty()) {
+    origin = std::min_element(events.begin(), events.end(), [](const auto& a, const auto& b) {
+               return a.timestamp_ns < b.timestamp_ns;
+             })->timestamp_ns;
+  }
+
+  // Slices and instants in start order; at equal starts the longer (enclosing) node comes first,
+  // which is what viewers that nest by order expect. A node is recorded after its subgraph
+  // nodes, so the recording order alone would put children before their parent.
+  std::vector<size_t> order;
+  order.reserve(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    const RuntimeEventAction action = events[i].action;
+    if (action == RuntimeEventAction::kRunNode ||
+        action == RuntimeEventAction::kPersistentStorage ||
+        (options.include_value_events && IsValueAction(action))) {
+      order.push_back(i);
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (events[a].timestamp_ns != events[b].timestamp_ns) {
+      return events[a].timestamp_ns < events[b].timestamp_ns;
+    }
+    return events[a].duration_ns > events[b].duration_ns;
+  });
+
+  // Allocator samples at recording time: a run_node event carries its start as timestamp and
+  // was recorded when the node finished.
+  std::vector<std::pair<int64_t, size_t>> samples;
+  samples.reserve(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    const RuntimeEvent& e = events[i];
+    const int64_t at =
+        e.timestamp_ns +
+        (e.action == RuntimeEventAction::kRunNode ? std::max<int64_t>(e.duration_ns, 0) : 0);
+    samples.emplace_back(at, i);
+  }
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+
+  JsonWriter w(out);
+  w.Format(R"({{"displayTimeUnit":"ns","otherData":{{"producer":"onnx-light runtime",)"
+           R"("origin_timestamp_ns":{},"event_count":{}}},"traceEvents":[)",
+           origin, events.size());
+  w.NextEvent();
+  w.Format(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,)"
+           R"("args":{{"name":"onnx-light runtime"}}}})",
+           kPid);
+  WriteThreadName(w, kNodesTid, "nodes");
+  WriteThreadName(w, kStorageTid, "persistent storage");
+  if (options.include_value_events) WriteThreadName(w, kValuesTid, "values");
+
+  for (size_t i : order) {
+    const RuntimeEvent& e = events[i];
+    switch (e.action) {
+      case RuntimeEventAction::kRunNode: WriteNode(w, e, origin); break;
+      case RuntimeEventAction::kPersistentStorage: WriteStorage(w, e, origin); break;
+      default: WriteValue(w, e, origin); break;
+    }
+  }
+
+  bool have_last = false;
+  int64_t last = 0;
+  for (const auto& [at, i] : samples) {
+    const int64_t live = events[i].allocated_bytes;
+    if (have_last && live == last) continue;
+    have_last = true;
+    last = live;
+    w.NextEvent();
+    w.Raw(R"({"name":"allocator","ph":"C",)");
+    WritePlace(w, 0, at, origin);
+    w.Format(R"(,"args":{{"live_bytes":{}}}}})", live);
+  }
+  w.Raw("\n]}\n");
+  w.Flush();
+}
+
+void ExportChromeTrace(std::span<const RuntimeEvent> events, const std::filesystem::path& path,
+                       const ChromeTraceOptions& options) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("cannot open trace file '{}' for writing: {}", path.string(),
+                            std::strerror(errno)));
+  }
+  try {
+    ExportChromeTrace(events, out, options);
+    out.close();
+  } catch (const Error&) {
+    out.close();
+  }
+  if (!out) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("writing trace file '{}' failed", path.string()));
+  }
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,206 @@
+"""The onnx-light command line, run as `python -m onnx_light.cli` in a subprocess."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from event_models import concat_cache_model, if_model
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "onnx_light.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=120)
+
+
+@pytest.fixture
+def if_path(tmp_path):
+    path = tmp_path / "if_model.onnx"
+    onnx.save(if_model(), path)
+    return path
+
+
+def save(model, tmp_path, name):
+    path = tmp_path / name
+    onnx.save(model, path)
+    return path
+
+
+def unsupported_model():
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Frobnicate", ["h"], ["y"], domain="example.ops")],
+        "custom", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23), helper.make_opsetid("example.ops", 1)])
+    model.ir_version = 10
+    return model
+
+
+def failing_model():
+    """Reshape of a [batch, 3] input to [4]: compiles, fails when it runs."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"])], "bad_reshape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializer=[helper.make_tensor("shape", TensorProto.INT64, [1], [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    return model
+
+
+# ---- info -----------------------------------------------------------------------------------
+
+
+def test_info_lists_inputs_outputs_opsets_and_operator_support(if_path):
+    result = cli("info", if_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "opsets: ai.onnx 23" in out
+    assert "x" in out and "float32" in out and "[?, 3]" in out
+    assert "cond" in out and "bool" in out
+    for op in ("Identity", "If", "Relu", "Add", "Neg"):
+        assert any(line.split()[:1] == [op] and "supported" in line for line in out.splitlines()), op
+    assert "session builds" in out
+
+
+def test_info_json_is_machine_readable(if_path):
+    result = cli("info", if_path, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["supported"] is True
+    assert [v["name"] for v in report["inputs"]] == ["x", "cond"]
+    assert report["inputs"][0]["shape"] == [-1, 3]
+    assert {op["op_type"]: op["status"] for op in report["operators"]}["If"] == "supported"
+    assert report["opset_imports"] == [["", 23]]
+
+
+def test_info_flags_unsupported_operators_with_exit_3(tmp_path):
+    result = cli("info", save(unsupported_model(), tmp_path, "custom.onnx"))
+    assert result.returncode == 3
+    assert "Frobnicate" in result.stdout and "NOT SUPPORTED" in result.stdout
+    relu = [line for line in result.stdout.splitlines() if line.split()[:1] == ["Relu"]]
+    assert relu and "supported" in relu[0] and "NOT" not in relu[0]
+
+
+def test_info_counts_operators_inside_persistent_bindings_and_subgraphs(tmp_path):
+    import onnx_light.runtime as runtime
+
+    path = tmp_path / "cache.onnx"
+    path.write_bytes(runtime.with_persistent_bindings(concat_cache_model(), {"past": "present"}))
+    result = cli("info", path)
+    assert result.returncode == 0, result.stderr
+    assert "persistent bindings: past <- present" in result.stdout
+
+
+# ---- run ------------------------------------------------------------------------------------
+
+
+def test_run_with_random_inputs_prints_outputs_and_time(if_path):
+    result = cli("run", if_path)
+    assert result.returncode == 0, result.stderr
+    assert "x" in result.stdout and "[1, 3]" in result.stdout and "(random)" in result.stdout
+    assert "outputs:" in result.stdout and "y" in result.stdout
+    assert "time:" in result.stdout
+
+
+def test_run_with_events_kernel_usage_and_repeat(if_path):
+    result = cli("run", if_path, "--events", "--kernel-usage", "--repeat", 3)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "3 runs" in out
+    assert "operator" in out and "share" in out and "If" in out
+    identity = [line for line in out.splitlines() if line.startswith("Identity")]
+    assert identity and identity[0].split()[1] == "3", "three runs, one Identity each"
+    assert "kernels that ran:" in out
+
+
+def test_run_writes_a_trace(if_path, tmp_path):
+    trace_path = tmp_path / "out" / "trace.json"
+    trace_path.parent.mkdir()
+    result = cli("run", if_path, "--trace", trace_path, "--repeat", 2)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(trace_path.read_text())
+    slices = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert slices and all({"name", "ph", "ts", "dur", "pid", "tid", "args"} <= e.keys() for e in slices)
+    assert sum(e["name"] == "If" for e in slices) == 2
+
+
+def test_run_uses_the_arrays_of_an_npz_file(if_path, tmp_path):
+    inputs = tmp_path / "inputs.npz"
+    np.savez(inputs, x=np.array([[1, 2, 3], [4, 5, 6]], np.float32), cond=np.array(False))
+    result = cli("run", if_path, "--inputs", inputs)
+    assert result.returncode == 0, result.stderr
+    assert "from inputs.npz" in result.stdout
+    (line,) = [line for line in result.stdout.splitlines() if line.strip().startswith("y ")]
+    assert "min -6" in line and "max -1" in line, line  # the else branch negates x
+
+
+# ---- errors and exit codes ------------------------------------------------------------------
+
+
+def test_missing_model_is_a_usage_error(tmp_path):
+    for command in ("run", "info"):
+        result = cli(command, tmp_path / "nope.onnx")
+        assert result.returncode == 2
+        assert "does not exist" in result.stderr and "nope.onnx" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_bad_model_bytes_exit_3(tmp_path):
+    path = tmp_path / "garbage.onnx"
+    path.write_bytes(b"\xff\xfe this is not a protobuf")
+    for command in ("run", "info"):
+        result = cli(command, path)
+        assert result.returncode == 3, result.stderr
+        assert "not a valid ONNX model" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_unsupported_model_run_exits_3(tmp_path):
+    result = cli("run", save(unsupported_model(), tmp_path, "custom.onnx"))
+    assert result.returncode == 3
+    assert "Frobnicate" in result.stderr
+
+
+def test_failing_run_exits_1(tmp_path):
+    result = cli("run", save(failing_model(), tmp_path, "bad_reshape.onnx"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "the run failed" in result.stderr and "Reshape" in result.stderr
+
+
+def test_input_file_problems_are_usage_errors(if_path, tmp_path):
+    result = cli("run", if_path, "--inputs", tmp_path / "missing.npz")
+    assert result.returncode == 2 and "missing.npz" in result.stderr
+    wrong = tmp_path / "wrong.npz"
+    np.savez(wrong, not_an_input=np.zeros(3, np.float32))
+    result = cli("run", if_path, "--inputs", wrong)
+    assert result.returncode == 2 and "not_an_input" in result.stderr
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(b"not a zip")
+    result = cli("run", if_path, "--inputs", broken)
+    assert result.returncode == 2 and "broken.npz" in result.stderr
+    single = tmp_path / "single.npy"
+    np.save(single, np.zeros(3, np.float32))
+    result = cli("run", if_path, "--inputs", single)
+    assert result.returncode == 2 and "numpy.savez" in result.stderr
+
+
+def test_usage_errors_exit_2(if_path, tmp_path):
+    assert cli().returncode == 2
+    assert cli("bogus").returncode == 2
+    assert cli("run").returncode == 2
+    assert cli("run", if_path, "--repeat", 0).returncode == 2
+    assert cli("run", if_path, "--repeat", "many").returncode == 2
+    result = cli("run", if_path, "--trace", tmp_path / "no-such-dir" / "t.json")
+    assert result.returncode == 2 and "no-such-dir" in result.stderr
+
+
+def test_version_and_help():
+    result = cli("--version")
+    assert result.returncode == 0 and "onnx-light" in result.stdout
+    result = cli("--help")
+    assert result.returncode == 0 and "run" in result.stdout and "info" in result.stdout
