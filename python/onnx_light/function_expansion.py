@@ -88,6 +88,30 @@ def _to_expand(model: onnx.ModelProto, supported: set[str]) -> list[str]:
     return sorted(op for op in missing if has_schema_function(op, opset))
 
 
+def _fill_default_attributes(model: onnx.ModelProto, ops: list[str]) -> None:
+    """Writes the schema's default values of attributes the calls of `ops` leave out.
+
+    Function bodies refer to attributes (`@alpha`); onnx's inliner drops a reference the call does
+    not set instead of using the schema default, so the defaults are made explicit first.
+    """
+    opset = _onnx_opset(model)
+    defaults: dict[str, list[onnx.AttributeProto]] = {}
+    for op in ops:
+        schema = onnx.defs.get_schema(op, opset, "")
+        defaults[op] = [
+            attr.default_value
+            for attr in schema.attributes.values()
+            if attr.default_value is not None and attr.default_value.name
+        ]
+    for node in _nodes(model):
+        if node.domain not in _ONNX_DOMAINS or node.op_type not in defaults:
+            continue
+        present = {a.name for a in node.attribute}
+        for default in defaults[node.op_type]:
+            if default.name not in present:
+                node.attribute.append(default)
+
+
 def expand_schema_functions(
     model: onnx.ModelProto, supported: set[str] | None = None
 ) -> onnx.ModelProto | None:
@@ -103,8 +127,10 @@ def expand_schema_functions(
     ops = _to_expand(model, supported)
     if not ops:
         return None
-    expanded = model
+    expanded = onnx.ModelProto()
+    expanded.CopyFrom(model)
     for _ in range(_MAX_ROUNDS):
+        _fill_default_attributes(expanded, ops)
         ids = [(domain, op) for op in ops for domain in _ONNX_DOMAINS]
         expanded = onnx.inliner.inline_selected_functions(
             expanded, ids, exclude=False, inline_schema_functions=True

@@ -196,3 +196,24 @@ def test_missing_operator_with_function_next_to_one_without():
     model = make_model(nodes, {"x": x}, ["y"])
     with pytest.raises(NotImplementedError, match=rf"{NODE}.*{missing[0]}"):
         runtime.RuntimeSession(model)
+
+
+# Calls that leave attributes out: the body must see the schema defaults (alpha=1, axes=[0,2,3],
+# output_datatype=float, periodic=1).
+DEFAULTS = [
+    ("ThresholdedRelu", {"x": random((3, 4), seed=2)}, 23),
+    ("MeanVarianceNormalization", {"x": random((2, 3, 2, 2), seed=3)}, 13),
+    ("HannWindow", {"size": np.array(10, np.int64)}, 17),
+    ("BlackmanWindow", {"size": np.array(7, np.int64)}, 17),
+    ("Shrink", {"x": random((5,), seed=4)}, 23),
+]
+
+
+@pytest.mark.parametrize("op,feeds,opset", DEFAULTS, ids=[d[0] for d in DEFAULTS])
+def test_default_attributes_reach_the_body(op, feeds, opset):
+    node = helper.make_node(op, list(feeds), ["y"], name=NODE)
+    model = make_model([node], feeds, ["y"], opset=opset)
+    check(model, feeds, rtol=1e-5, atol=1e-5)
+    if op not in SUPPORTED:
+        expanded = expand_schema_functions(model)
+        assert expanded is not None and op not in {n.op_type for n in expanded.graph.node}
