@@ -755,8 +755,9 @@ def format_markdown(cases: Sequence[NodeCase], results: dict, backends: Sequence
         out += ["", "### Operators onnx-light does not implement yet", "",
                 "Ranked by the run cases that stop at them (\"alone\": cases in which no other "
                 "missing operator appears, so implementing this one would let them run; "
-                "\"function\": onnx defines the operator by a function body, so expanding schema "
-                "functions in the runtime would cover it).", "",
+                "\"function\": onnx defines the operator's newest version by a function body; "
+                "onnx-light expands such bodies, so these cases stop at an older version without one "
+                "or at an operator the body uses).", "",
                 "| operator | cases | alone | function |", "|---|---:|---:|:---:|"]
         out += [f"| {m['operator']} | {m['cases']} | {m['sole']} | {'yes' if m['function'] else ''} |"
                 for m in missing]

@@ -36,6 +36,17 @@ std::shared_ptr<const Model> ModelFromPython(py::handle model) {
   return LoadModelFromBuffer(OwnerOf(bytes_like, data), std::span<const std::byte>(data, size));
 }
 
+std::shared_ptr<const Model> ExpandedModelFromPython(py::handle model) {
+  py::object expanded;
+  try {
+    expanded = py::module_::import("onnx_light.function_expansion").attr("_expand_for_runtime")(model);
+  } catch (py::error_already_set&) {
+    return nullptr;  // onnx is not installed
+  }
+  if (expanded.is_none()) return nullptr;
+  return ModelFromPython(expanded);
+}
+
 namespace {
 
 py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::object feeds) {
@@ -199,11 +210,25 @@ void BindSession(py::module_& m) {
                              "A model compiled for execution. run() may be called from several threads, "
                              "each with its own RuntimeContext; it releases the GIL.")
       .def(py::init([](py::handle model, std::optional<RuntimeSessionOptions> options) {
+             const RuntimeSessionOptions opts = options.value_or(RuntimeSessionOptions{});
              auto loaded = ModelFromPython(model);
-             py::gil_scoped_release release;
-             return std::make_unique<RuntimeSession>(std::move(loaded), options.value_or(RuntimeSessionOptions{}));
+             try {
+               py::gil_scoped_release release;
+               return std::make_unique<RuntimeSession>(std::move(loaded), opts);
+             } catch (const Error& e) {
+               if (e.code() != ErrorCode::kUnimplemented) throw;
+               auto expanded = ExpandedModelFromPython(model);
+               if (expanded == nullptr) throw;
+               py::gil_scoped_release release;
+               return std::make_unique<RuntimeSession>(std::move(expanded), opts);
+             }
            }),
-           py::arg("model"), py::arg("options") = py::none())
+           py::arg("model"), py::arg("options") = py::none(),
+           "Compiles `model` (a path, bytes or onnx.ModelProto). When an ai.onnx operator has no "
+           "kernel but onnx defines it by a function body (e.g. SoftmaxCrossEntropyLoss), the body "
+           "is inlined (onnx_light.function_expansion, needs the onnx package) and the session is "
+           "built from that expanded copy of the model; models that need no expansion are not "
+           "copied.")
       .def("run", &RunSession, py::arg("context"), py::arg("feeds") = py::none(),
            "Puts feeds into the context, runs, and returns every graph output by name.")
       .def_property_readonly("input_names", [](const RuntimeSession& s) {

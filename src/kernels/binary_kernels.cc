@@ -1,4 +1,5 @@
-// Binary arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod.
+// Binary arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod, and the integer bit
+// operators BitwiseAnd, BitwiseOr, BitwiseXor, BitShift.
 //
 // Integers wrap on overflow (computed in unsigned arithmetic). Integer division truncates toward
 // zero like C; dividing by zero gives 0 (as NumPy does) instead of trapping.
@@ -133,6 +134,82 @@ struct PowOp {
   }
 };
 
+struct BitwiseAndOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a & b);
+  }
+};
+struct BitwiseOrOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a | b);
+  }
+};
+struct BitwiseXorOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a ^ b);
+  }
+};
+
+// Unsigned types only; shifting by the bit width or more gives 0 (as NumPy does).
+struct ShiftLeftOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return b >= sizeof(C) * 8 ? C(0) : static_cast<C>(a << b);
+  }
+};
+struct ShiftRightOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return b >= sizeof(C) * 8 ? C(0) : static_cast<C>(a >> b);
+  }
+};
+
+using IntegerTypes = TypeList<ONNX_LIGHT_INT_TYPES>;
+using UnsignedTypes = TypeList<uint8_t, uint16_t, uint32_t, uint64_t>;
+
+template <typename Op>
+class BitwiseKernel final : public KernelBase {
+ public:
+  explicit BitwiseKernel(std::string name) : name_(std::move(name)) {}
+
+  void Run(RuntimeContext& rt) const override {
+    RunBinaryNode<false>(rt, name_, IntegerTypes{}, Op{}, rt.Input(0), rt.Input(1));
+  }
+
+ private:
+  std::string name_;
+};
+
+class BitShiftKernel final : public KernelBase {
+ public:
+  explicit BitShiftKernel(const KernelBuildInfo& info) {
+    const std::string direction = info.GetString("direction", "");
+    if (direction == "LEFT") {
+      left_ = true;
+    } else if (direction != "RIGHT") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"{}\"",
+                              info.Describe(), direction));
+    }
+  }
+
+  void Run(RuntimeContext& rt) const override {
+    if (left_) {
+      RunBinaryNode<false>(rt, "BitShift", UnsignedTypes{}, ShiftLeftOp{}, rt.Input(0), rt.Input(1),
+                           "left-");
+    } else {
+      RunBinaryNode<false>(rt, "BitShift", UnsignedTypes{}, ShiftRightOp{}, rt.Input(0),
+                           rt.Input(1), "right-");
+    }
+  }
+
+ private:
+  bool left_ = false;
+};
+
 template <typename Op>
 class ArithmeticKernel final : public KernelBase {
  public:
@@ -262,6 +339,13 @@ void RegisterArithmetic(KernelRegistry& registry, const char* name) {
   });
 }
 
+template <typename Op>
+void RegisterBitwise(KernelRegistry& registry, const char* name) {
+  registry.Register("", name, 18, [name](const KernelBuildInfo&) {
+    return std::make_unique<BitwiseKernel<Op>>(name);
+  });
+}
+
 }  // namespace
 
 void RegisterBinaryKernels(KernelRegistry& registry) {
@@ -273,6 +357,12 @@ void RegisterBinaryKernels(KernelRegistry& registry) {
                     [](const KernelBuildInfo& info) { return std::make_unique<PowKernel>(info); });
   registry.Register("", "Mod", 10,
                     [](const KernelBuildInfo& info) { return std::make_unique<ModKernel>(info); });
+  RegisterBitwise<BitwiseAndOp>(registry, "BitwiseAnd");
+  RegisterBitwise<BitwiseOrOp>(registry, "BitwiseOr");
+  RegisterBitwise<BitwiseXorOp>(registry, "BitwiseXor");
+  registry.Register("", "BitShift", 11, [](const KernelBuildInfo& info) {
+    return std::make_unique<BitShiftKernel>(info);
+  });
 }
 
 }  // namespace onnx_light::runtime

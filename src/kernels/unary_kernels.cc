@@ -1,5 +1,6 @@
-// Unary math: Neg, Abs, Sign, Sqrt, Reciprocal, Exp, Log, Floor, Ceil, Round, Erf, Sin, Cos,
-// Tanh, Sigmoid. Half types compute in float32; integers (where the spec allows them) wrap.
+// Unary math: Neg, Abs, Sign, Sqrt, Reciprocal, Exp, Log, Floor, Ceil, Round, Erf, Sin, Cos, Tan,
+// Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Tanh, Sigmoid, BitwiseNot. Half types compute
+// in float32; integers (where the spec allows them) wrap.
 #include <cmath>
 
 #include "kernels/elementwise_loops.h"
@@ -112,6 +113,68 @@ struct CosOp {
     return std::cos(x);
   }
 };
+// Trigonometric and hyperbolic functions (the C library's, in the compute type).
+struct TanOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::tan(x);
+  }
+};
+struct AsinOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::asin(x);
+  }
+};
+struct AcosOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::acos(x);
+  }
+};
+struct AtanOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::atan(x);
+  }
+};
+struct SinhOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::sinh(x);
+  }
+};
+struct CoshOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::cosh(x);
+  }
+};
+struct AsinhOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::asinh(x);
+  }
+};
+struct AcoshOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::acosh(x);
+  }
+};
+struct AtanhOp {
+  template <typename C>
+  C operator()(C x) const {
+    return std::atanh(x);
+  }
+};
+// Integer types only: ~x in the type itself.
+struct BitwiseNotOp {
+  template <typename C>
+  C operator()(C x) const {
+    return static_cast<C>(~x);
+  }
+};
 struct TanhOp {
   template <typename C>
   C operator()(C x) const {
@@ -152,6 +215,16 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
   RegisterUnary<ErfOp, NumericTypes>(registry, "Erf", 9);
   RegisterUnary<SinOp, FloatTypes>(registry, "Sin", 7);
   RegisterUnary<CosOp, FloatTypes>(registry, "Cos", 7);
+  RegisterUnary<TanOp, FloatTypes>(registry, "Tan", 7);
+  RegisterUnary<AsinOp, FloatTypes>(registry, "Asin", 7);
+  RegisterUnary<AcosOp, FloatTypes>(registry, "Acos", 7);
+  RegisterUnary<AtanOp, FloatTypes>(registry, "Atan", 7);
+  RegisterUnary<SinhOp, FloatTypes>(registry, "Sinh", 9);
+  RegisterUnary<CoshOp, FloatTypes>(registry, "Cosh", 9);
+  RegisterUnary<AsinhOp, FloatTypes>(registry, "Asinh", 9);
+  RegisterUnary<AcoshOp, FloatTypes>(registry, "Acosh", 9);
+  RegisterUnary<AtanhOp, FloatTypes>(registry, "Atanh", 9);
+  RegisterUnary<BitwiseNotOp, TypeList<ONNX_LIGHT_INT_TYPES>>(registry, "BitwiseNot", 18);
   RegisterUnary<TanhOp, FloatTypes>(registry, "Tanh");
   RegisterUnary<SigmoidOp, FloatTypes>(registry, "Sigmoid");
 }
