@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <mutex>
-#include <set>
 #include <tuple>
 
 #include "onnx_light/runtime/error.h"
@@ -49,14 +48,6 @@ const KernelFactory* KernelRegistry::Find(std::string_view domain, std::string_v
     }
   }
   return best ? &best->factory : nullptr;
-}
-
-std::vector<std::string> KernelRegistry::OperatorNames() const {
-  std::set<std::string> names;
-  for (const Entry& e : entries_) {
-    names.insert(e.domain.empty() ? e.op_type : e.domain + "::" + e.op_type);
-  }
-  return {names.begin(), names.end()};
 }
 
 std::vector<KernelRegistry::Key> KernelRegistry::Keys() const {

@@ -98,9 +98,6 @@ class KernelRegistry {
   bool empty() const noexcept { return entries_.empty(); }
   /// Incremented by every Register, so cached resolutions can tell they are stale.
   uint64_t generation() const noexcept { return generation_; }
-  /// Sorted unique "domain::op" names (default domain written as just "op").
-  std::vector<std::string> OperatorNames() const;
-
   /// One registration: the kernel serves opset versions from `since_version` up to the next
   /// registration of the same (domain, op_type).
   struct Key {
