@@ -123,6 +123,40 @@ void PermuteCopyTyped(const E* src, const std::vector<int64_t>& dims, const std:
   }
 }
 
+void BlasGemv(CBLAS_TRANSPOSE trans, int64_t rows, int64_t cols, float alpha, const float* matrix, int64_t ld,
+              const float* x, int64_t incx, float beta, float* y, int64_t incy) {
+  cblas_sgemv(CblasRowMajor, trans, static_cast<blasint>(rows), static_cast<blasint>(cols), alpha, matrix, Ld(ld), x,
+              static_cast<blasint>(incx), beta, y, static_cast<blasint>(incy));
+}
+void BlasGemv(CBLAS_TRANSPOSE trans, int64_t rows, int64_t cols, double alpha, const double* matrix, int64_t ld,
+              const double* x, int64_t incx, double beta, double* y, int64_t incy) {
+  cblas_dgemv(CblasRowMajor, trans, static_cast<blasint>(rows), static_cast<blasint>(cols), alpha, matrix, Ld(ld), x,
+              static_cast<blasint>(incx), beta, y, static_cast<blasint>(incy));
+}
+
+// C (m x n, m == 1 or n == 1) = alpha * op(A) * op(B) + beta * C as one row-major GEMV.
+template <typename T>
+void Gemv(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 1) {
+    // c^T = op(B)^T * a^T: the row of op(A) is the vector.
+    const int64_t inc_a = trans_a ? lda : 1;
+    if (trans_b) {  // B is n x k
+      BlasGemv(CblasNoTrans, n, k, alpha, b, ldb, a, inc_a, beta, c, 1);
+    } else {  // B is k x n
+      BlasGemv(CblasTrans, k, n, alpha, b, ldb, a, inc_a, beta, c, 1);
+    }
+    return;
+  }
+  // n == 1: c = op(A) * b, the column of op(B) is the vector.
+  const int64_t inc_b = trans_b ? 1 : ldb;
+  if (trans_a) {  // A is k x m
+    BlasGemv(CblasTrans, k, m, alpha, a, lda, b, inc_b, beta, c, ldc);
+  } else {  // A is m x k
+    BlasGemv(CblasNoTrans, m, k, alpha, a, lda, b, inc_b, beta, c, ldc);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -134,6 +168,12 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
     return;
   }
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    // A single row or column is a matrix-vector product: GEMV streams the matrix once, where
+    // GEMM would first pack it (decode steps multiply one token by every weight matrix).
+    if (m == 1 || n == 1) {
+      Gemv(trans_a, trans_b, m, n, k, static_cast<T>(alpha), a, lda, b, ldb, static_cast<T>(beta), c, ldc);
+      return;
+    }
     const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
     const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
     if constexpr (std::is_same_v<T, float>) {

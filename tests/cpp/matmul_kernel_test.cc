@@ -203,6 +203,25 @@ TEST_P(GemmHelperTest, FloatMatchesReference) {
   }
 }
 
+TEST_P(GemmHelperTest, SingleRowAndColumnUseGemvAndMatchReference) {
+  const auto [ta, tb] = GetParam();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (const auto& [m, n] : {std::pair<int64_t, int64_t>{1, 37}, {29, 1}, {1, 1}}) {
+    const int64_t k = 65;
+    std::vector<double> a(m * k), b(k * n), c(m * n);
+    for (auto* v : {&a, &b, &c}) {
+      for (double& x : *v) x = dist(rng);
+    }
+    const std::vector<double> expected = ReferenceGemm(ta, tb, m, n, k, 0.5, a, b, 2.0, c);
+    std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), cf(c.begin(), c.end());
+    Gemm<float>(ta, tb, m, n, k, 0.5, af.data(), ta ? m : k, bf.data(), tb ? k : n, 2.0, cf.data(), n);
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_NEAR(cf[i], expected[i], 1e-4 * (1.0 + std::abs(expected[i]))) << m << "x" << n << " @" << i;
+    }
+  }
+}
+
 TEST_P(GemmHelperTest, IntegerLoopMatchesReference) {
   const auto [ta, tb] = GetParam();
   // Past the loop's block sizes in both K and N.
