@@ -91,18 +91,7 @@ class ConvKernel final : public KernelBase {
     const Tensor& x_in = rt.Input(0);
     const Tensor& w_in = rt.Input(1);
     const Tensor* b_in = rt.OptionalInput(2);
-    if (x_in.rank() < 3) {
-      ThrowInvalid(rt, "input X must have shape [N, C, D1, ...] (rank >= 3), got {}",
-                   ShapeToString(x_in.shape()));
-    }
-    if (w_in.rank() != x_in.rank()) {
-      ThrowInvalid(rt, "input W must have rank {} like X, got W {} for X {}", x_in.rank(),
-                   ShapeToString(w_in.shape()), ShapeToString(x_in.shape()));
-    }
-    if (w_in.dtype() != x_in.dtype() || (b_in != nullptr && b_in->dtype() != x_in.dtype())) {
-      ThrowInvalid(rt, "inputs X, W and B must share one element type, got X {} and W {}",
-                   DataTypeName(x_in.dtype()), DataTypeName(w_in.dtype()));
-    }
+    CheckConvOperands(rt, x_in, w_in, b_in);
     const int64_t n = x_in.dim(0);
     const int64_t c = x_in.dim(1);
     const int64_t m = w_in.dim(0);

@@ -7,6 +7,20 @@
 
 namespace onnx_light::runtime {
 
+void CheckConvOperands(const RuntimeContext& rt, const Tensor& x, const Tensor& w, const Tensor* b) {
+  if (x.rank() < 3) {
+    ThrowInvalid(rt, "input X must have shape [N, C, D1, ...] (rank >= 3), got {}", ShapeToString(x.shape()));
+  }
+  if (w.rank() != x.rank()) {
+    ThrowInvalid(rt, "input W must have rank {} like X, got W {} for X {}", x.rank(), ShapeToString(w.shape()),
+                 ShapeToString(x.shape()));
+  }
+  if (w.dtype() != x.dtype() || (b != nullptr && b->dtype() != x.dtype())) {
+    ThrowInvalid(rt, "inputs X, W and B must share one element type, got X {} and W {}", DataTypeName(x.dtype()),
+                 DataTypeName(w.dtype()));
+  }
+}
+
 namespace {
 
 [[noreturn]] void ThrowAttr(const KernelBuildInfo& info, const std::string& message) {

@@ -58,6 +58,10 @@ WindowGeometry ResolveWindow(const RuntimeContext& rt, const WindowAttributes& a
 /// Rearranges `channels` planes of the image (spatial dims `g.input`) into columns
 /// [channels * kernel_size, output_size]: row (c, k0, k1, ...) holds, for every output position,
 /// the input element under kernel tap (k0, k1, ...), or 0 in the padding.
+/// Rank and element-type checks shared by Conv and ConvTranspose: X is [N, C, D1, ...], W has
+/// X's rank, and X, W and the optional B share one element type.
+void CheckConvOperands(const RuntimeContext& rt, const Tensor& x, const Tensor& w, const Tensor* b);
+
 template <typename T>
 void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col);
 
