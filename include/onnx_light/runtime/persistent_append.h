@@ -37,7 +37,8 @@ struct PersistentAppendReservation {
   explicit operator bool() const noexcept { return full.defined(); }
 };
 
-/// Implemented by PersistentValueState for the duration of one call.
+/// Implemented by PersistentValueState for the duration of one call. Threading: used only by the
+/// thread running that call (the state rejects overlapping calls).
 class PersistentAppendSink {
  public:
   virtual ~PersistentAppendSink() = default;

@@ -38,6 +38,7 @@ std::string_view TensorKindName(TensorKind kind) noexcept;
 inline constexpr int64_t kNodeIndexNone = -1;         // graph input, removal or idle context
 inline constexpr int64_t kNodeIndexInitializer = -2;  // initializer materialisation
 
+/// A plain value type: copies are independent; no internal synchronisation.
 struct RuntimeEvent {
   RuntimeEventAction action = RuntimeEventAction::kAdd;
   TensorKind kind = TensorKind::kUnknown;

@@ -31,6 +31,8 @@ struct EncodedValue {
 };
 
 /// One graph value. Copying shares tensor storage; it never copies elements.
+/// Threading: like Tensor, thread-compatible — concurrent reads are safe, writes need external
+/// synchronisation.
 class RuntimeValue {
  public:
   enum class Kind { kNone, kTensor, kSequence, kEmptyOptional, kEncoded };
