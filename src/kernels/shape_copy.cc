@@ -168,26 +168,6 @@ void MapCopyTyped(const U* src, std::span<const int64_t> in_shape,
   }
 }
 
-template <typename Fn>
-decltype(auto) DispatchUnit(DataType type, Fn&& fn) {
-  if (type == DataType::kString) return fn(std::string{});
-  switch (ElementSize(type)) {
-    case 1:
-      return fn(uint8_t{});
-    case 2:
-      return fn(uint16_t{});
-    case 4:
-      return fn(uint32_t{});
-    case 8:
-      return fn(uint64_t{});
-    case 16:
-      return fn(Bytes16{});
-    default:
-      break;
-  }
-  throw Error(ErrorCode::kUnimplemented, fmt::format("cannot move elements of type {}", DataTypeName(type)));
-}
-
 }  // namespace
 
 std::string_view CopyPathName(CopyPath path) noexcept {
@@ -232,7 +212,7 @@ CopyPath StridedCopy(DataType type, const void* src, std::span<const int64_t> sh
       merged_strides.push_back(src_strides[d]);
     }
   }
-  return DispatchUnit(type, [&](auto tag) {
+  return DispatchByElementSize(type, [&](auto tag) {
     using U = decltype(tag);
     return StridedCopyTyped<U>(static_cast<const U*>(src), merged_shape, merged_strides,
                                static_cast<U*>(dst));
@@ -256,7 +236,7 @@ void StridedWrite(DataType type, const void* src, std::span<const int64_t> shape
       merged_strides.push_back(dst_strides[d]);
     }
   }
-  DispatchUnit(type, [&](auto tag) {
+  DispatchByElementSize(type, [&](auto tag) {
     using U = decltype(tag);
     const U* s = static_cast<const U*>(src);
     U* d = static_cast<U*>(dst);
@@ -293,7 +273,7 @@ void MapCopy(DataType type, const void* src, std::span<const int64_t> in_shape,
   for (const auto& m : maps) {
     if (m.empty()) return;
   }
-  DispatchUnit(type, [&](auto tag) {
+  DispatchByElementSize(type, [&](auto tag) {
     using U = decltype(tag);
     MapCopyTyped<U>(static_cast<const U*>(src), in_shape, maps, static_cast<const U*>(fill),
                     static_cast<U*>(dst));

@@ -22,9 +22,9 @@ struct Bytes16 {
 };
 
 /// Calls `fn(U{})` with the unit type that moves one element of `type`: uint8_t, uint16_t,
-/// uint32_t, uint64_t, Bytes16 or std::string. Unknown types throw via ThrowUnsupportedType.
+/// uint32_t, uint64_t, Bytes16 or std::string. Unknown types throw Error(kUnimplemented).
 template <typename Fn>
-decltype(auto) DispatchByElementSize(const RuntimeContext& rt, size_t input_index, DataType type, Fn&& fn) {
+decltype(auto) DispatchByElementSize(DataType type, Fn&& fn) {
   if (type == DataType::kString) return fn(std::string{});
   switch (ElementSize(type)) {
     case 1:
@@ -40,7 +40,14 @@ decltype(auto) DispatchByElementSize(const RuntimeContext& rt, size_t input_inde
     default:
       break;
   }
-  ThrowUnsupportedType(rt, input_index, type);
+  throw Error(ErrorCode::kUnimplemented, fmt::format("cannot move elements of type {}", DataTypeName(type)));
+}
+
+/// The same inside a kernel: an unknown type is reported for the node's input `input_index`.
+template <typename Fn>
+decltype(auto) DispatchByElementSize(const RuntimeContext& rt, size_t input_index, DataType type, Fn&& fn) {
+  if (type != DataType::kString && ElementSize(type) == 0) ThrowUnsupportedType(rt, input_index, type);
+  return DispatchByElementSize(type, std::forward<Fn>(fn));
 }
 
 /// Copies `n` elements (unit type U) from `src` to `dst` (non-overlapping).
