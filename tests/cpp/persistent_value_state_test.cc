@@ -6,6 +6,7 @@
 #include <latch>
 #include <thread>
 
+#include "branch_append_model.h"
 #include "graph_builder.h"
 #include "model_test_util.h"
 #include "onnx_light/runtime/runtime.h"
@@ -296,30 +297,7 @@ uint64_t ReuseCount(const RuntimeContext& rt) {
 }
 
 TEST(PersistentValueStateTransport, AppendsInsideAnIfBranch) {
-  auto then_branch = std::make_shared<Graph>();
-  then_branch->name = "then";
-  then_branch->outputs.push_back({"branch_present", GraphBuilder::TensorType(DataType::kFloat, {})});
-  Node append;
-  append.name = "inner_append";
-  append.op_type = "AppendRows";
-  append.domain = kDomain;
-  append.inputs = {"past", "x"};
-  append.outputs = {"branch_present"};
-  then_branch->nodes.push_back(append);
-  auto else_branch = std::make_shared<Graph>();
-  else_branch->name = "else";
-  else_branch->outputs.push_back({"x", GraphBuilder::TensorType(DataType::kFloat, {})});
-  Attribute then_attr{.name = "then_branch", .type = AttributeType::kGraph, .g = then_branch};
-  Attribute else_attr{.name = "else_branch", .type = AttributeType::kGraph, .g = else_branch};
-  GraphBuilder b;
-  b.Import(kDomain, 1)
-      .Input("past", DataType::kFloat, std::vector<int64_t>{2, -1, 3})
-      .Input("x", DataType::kFloat, std::vector<int64_t>{2, -1, 3})
-      .Input("cond", DataType::kBool, std::vector<int64_t>{})
-      .Output("present", DataType::kFloat)
-      .AddNode("If", {"cond"}, {"present"}, "", {then_attr, else_attr})
-      .Bind("past", "present");
-  TransportFixture f(b.Build(), {{"past", FloatTensor({2, 0, 3})}});
+  TransportFixture f(testing::BranchAppendModel(kDomain), {{"past", FloatTensor({2, 0, 3})}});
   Tensor yes = Tensor::Allocate(DataType::kBool, {}, MakeCpuAllocator());
   *yes.data<bool>() = true;
   for (int step = 0; step < 3; ++step) f.state.Run(f.rt, {{"x", FloatTensor({2, 1, 3})}, {"cond", yes}});
@@ -330,7 +308,7 @@ TEST(PersistentValueStateTransport, AppendsInsideAnIfBranch) {
     if (e.action == RuntimeEventAction::kPersistentStorage) {
       saw_branch_event = true;
       EXPECT_EQ(e.subgraph_attr_name, "then_branch");
-      EXPECT_EQ(e.subgraph_node_index, 0);
+      EXPECT_EQ(e.subgraph_node_index, testing::kBranchAppendIfIndex);
       EXPECT_EQ(e.name, "branch_present");
     }
   }

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "branch_append_model.h"
 #include "graph_builder.h"
 #include "json_reader.h"
 #include "model_test_util.h"
@@ -247,42 +248,12 @@ class AppendRows final : public KernelBase {
   }
 };
 
-// Identity(x) -> x_id; If(cond) { then: AppendRows(past, x_id) } else { x_id }; past <- present.
-std::shared_ptr<const Model> BranchAppendModel() {
-  auto then_branch = std::make_shared<Graph>();
-  then_branch->name = "then";
-  then_branch->outputs.push_back(
-      {"branch_present", GraphBuilder::TensorType(DataType::kFloat, {})});
-  Node append;
-  append.name = "inner_append";
-  append.op_type = "AppendRows";
-  append.domain = kDomain;
-  append.inputs = {"past", "x_id"};
-  append.outputs = {"branch_present"};
-  then_branch->nodes.push_back(append);
-  auto else_branch = std::make_shared<Graph>();
-  else_branch->name = "else";
-  else_branch->outputs.push_back({"x_id", GraphBuilder::TensorType(DataType::kFloat, {})});
-  Attribute then_attr{.name = "then_branch", .type = AttributeType::kGraph, .g = then_branch};
-  Attribute else_attr{.name = "else_branch", .type = AttributeType::kGraph, .g = else_branch};
-  GraphBuilder b;
-  b.Import(kDomain, 1)
-      .Input("past", DataType::kFloat, std::vector<int64_t>{2, -1, 3})
-      .Input("x", DataType::kFloat, std::vector<int64_t>{2, -1, 3})
-      .Input("cond", DataType::kBool, std::vector<int64_t>{})
-      .Output("present", DataType::kFloat)
-      .AddNode("Identity", {"x"}, {"x_id"})
-      .AddNode("If", {"cond"}, {"present"}, "", {then_attr, else_attr})
-      .Bind("past", "present");
-  return b.Build();
-}
-
 TEST(TraceExport, IfBranchDecodeLoopWritesNestedNodesAndStorageCounters) {
   KernelContext kernels(DefaultOpset(23));
   RegisterContextKernel(kernels, kDomain, "AppendRows",
                         [](const KernelBuildInfo&) { return std::make_unique<AppendRows>(); });
   RuntimeContext rt(kernels, {.events_enabled = true});
-  PersistentValueState state(BranchAppendModel(), {{"past", FloatTensor({2, 0, 3})}},
+  PersistentValueState state(testing::BranchAppendModel(kDomain), {{"past", FloatTensor({2, 0, 3})}},
                              {.persistent_tensor_initial_capacity = 2, .kernel_context = kernels});
   Tensor yes = Tensor::Allocate(DataType::kBool, {}, MakeCpuAllocator());
   *yes.data<bool>() = true;
