@@ -1,8 +1,8 @@
 #include "kernels/attention_core.h"
 
 #include "kernels/fast_math.h"
-
-#include <cblas.h>
+#include "kernels/linalg_util.h"
+#include "kernels/row_products.h"
 
 #include <algorithm>
 #include <bit>
@@ -37,27 +37,16 @@ namespace {
 
 // Row-major C[m, n] = alpha * A[m, k] · op(B), with op(B) = Bᵀ (B is [n, k]) or B ([k, n]).
 // Leading dimensions of single-row operands are irrelevant to the product, but BLAS checks them,
-// so they are widened to the legal minimum.
+// so they are widened to the legal minimum. One query row (a decode step) becomes a GEMV there.
 template <typename T>
 void Gemm(bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (m == 1) ldc = std::max<int64_t>(ldc, n);
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, T(0));
-    return;
+  if (m == 1) {
+    lda = std::max<int64_t>(lda, k);
+    ldc = std::max<int64_t>(ldc, n);
   }
-  if (m == 1) lda = std::max<int64_t>(lda, k);
   if (transpose_b ? n == 1 : k == 1) ldb = std::max<int64_t>(ldb, transpose_b ? k : n);
-  const CBLAS_TRANSPOSE tb = transpose_b ? CblasTrans : CblasNoTrans;
-  const auto I = [](int64_t v) { return static_cast<blasint>(v); };
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb),
-                0.0f, c, I(ldc));
-  } else {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb), 0.0,
-                c, I(ldc));
-  }
+  runtime::Gemm<T>(false, transpose_b, m, n, k, alpha, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 // The stride between consecutive rows of `rows` rows that cover `heads` heads of `seq` rows each,
@@ -174,6 +163,28 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch) {
   const int64_t q_stride = UniformRowStride(args.q, group, d.q_seq, d.head_size);
   const int64_t y_stride = UniformRowStride(args.y, group, d.q_seq, d.v_head_size);
   const bool grouped = group > 1 && q_stride >= 0 && y_stride >= 0;
+  if constexpr (std::is_same_v<T, float>) {
+    // A decode step reads every cached key and value once for a single row of scores: BLAS
+    // would pack the cache (GEMM) or run a GEMV that is slow for 64-wide rows. Each key/value
+    // head is at most a few hundred KiB per query head, so a group re-reads it from cache.
+    if (d.q_seq == 1) {
+      for (int64_t b = 0; b < d.batch; ++b) {
+        for (int64_t kh = 0; kh < d.kv_heads; ++kh) {
+          const int64_t h0 = kh * group;
+          for (int64_t g = 0; g < group; ++g) {
+            RowDots(args.k.Row(b, kh, 0), args.k.row_stride, n, d.head_size, args.q.Row(b, h0 + g, 0), alpha,
+                    scratch + g * n);
+          }
+          ScoresToProbabilities(args, b, h0, group, scratch);
+          for (int64_t g = 0; g < group; ++g) {
+            WeightedRowSum(args.v.Row(b, kh, 0), args.v.row_stride, n, d.v_head_size, scratch + g * n,
+                           args.y.Row(b, h0 + g, 0));
+          }
+        }
+      }
+      return AttentionPath::kSingleQuery;
+    }
+  }
   for (int64_t b = 0; b < d.batch; ++b) {
     for (int64_t kh = 0; kh < d.kv_heads; ++kh) {
       const int64_t h0 = kh * group;

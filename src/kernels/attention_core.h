@@ -75,6 +75,8 @@ struct AttentionArgs {
 enum class AttentionPath {
   kPerHead,  // one GEMM pair per query head
   kGrouped,  // one GEMM pair per key/value head covering its whole group of query heads
+  kSingleQuery,  // float32, one query row per head (a decode step): one streaming pass over
+                 // each key/value head, no BLAS call
 };
 
 /// x[j] = exp(x[j] - shift) for j < n (x[j] - shift <= 0 expected); returns the sum. The float

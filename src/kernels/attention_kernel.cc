@@ -144,6 +144,7 @@ struct Operands {
 
 // Computation types, in the order of the kernel's name tables.
 enum TypeIndex : size_t { kF32, kF64, kF16, kBF16, kNumTypes };
+constexpr size_t kNumPaths = 4;  // blas, blas-gqa, blas-gqa-per-head, single-query-stream
 
 class AttentionKernel final : public KernelBase {
  public:
@@ -182,7 +183,8 @@ class AttentionKernel final : public KernelBase {
     }
     const std::array<DataType, kNumTypes> types = {DataType::kFloat, DataType::kDouble,
                                                    DataType::kFloat16, DataType::kBFloat16};
-    const std::array<std::string_view, 3> impl = {"blas", "blas-gqa", "blas-gqa-per-head"};
+    const std::array<std::string_view, kNumPaths> impl = {"blas", "blas-gqa", "blas-gqa-per-head",
+                                                          "single-query-stream"};
     for (size_t t = 0; t < kNumTypes; ++t) {
       for (size_t i = 0; i < impl.size(); ++i) {
         names_[t][i] = KernelUsageName("Attention", types[t], impl[i]);
@@ -383,9 +385,10 @@ class AttentionKernel final : public KernelBase {
   void RecordPath(RuntimeContext& rt, TypeIndex index, const Operands& op,
                   AttentionPath path) const {
     if (!rt.kernel_usage_enabled()) return;
-    const size_t impl = op.dims.q_heads == op.dims.kv_heads ? 0
-                        : path == AttentionPath::kGrouped   ? 1
-                                                            : 2;
+    const size_t impl = path == AttentionPath::kSingleQuery       ? 3
+                        : op.dims.q_heads == op.dims.kv_heads ? 0
+                        : path == AttentionPath::kGrouped     ? 1
+                                                              : 2;
     rt.RecordKernelUsage(names_[index][impl]);
   }
 
@@ -453,7 +456,7 @@ class AttentionKernel final : public KernelBase {
   int64_t q_num_heads_ = 0;
   int64_t kv_num_heads_ = 0;
   // Only Q decides the type, so a float32 node with a float16 mask computes in float32.
-  std::array<std::array<std::string, 3>, kNumTypes> names_;
+  std::array<std::array<std::string, kNumPaths>, kNumTypes> names_;
   std::array<std::string, kNumTypes> append_names_;
   std::array<std::string, kNumTypes> scratch_names_;
 };

@@ -119,7 +119,9 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
   args.qk_output = qk.data();
   std::vector<float> scratch(static_cast<size_t>(AttentionScratchSize(args.dims)));
   const AttentionPath path = RunAttention<float>(args, scratch.data());
-  if (group > 1 && !c.q_3d) {
+  if (c.q_seq == 1) {
+    EXPECT_EQ(path, AttentionPath::kSingleQuery);
+  } else if (group > 1 && !c.q_3d) {
     EXPECT_EQ(path, AttentionPath::kGrouped);
   }
 
@@ -201,6 +203,16 @@ INSTANTIATE_TEST_SUITE_P(StridedCache, AttentionCoreTest,
                                                 .causal = true,
                                                 .causal_offset = 4,
                                                 .qk_mode = 3},
+                                           Case{.name = "mha_decode_long_cache_wide_heads",
+                                                .batch = 1,
+                                                .q_heads = 2,
+                                                .kv_heads = 2,
+                                                .q_seq = 1,
+                                                .kv_seq = 300,
+                                                .capacity = 512,
+                                                .head = 83,
+                                                .v_head = 91,
+                                                .mask = M::kBool},
                                            Case{.name = "mqa_decode",
                                                 .batch = 2,
                                                 .q_heads = 4,

@@ -211,8 +211,8 @@ def test_attention_grouped_heads_match_ort(hkv):
     check_attention(feeds, attrs, outputs=ALL_OUTPUTS, reference="ort", rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("rank,sq,expected", [(4, 3, "blas-gqa"), (4, 1, "blas-gqa"), (3, 1, "blas-gqa"),
-                                              (3, 3, "blas-gqa-per-head")])
+@pytest.mark.parametrize("rank,sq,expected", [(4, 3, "blas-gqa"), (4, 1, "single-query-stream"),
+                                              (3, 1, "single-query-stream"), (3, 3, "blas-gqa-per-head")])
 def test_attention_kernel_usage_gqa(rank, sq, expected):
     attrs = {}
     if rank == 4:

@@ -1,0 +1,73 @@
+// RowDots (both the dispatched and the portable path) and WeightedRowSum against plain
+// double-precision loops, over widths that exercise every block and tail and strided rows.
+#include "kernels/row_products.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace onnx_light::runtime {
+namespace {
+
+struct Shape2 {
+  int64_t n;
+  int64_t width;
+  int64_t stride;  // >= width: spare capacity between rows, like a key/value cache
+};
+
+class RowProductsTest : public ::testing::TestWithParam<Shape2> {
+ protected:
+  void SetUp() override {
+    const Shape2 s = GetParam();
+    std::mt19937 gen(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    rows_.resize(static_cast<size_t>(s.n * s.stride + 1));
+    for (float& v : rows_) v = dist(gen);
+    x_.resize(static_cast<size_t>(s.width));
+    for (float& v : x_) v = dist(gen);
+    weights_.resize(static_cast<size_t>(s.n));
+    for (float& v : weights_) v = dist(gen);
+  }
+
+  double Row(int64_t j, int64_t c) const { return rows_[static_cast<size_t>(j * GetParam().stride + c)]; }
+
+  std::vector<float> rows_, x_, weights_;
+};
+
+TEST_P(RowProductsTest, RowDotsMatchReference) {
+  const Shape2 s = GetParam();
+  using Fn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, float, float*);
+  for (Fn fn : {static_cast<Fn>(&RowDots), static_cast<Fn>(&RowDotsPortable)}) {
+    std::vector<float> out(static_cast<size_t>(s.n) + 1, -7.0f);
+    fn(rows_.data(), s.stride, s.n, s.width, x_.data(), 0.5f, out.data());
+    for (int64_t j = 0; j < s.n; ++j) {
+      double expected = 0;
+      for (int64_t c = 0; c < s.width; ++c) expected += Row(j, c) * x_[static_cast<size_t>(c)];
+      EXPECT_NEAR(out[static_cast<size_t>(j)], 0.5 * expected, 1e-4) << "row " << j;
+    }
+    EXPECT_EQ(out[static_cast<size_t>(s.n)], -7.0f) << "wrote past the last row";
+  }
+}
+
+TEST_P(RowProductsTest, WeightedRowSumMatchesReference) {
+  const Shape2 s = GetParam();
+  std::vector<float> out(static_cast<size_t>(s.width) + 1, -7.0f);
+  WeightedRowSum(rows_.data(), s.stride, s.n, s.width, weights_.data(), out.data());
+  for (int64_t c = 0; c < s.width; ++c) {
+    double expected = 0;
+    for (int64_t j = 0; j < s.n; ++j) expected += weights_[static_cast<size_t>(j)] * Row(j, c);
+    EXPECT_NEAR(out[static_cast<size_t>(c)], expected, 1e-4) << "column " << c;
+  }
+  EXPECT_EQ(out[static_cast<size_t>(s.width)], -7.0f) << "wrote past the last column";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RowProductsTest,
+                         ::testing::Values(Shape2{0, 64, 64}, Shape2{1, 64, 64}, Shape2{7, 64, 64},
+                                           Shape2{300, 64, 64}, Shape2{33, 128, 160}, Shape2{9, 83, 91},
+                                           Shape2{5, 16, 16}, Shape2{6, 15, 17}, Shape2{4, 1, 1},
+                                           Shape2{3, 200, 256}));
+
+}  // namespace
+}  // namespace onnx_light::runtime
