@@ -110,8 +110,8 @@ void FinishRow(T* s, int64_t n, int64_t allowed_end, const AttentionOptions& o, 
   if (o.qk_mode == 3) CopyRow(s, n, qk_row);
 }
 
-template <typename T>
-void ScoresToProbabilities(const AttentionArgs<T>& args, int64_t b, int64_t first_head,
+template <typename T, typename KV>
+void ScoresToProbabilities(const AttentionArgs<T, KV>& args, int64_t b, int64_t first_head,
                            int64_t heads, T* scores) {
   const AttentionDims& d = args.dims;
   const AttentionOptions& o = args.options;
@@ -164,24 +164,8 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch) {
   const int64_t y_stride = UniformRowStride(args.y, group, d.q_seq, d.v_head_size);
   const bool grouped = group > 1 && q_stride >= 0 && y_stride >= 0;
   if constexpr (std::is_same_v<T, float>) {
-    // A decode step reads every cached key and value once for a single row of scores: BLAS
-    // would pack the cache (GEMM) or run a GEMV that is slow for 64-wide rows. Each key/value
-    // head is at most a few hundred KiB per query head, so a group re-reads it from cache.
     if (d.q_seq == 1) {
-      for (int64_t b = 0; b < d.batch; ++b) {
-        for (int64_t kh = 0; kh < d.kv_heads; ++kh) {
-          const int64_t h0 = kh * group;
-          for (int64_t g = 0; g < group; ++g) {
-            RowDots(args.k.Row(b, kh, 0), args.k.row_stride, n, d.head_size, args.q.Row(b, h0 + g, 0), alpha,
-                    scratch + g * n);
-          }
-          ScoresToProbabilities(args, b, h0, group, scratch);
-          for (int64_t g = 0; g < group; ++g) {
-            WeightedRowSum(args.v.Row(b, kh, 0), args.v.row_stride, n, d.v_head_size, scratch + g * n,
-                           args.y.Row(b, h0 + g, 0));
-          }
-        }
-      }
+      RunSingleQueryAttention<float>(args, scratch);
       return AttentionPath::kSingleQuery;
     }
   }
@@ -214,7 +198,35 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch) {
   return grouped ? AttentionPath::kGrouped : AttentionPath::kPerHead;
 }
 
+// A decode step reads every cached key and value once for a single row of scores: BLAS would
+// pack the cache (GEMM) or run a GEMV that is slow for 64-wide rows. Each key/value head is at
+// most a few hundred KiB per query head, so the rest of a group re-reads it from cache.
+template <typename KV>
+void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratch) {
+  const AttentionDims& d = args.dims;
+  const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
+  const float alpha = static_cast<float>(args.options.scale);
+  const int64_t n = d.kv_seq;
+  for (int64_t b = 0; b < d.batch; ++b) {
+    for (int64_t kh = 0; kh < d.kv_heads; ++kh) {
+      const int64_t h0 = kh * group;
+      for (int64_t g = 0; g < group; ++g) {
+        RowDots(args.k.Row(b, kh, 0), args.k.row_stride, n, d.head_size, args.q.Row(b, h0 + g, 0), alpha,
+                scratch + g * n);
+      }
+      ScoresToProbabilities(args, b, h0, group, scratch);
+      for (int64_t g = 0; g < group; ++g) {
+        WeightedRowSum(args.v.Row(b, kh, 0), args.v.row_stride, n, d.v_head_size, scratch + g * n,
+                       args.y.Row(b, h0 + g, 0));
+      }
+    }
+  }
+}
+
 template AttentionPath RunAttention<float>(const AttentionArgs<float>&, float*);
+template void RunSingleQueryAttention<float>(const AttentionArgs<float, float>&, float*);
+template void RunSingleQueryAttention<Float16>(const AttentionArgs<float, Float16>&, float*);
+template void RunSingleQueryAttention<BFloat16>(const AttentionArgs<float, BFloat16>&, float*);
 template AttentionPath RunAttention<double>(const AttentionArgs<double>&, double*);
 
 }  // namespace onnx_light::runtime::attention

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "onnx_light/runtime/float16.h"
+
 namespace onnx_light::runtime::attention {
 
 /// A [batch, heads, rows, cols] view whose last axis is contiguous. Strides are in elements.
@@ -58,13 +60,15 @@ struct AttentionOptions {
   int qk_mode = 0;
 };
 
-template <typename T>
+/// T is the computation type (Q, mask, Y, scores); KV the stored type of keys and values, which
+/// differs from T only for RunSingleQueryAttention over a float16 / bfloat16 cache.
+template <typename T, typename KV = T>
 struct AttentionArgs {
   AttentionDims dims;
   AttentionOptions options;
-  HeadView<const T> q;  // [batch, q_heads, q_seq, head_size]
-  HeadView<const T> k;  // [batch, kv_heads, kv_seq, head_size]
-  HeadView<const T> v;  // [batch, kv_heads, kv_seq, v_head_size]
+  HeadView<const T> q;   // [batch, q_heads, q_seq, head_size]
+  HeadView<const KV> k;  // [batch, kv_heads, kv_seq, head_size]
+  HeadView<const KV> v;  // [batch, kv_heads, kv_seq, v_head_size]
   MaskView<T> mask;
   HeadView<T> y;  // [batch, q_heads, q_seq, v_head_size]
   /// Optional contiguous [batch, q_heads, q_seq, kv_seq] output; nullptr when not wanted.
@@ -92,5 +96,11 @@ int64_t AttentionScratchSize(const AttentionDims& dims);
 /// more than one row per head. Explicitly instantiated for float and double.
 template <typename T>
 AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch);
+
+/// The kSingleQuery path on its own: requires dims.q_seq == 1. Reads each key and value once in
+/// its stored type, converting on the fly, so a float16 / bfloat16 cache is never converted as a
+/// whole. Instantiated for float, Float16 and BFloat16 keys/values.
+template <typename KV>
+void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratch);
 
 }  // namespace onnx_light::runtime::attention

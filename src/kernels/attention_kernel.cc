@@ -195,7 +195,8 @@ class AttentionKernel final : public KernelBase {
   }
 
   // Keys and values are concatenated (or appended in place) in the node's own type; float16 and
-  // bfloat16 then compute in float32 on converted copies of Q and the full present K/V.
+  // bfloat16 then compute in float32 in a scratch context: on converted copies of Q and the full
+  // present K/V, except for a single query row, which reads K/V in place.
   void Run(RuntimeContext& rt) const override {
     const DataType type = rt.Input(kQ).dtype();
     TypeIndex index = kNumTypes;
@@ -229,18 +230,28 @@ class AttentionKernel final : public KernelBase {
       RecordPath(rt, index, op, path);
       return;
     }
-    if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(scratch_names_[index]);
     RuntimeContext scratch = rt.CreateChild(ChildContextKind::kHalfPrecisionScratch);
     const std::shared_ptr<Allocator>& alloc = scratch.allocator();
     Tensor y = Tensor::Allocate(DataType::kFloat, y_shape, alloc);
     Tensor qk = want_qk ? Tensor::Allocate(DataType::kFloat, qk_shape, alloc) : Tensor();
-    const AttentionPath path =
-        Compute<float>(scratch, op, CastFloatTensor(op.q, DataType::kFloat, alloc),
-                       CastFloatTensor(present_key, DataType::kFloat, alloc),
-                       CastFloatTensor(present_value, DataType::kFloat, alloc), mask, y, qk);
+    Tensor q = CastFloatTensor(op.q, DataType::kFloat, alloc);
+    if (op.dims.q_seq == 1) {
+      // A decode step reads the half-precision cache as it is: converting it whole would copy
+      // the entire cache every step.
+      if (index == kF16) {
+        Compute<float, Float16>(scratch, op, q, present_key, present_value, mask, y, qk);
+      } else {
+        Compute<float, BFloat16>(scratch, op, q, present_key, present_value, mask, y, qk);
+      }
+      RecordPath(rt, index, op, AttentionPath::kSingleQuery);
+    } else {
+      if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(scratch_names_[index]);
+      const AttentionPath path = Compute<float>(scratch, op, q, CastFloatTensor(present_key, DataType::kFloat, alloc),
+                                                CastFloatTensor(present_value, DataType::kFloat, alloc), mask, y, qk);
+      RecordPath(rt, kF32, op, path);
+    }
     rt.SetOutput(0, CastFloatTensor(y, type, rt.allocator()));
     if (want_qk) rt.SetOutput(kQkOutput, CastFloatTensor(qk, type, rt.allocator()));
-    RecordPath(rt, kF32, op, path);
   }
 
  private:
@@ -344,12 +355,13 @@ class AttentionKernel final : public KernelBase {
     return op;
   }
 
-  // Y (and qk) from Q and the full present K/V in type T; `y` and `qk` (undefined when not
-  // wanted) are contiguous tensors of T shaped like the node's outputs.
-  template <typename T>
+  // Y (and qk) from Q and the full present K/V; `y` and `qk` (undefined when not wanted) are
+  // contiguous tensors of T shaped like the node's outputs. K/V are read in their stored type KV,
+  // which differs from T only for a single query row (RunSingleQueryAttention).
+  template <typename T, typename KV = T>
   AttentionPath Compute(const RuntimeContext& rt, const Operands& op, Tensor q, Tensor k, Tensor v,
                         const Tensor* mask, Tensor& y, Tensor& qk) const {
-    AttentionArgs<T> args;
+    AttentionArgs<T, KV> args;
     args.dims = op.dims;
     const int64_t head_size = op.dims.head_size;
     args.options.scale =
@@ -359,11 +371,12 @@ class AttentionKernel final : public KernelBase {
     args.options.causal_offset = op.past;
     args.options.qk_mode = static_cast<int>(qk_mode_);
     args.q = ReadableView<T>(rt, q);
-    args.k = ReadableView<T>(rt, k);
-    args.v = ReadableView<T>(rt, v);
+    args.k = ReadableView<KV>(rt, k);
+    args.v = ReadableView<KV>(rt, v);
     constexpr int64_t kBlasLimit = std::numeric_limits<int32_t>::max();
-    for (const auto* view : {&args.q, &args.k, &args.v}) {
-      if (std::max(view->row_stride, view->head_stride) > kBlasLimit) {
+    for (const int64_t stride : {args.q.row_stride, args.q.head_stride, args.k.row_stride, args.k.head_stride,
+                                 args.v.row_stride, args.v.head_stride}) {
+      if (stride > kBlasLimit) {
         ThrowInvalid(rt, "attention strides are too large for BLAS");
       }
     }
@@ -379,7 +392,12 @@ class AttentionKernel final : public KernelBase {
     if (qk.defined()) args.qk_output = qk.data<T>();
     Tensor scratch = Tensor::Allocate(DataTypeOf<T>(), {attention::AttentionScratchSize(args.dims)},
                                       rt.allocator());
-    return attention::RunAttention<T>(args, scratch.data<T>());
+    if constexpr (std::is_same_v<T, KV>) {
+      return attention::RunAttention<T>(args, scratch.data<T>());
+    } else {
+      attention::RunSingleQueryAttention<KV>(args, scratch.data<T>());
+      return AttentionPath::kSingleQuery;
+    }
   }
 
   void RecordPath(RuntimeContext& rt, TypeIndex index, const Operands& op,

@@ -301,6 +301,27 @@ def test_attention_float16(rank, causal):
     np.testing.assert_array_equal(pk[:, :, :2], feeds["past_key"])  # the cache round-trips exactly
 
 
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("rank,hkv,head", [(4, 4, 64), (4, 2, 24), (3, 1, 83)])
+def test_attention_half_single_query_reads_the_cache_in_place(dtype, rank, hkv, head):
+    # One query row over a long half-precision past: the cache is read in its own type (no
+    # float32 copy), and Y matches the float32 computation on the same (rounded) values.
+    b, hq, past = 2, 4, 70
+    feeds32 = qkv4(b, hq, hkv, 1, 1, head) if rank == 4 else qkv3(b, hq, hkv, 1, 1, head)
+    feeds32 = with_past(feeds32, b, hkv, past, head)
+    feeds32["attn_mask"] = random((1, past + 1), np.float32, -1, 0, seed=4)
+    feeds = {k: v.astype(dtype) for k, v in feeds32.items()}
+    attrs = {"q_num_heads": hq, "kv_num_heads": hkv} if rank == 3 else {}
+    y, pk, pv = run_ours(attention_model(feeds, attrs, ALL_OUTPUTS), feeds)
+    assert y.dtype == dtype
+    exact = {k: v.astype(np.float32) for k, v in feeds.items()}
+    expected = run_reference(attention_model(exact, attrs, ALL_OUTPUTS), exact)
+    np.testing.assert_allclose(y.astype(np.float32), expected[0], rtol=2e-2, atol=2e-2)
+    np.testing.assert_array_equal(pk.astype(np.float32), expected[1])
+    name = "float16" if dtype == np.float16 else "bfloat16"
+    assert usage_of(attention_model(feeds, attrs), feeds) == [f"Attention/{name}/single-query-stream"]
+
+
 def test_attention_bfloat16():
     feeds32 = with_past(qkv4(1, 4, 2, 3, 3, 8), 1, 2, 2, 8)
     feeds = {k: v.astype(ml_dtypes.bfloat16) for k, v in feeds32.items()}
