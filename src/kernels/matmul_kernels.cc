@@ -2,14 +2,18 @@
 // result), leading batch axes broadcast. Floating-point products go to OpenBLAS; when B is shared
 // by every batch the batch folds into M for a single GEMM. Strided operands are handed to BLAS
 // through their leading dimension when the innermost (or second innermost) stride is 1.
+// float16/bfloat16 products of one or two rows stream B in its own type (HalfRowMatMulKernel);
+// other half products compute in float32 through WithHalfPrecision.
 #include <absl/container/inlined_vector.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/half_precision.h"
 #include "kernels/kernel_tables.h"
 #include "kernels/kernel_utils.h"
 #include "kernels/linalg_util.h"
+#include "kernels/row_products.h"
 
 namespace onnx_light::runtime {
 
@@ -192,11 +196,68 @@ class MatMulKernel final : public KernelBase {
   }
 };
 
+// A float16/bfloat16 MatMul of one or two rows by a 2-D B (a decode step times a weight
+// matrix) streams B once in its own type, converting as it reads. The general half path would
+// first convert all of B to float32: three passes over the weights per step instead of one.
+// Everything else goes to `general`.
+class HalfRowMatMulKernel final : public KernelBase {
+ public:
+  explicit HalfRowMatMulKernel(std::unique_ptr<KernelBase> general) : general_(std::move(general)) {}
+
+  void Run(RuntimeContext& rt) const override {
+    const Tensor& a = rt.Input(0);
+    const Tensor& b = rt.Input(1);
+    if (a.dtype() == DataType::kFloat16 && b.dtype() == DataType::kFloat16 && TryRun<Float16>(rt, a, b)) return;
+    if (a.dtype() == DataType::kBFloat16 && b.dtype() == DataType::kBFloat16 && TryRun<BFloat16>(rt, a, b)) return;
+    general_->Run(rt);
+  }
+
+ private:
+  static constexpr int64_t kMaxRows = 2;
+
+  template <typename H>
+  static bool TryRun(RuntimeContext& rt, const Tensor& a, const Tensor& b) {
+    if (a.rank() < 1 || b.rank() != 2) return false;
+    const int64_t k = a.shape().back();
+    const int64_t n = b.dim(1);
+    if (b.dim(0) != k || k == 0 || n == 0 || a.size() == 0 || a.size() / k > kMaxRows) return false;
+    const Shape bs = b.strides();
+    const bool rows_of_b = bs[1] == 1 && bs[0] >= n;      // B stored [K, N]: out = sum_k a_k B_k
+    const bool columns_of_b = bs[0] == 1 && bs[1] >= k;  // B stored as Bᵀ [N, K]: out_j = a · Bᵀ_j
+    if (!rows_of_b && !columns_of_b) return false;
+
+    Shape out_shape(a.shape().begin(), a.shape().end() - 1);
+    out_shape.push_back(n);
+    Tensor& y = rt.AllocateOutput(0, a.dtype(), out_shape);
+    if (rt.kernel_usage_enabled()) {
+      rt.RecordKernelUsage(KernelUsageName("MatMul", a.dtype(), rows_of_b ? "row-stream" : "column-stream"));
+    }
+    const Tensor ac = a.Contiguous(rt.allocator());
+    const H* pa = ac.data<H>();
+    const H* pb = b.data<H>();
+    H* py = y.data<H>();
+    std::vector<float> row(static_cast<size_t>(k));
+    std::vector<float> out(static_cast<size_t>(n));
+    for (int64_t r = 0; r < ac.size() / k; ++r) {
+      for (int64_t i = 0; i < k; ++i) row[i] = static_cast<float>(pa[r * k + i]);
+      if (rows_of_b) {
+        WeightedRowSum(pb, bs[0], k, n, row.data(), out.data());
+      } else {
+        RowDots(pb, bs[1], n, k, row.data(), 1.0f, out.data());
+      }
+      for (int64_t j = 0; j < n; ++j) py[r * n + j] = H(out[j]);
+    }
+    return true;
+  }
+
+  std::unique_ptr<KernelBase> general_;
+};
+
 }  // namespace
 
 void RegisterMatMulKernels(KernelRegistry& registry) {
   registry.Register("", "MatMul", 1, [](const KernelBuildInfo&) {
-    return WithHalfPrecision(std::make_unique<MatMulKernel>(), "MatMul");
+    return std::make_unique<HalfRowMatMulKernel>(WithHalfPrecision(std::make_unique<MatMulKernel>(), "MatMul"));
   });
 }
 

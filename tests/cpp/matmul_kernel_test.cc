@@ -2,12 +2,14 @@
 // BLAS through their leading dimension, the blocked integer loop) against a plain triple loop.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "kernels/linalg_util.h"
+#include "onnx_light/runtime/float16.h"
 #include "onnx_light/runtime/runtime_session.h"
 
 namespace onnx_light::runtime {
@@ -40,7 +42,7 @@ float At(const Tensor& t, std::initializer_list<int64_t> index) {
   return t.data<float>()[offset];
 }
 
-std::shared_ptr<const Model> MatMulModel() {
+std::shared_ptr<const Model> MatMulModel(DataType type = DataType::kFloat) {
   auto model = std::make_shared<Model>();
   model->ir_version = 10;
   model->opset_imports = {{"", 23}};
@@ -50,9 +52,9 @@ std::shared_ptr<const Model> MatMulModel() {
   node.inputs = {"a", "b"};
   node.outputs = {"y"};
   model->graph.nodes.push_back(node);
-  TypeInfo type{.kind = TypeInfo::Kind::kTensor, .element_type = DataType::kFloat};
-  model->graph.inputs = {{"a", type}, {"b", type}};
-  model->graph.outputs = {{"y", type}};
+  TypeInfo info{.kind = TypeInfo::Kind::kTensor, .element_type = type};
+  model->graph.inputs = {{"a", info}, {"b", info}};
+  model->graph.outputs = {{"y", info}};
   return model;
 }
 
@@ -62,7 +64,7 @@ struct RunResult {
 };
 
 RunResult RunMatMul(const Tensor& a, const Tensor& b) {
-  RuntimeSession session(MatMulModel());
+  RuntimeSession session(MatMulModel(a.dtype()));
   RuntimeContext rt(KernelContext(DefaultOpset(23)));
   rt.set_kernel_usage_enabled(true);
   rt.PutTensor("a", a);
@@ -154,6 +156,38 @@ TEST(MatMulKernel, StridedBatchesWithPaddedRows) {
   const Buffer b = RandomView({3, 7, 4}, {0, 4, 1}, 28, 12);
   const RunResult r = RunMatMul(a.view, b.view);
   ExpectMatches(a.view, b.view, r.y);
+}
+
+// A float16 copy of a float view's storage, viewed with the same shape and strides.
+Tensor HalfCopy(const Buffer& f, std::vector<std::shared_ptr<void>>& keep) {
+  auto data = std::make_shared<std::vector<Float16>>(f.data->size());
+  for (size_t i = 0; i < f.data->size(); ++i) (*data)[i] = Float16((*f.data)[i]);
+  keep.push_back(data);
+  return Tensor(DataType::kFloat16, f.view.shape(), data, data->data(), f.view.strides());
+}
+
+TEST(MatMulKernel, HalfRowStreamsRowPaddedAndTransposedB) {
+  std::vector<std::shared_ptr<void>> keep;
+  const Buffer a = RandomContiguous({1, 14}, 21);
+  const Buffer padded_b = RandomView({14, 9}, {12, 1}, 14 * 12, 22);
+  const Buffer transposed_b = RandomView({14, 9}, {1, 14}, 9 * 14, 23);
+  for (const auto& [b, path] : {std::pair{&padded_b, "MatMul/float16/row-stream"},
+                                std::pair{&transposed_b, "MatMul/float16/column-stream"}}) {
+    const Tensor ha = HalfCopy(a, keep);
+    const Tensor hb = HalfCopy(*b, keep);
+    const RunResult r = RunMatMul(ha, hb);
+    ASSERT_EQ(r.y.dtype(), DataType::kFloat16);
+    ASSERT_EQ(r.y.shape(), (Shape{1, 9}));
+    EXPECT_TRUE(Used(r, path)) << path;
+    for (int64_t j = 0; j < 9; ++j) {
+      double expected = 0;
+      for (int64_t kk = 0; kk < 14; ++kk) {
+        expected += double(float(ha.data<Float16>()[kk])) *
+                    float(hb.data<Float16>()[kk * hb.strides()[0] + j * hb.strides()[1]]);
+      }
+      EXPECT_NEAR(float(r.y.data<Float16>()[j]), expected, 5e-3 * (1.0 + std::abs(expected))) << "column " << j;
+    }
+  }
 }
 
 TEST(MatMulKernel, FullyStridedOperandIsCopied) {

@@ -109,6 +109,42 @@ def test_matmul_bfloat16():
     check_bf16("MatMul", {"a": random([2, 3, 8]).astype(BF16), "b": random([8, 5], seed=1).astype(BF16)})
 
 
+def check_half_rows(build, feeds, dtype):
+    """Ours on half inputs against the reference on float32 copies of the same values;
+    `build(feeds)` makes the model for a set of feeds."""
+    ours = run_ours(build(feeds), feeds)[0]
+    f32 = {k: v.astype(np.float32) for k, v in feeds.items()}
+    expected = run_reference(build(f32), f32)[0]
+    assert ours.dtype == dtype
+    np.testing.assert_allclose(ours.astype(np.float32), expected, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+@pytest.mark.parametrize("a_shape,n", [([70], 33), ([1, 70], 33), ([2, 70], 130), ([1, 1, 64], 4100), ([1, 2, 16], 5)])
+def test_matmul_half_rows_stream_b_in_its_own_type(a_shape, n, dtype):
+    # One or two rows times a 2-D B (a decode step): B is read once as stored, not converted.
+    feeds = {"a": random(a_shape).astype(dtype), "b": random([a_shape[-1], n], seed=1).astype(dtype)}
+    check_half_rows(lambda f: node_model("MatMul", f), feeds, dtype)
+    name = "float16" if dtype == np.float16 else "bfloat16"
+    assert usage_of(node_model("MatMul", feeds), feeds) == [f"MatMul/{name}/row-stream"]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_matmul_half_row_times_transposed_view(dtype):
+    feeds = {"a": random([1, 40]).astype(dtype), "bt": random([23, 40], seed=1).astype(dtype)}
+    nodes = [helper.make_node("Transpose", ["bt"], ["b"], perm=[1, 0]), helper.make_node("MatMul", ["a", "b"], ["y"])]
+    check_half_rows(lambda f: make_model(nodes, f, ["y"]), feeds, dtype)
+    name = "float16" if dtype == np.float16 else "bfloat16"
+    usage = usage_of(make_model(nodes, feeds, ["y"]), feeds)
+    assert f"MatMul/{name}/column-stream" in usage or f"MatMul/{name}/row-stream" in usage
+
+
+def test_matmul_half_three_rows_take_the_general_path():
+    feeds = {"a": random([3, 8], np.float16), "b": random([8, 5], np.float16, seed=1)}
+    assert "MatMul/float16/float32-scratch" in usage_of(node_model("MatMul", feeds), feeds)
+    check_node("MatMul", feeds, **F16)
+
+
 def test_matmul_int64_wraps_like_numpy():
     a = np.array([[2**62, 3]], dtype=np.int64)
     b = np.array([[4], [5]], dtype=np.int64)
