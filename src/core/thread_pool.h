@@ -1,0 +1,63 @@
+#pragma once
+// The intra-op thread pool a RuntimeSession owns when it runs with more than one thread. Kernels
+// split work with ParallelFor (kernels/kernel_utils.h); the calling thread always takes part, so
+// a pool of N threads starts N - 1 workers.
+//
+// Thread safety: ParallelFor may be called from any number of threads at once (sessions are run
+// concurrently from several threads) and from inside a ParallelFor task; the pool shares its
+// workers among the calls in arrival order. Construction and destruction are not concurrent
+// with calls.
+
+#include <absl/functional/function_ref.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace onnx_light::runtime {
+
+class ThreadPool {
+ public:
+  /// A pool of `num_threads` threads in total (the caller included); at least 1.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const noexcept { return static_cast<int>(workers_.size()) + 1; }
+
+  /// Calls fn(begin, end) over consecutive ranges covering [0, n), in at most `max_tasks`
+  /// ranges (0: one per thread), and returns when all have finished. The first exception a
+  /// range throws is rethrown here after the others have finished.
+  void ParallelFor(int64_t n, absl::FunctionRef<void(int64_t, int64_t)> fn, int64_t max_tasks = 0);
+
+ private:
+  struct Job;
+  void WorkerLoop();
+  static void RunTasks(Job& job);
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+/// Runs fn over [0, n) on `pool`, or inline when `pool` is null or the range holds fewer than
+/// two tasks of at least `min_per_task` items.
+inline void ParallelFor(ThreadPool* pool, int64_t n, int64_t min_per_task,
+                        absl::FunctionRef<void(int64_t, int64_t)> fn) {
+  const int64_t tasks = pool == nullptr ? 1 : std::min<int64_t>(pool->num_threads(), n / std::max<int64_t>(min_per_task, 1));
+  if (tasks <= 1) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  pool->ParallelFor(n, fn, tasks);
+}
+
+}  // namespace onnx_light::runtime
