@@ -37,7 +37,8 @@ RuntimeContext::RuntimeContext(const RuntimeContext& other)
       current_node_index_(other.current_node_index_),
       subgraph_node_index_(other.subgraph_node_index_),
       subgraph_attr_name_(other.subgraph_attr_name_),
-      append_sink_(other.append_sink_) {}
+      append_sink_(other.append_sink_),
+      thread_pool_(other.thread_pool_) {}
 
 RuntimeContext& RuntimeContext::operator=(const RuntimeContext& other) {
   if (this != &other) {
@@ -75,6 +76,7 @@ RuntimeContext RuntimeContext::CreateChild(ChildContextKind kind, int64_t subgra
   // The sink travels everywhere; only names a child retains (translated by If and function
   // transport) can reserve appends.
   child.append_sink_ = append_sink_;
+  child.thread_pool_ = thread_pool_;
   return child;
 }
 

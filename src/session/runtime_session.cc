@@ -5,6 +5,10 @@
 
 #include <absl/container/inlined_vector.h>
 
+#include <algorithm>
+#include <thread>
+
+#include "core/thread_pool.h"
 #include "kernels/kernel_tables.h"
 #include "onnx_light/runtime/error.h"
 #include "session/graph_plan.h"
@@ -37,7 +41,13 @@ RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessio
                 fmt::format("persistent_tensor_initial_capacity must be >= 0, got {}",
                             options_.persistent_tensor_initial_capacity));
   }
-  if (options_.num_threads > 0) openblas_set_num_threads(options_.num_threads);
+  // OpenBLAS runs single-threaded inside whatever thread calls it; kernels split their work
+  // over the session's pool instead, so BLAS and non-BLAS work share one set of threads.
+  openblas_set_num_threads(1);
+  const int threads = options_.num_threads > 0
+                          ? options_.num_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
   const KernelRegistry* custom =
       options_.kernel_context ? options_.kernel_context->custom_kernels().get() : nullptr;
   plan_ = BuildPlan(*model_, custom);
@@ -70,8 +80,26 @@ const GraphPlan& RuntimeSession::PlanFor(const RuntimeContext& rt) const {
   return *custom_plans_.back().plan;
 }
 
+namespace {
+
+// Installs the session's pool in the context for one Run.
+class PoolScope {
+ public:
+  PoolScope(RuntimeContext& rt, ThreadPool* pool) : rt_(rt), previous_(rt.thread_pool()) { rt.set_thread_pool(pool); }
+  ~PoolScope() { rt_.set_thread_pool(previous_); }
+  PoolScope(const PoolScope&) = delete;
+  PoolScope& operator=(const PoolScope&) = delete;
+
+ private:
+  RuntimeContext& rt_;
+  ThreadPool* previous_;
+};
+
+}  // namespace
+
 void RuntimeSession::Run(RuntimeContext& rt) const {
   const GraphPlan& plan = PlanFor(rt);
+  const PoolScope pool_scope(rt, pool_.get());
   const std::vector<ValueInfo>& graph_inputs = plan.inputs();
   absl::InlinedVector<const RuntimeValue*, 8> inputs(graph_inputs.size(), nullptr);
   absl::InlinedVector<RuntimeValue, 8> wrapped(graph_inputs.size());

@@ -23,6 +23,7 @@
 namespace onnx_light::runtime {
 
 struct DispatchFrame;
+class ThreadPool;
 
 struct RuntimeContextOptions {
   /// Record events (value mutations, node dispatches, persistent-storage work). Off by default;
@@ -164,6 +165,12 @@ class RuntimeContext {
   /// Seals the rows the kernel wrote into `reservation.append`.
   void CommitPersistentAppend(const PersistentAppendReservation& reservation);
 
+  /// The intra-op thread pool of the session running this context (null: run on the calling
+  /// thread). Installed by RuntimeSession::Run for the run's duration, inherited by children and
+  /// copies; not for host code.
+  ThreadPool* thread_pool() const noexcept { return thread_pool_; }
+  void set_thread_pool(ThreadPool* pool) noexcept { thread_pool_ = pool; }
+
   /// The sink of the PersistentValueState call this context runs; null otherwise.
   PersistentAppendSink* persistent_append_sink() const noexcept { return append_sink_; }
   void set_persistent_append_sink(PersistentAppendSink* sink) noexcept { append_sink_ = sink; }
@@ -189,6 +196,7 @@ class RuntimeContext {
   std::string subgraph_attr_name_;
   DispatchFrame* frame_ = nullptr;
   PersistentAppendSink* append_sink_ = nullptr;
+  ThreadPool* thread_pool_ = nullptr;
   Tensor discarded_output_;
 };
 

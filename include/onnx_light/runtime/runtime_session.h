@@ -18,12 +18,15 @@ namespace onnx_light::runtime {
 
 class GraphPlan;
 class KernelRegistry;
+class ThreadPool;
 
 struct RuntimeSessionOptions {
   /// Rows reserved along the append axis the first time a persistent value grows in place
   /// (PersistentValueState); 0 disables reservations, so every append reallocates.
   int64_t persistent_tensor_initial_capacity = 32;
-  /// Threads for BLAS-backed kernels; 0 means all cores.
+  /// Threads one Run may use (the calling thread included); 0 means all cores. Above 1 the
+  /// session owns a pool of num_threads - 1 workers that kernels split their work over. OpenBLAS
+  /// itself is set to one thread (a process-wide setting), since the runtime parallelises above it.
   int num_threads = 0;
   /// Custom kernels of this kernel context are resolved at construction (before global and
   /// built-in ones). Contexts built from another KernelContext with custom kernels get a plan of
@@ -70,6 +73,7 @@ class RuntimeSession {
 
   std::shared_ptr<const Model> model_;
   RuntimeSessionOptions options_;
+  std::unique_ptr<ThreadPool> pool_;  // null when the session runs on one thread
   std::unique_ptr<GraphPlan> plan_;
   // Plans rebuilt for contexts that carry their own custom kernels, built on first use. Entries
   // are never erased: another thread may still be running a plan built for an older generation.
