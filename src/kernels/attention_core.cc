@@ -1,5 +1,6 @@
 #include "kernels/attention_core.h"
 
+#include "core/thread_pool.h"
 #include "kernels/fast_math.h"
 #include "kernels/linalg_util.h"
 #include "kernels/row_products.h"
@@ -146,6 +147,24 @@ void ScoresToProbabilities(const AttentionArgs<T, KV>& args, int64_t b, int64_t 
   }
 }
 
+// Calls fn(b, kv_head, scratch_slot) for every (batch, key/value head) pair, spread over `pool`
+// (when the work is worth it) with one scratch slot of AttentionScratchSize(d) per task.
+template <typename T, typename Fn>
+void ForEachKvHead(const AttentionDims& d, ThreadPool* pool, int64_t slots, T* scratch, Fn&& fn) {
+  constexpr int64_t kMinParallelElements = int64_t{1} << 16;
+  const int64_t units = d.batch * d.kv_heads;
+  const int64_t per_slot = AttentionScratchSize(d);
+  const bool worth_it = units * d.kv_seq * std::max(d.head_size, d.q_seq) >= kMinParallelElements;
+  const int64_t tasks = worth_it ? std::clamp<int64_t>(slots, 1, units) : 1;
+  ParallelFor(pool, tasks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      for (int64_t u = units * t / tasks; u < units * (t + 1) / tasks; ++u) {
+        fn(u / d.kv_heads, u % d.kv_heads, scratch + t * per_slot);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 int64_t AttentionScratchSize(const AttentionDims& d) {
@@ -153,8 +172,12 @@ int64_t AttentionScratchSize(const AttentionDims& d) {
   return group * d.q_seq * d.kv_seq;
 }
 
+int64_t AttentionScratchSlots(const AttentionDims& d, const ThreadPool* pool) {
+  return pool == nullptr ? 1 : std::clamp<int64_t>(d.batch * d.kv_heads, 1, pool->num_threads());
+}
+
 template <typename T>
-AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch) {
+AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool* pool) {
   const AttentionDims& d = args.dims;
   const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
   const T alpha = static_cast<T>(args.options.scale);
@@ -165,12 +188,11 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch) {
   const bool grouped = group > 1 && q_stride >= 0 && y_stride >= 0;
   if constexpr (std::is_same_v<T, float>) {
     if (d.q_seq == 1) {
-      RunSingleQueryAttention<float>(args, scratch);
+      RunSingleQueryAttention<float>(args, scratch, pool);
       return AttentionPath::kSingleQuery;
     }
   }
-  for (int64_t b = 0; b < d.batch; ++b) {
-    for (int64_t kh = 0; kh < d.kv_heads; ++kh) {
+  ForEachKvHead(d, pool, AttentionScratchSlots(d, pool), scratch, [&](int64_t b, int64_t kh, T* scratch) {
       const int64_t h0 = kh * group;
       const T* k = args.k.Row(b, kh, 0);
       const T* v = args.v.Row(b, kh, 0);
@@ -193,8 +215,7 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch) {
                   args.v.row_stride, args.y.Row(b, h0 + g, 0), args.y.row_stride);
         }
       }
-    }
-  }
+  });
   return grouped ? AttentionPath::kGrouped : AttentionPath::kPerHead;
 }
 
@@ -202,13 +223,12 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch) {
 // pack the cache (GEMM) or run a GEMV that is slow for 64-wide rows. Each key/value head is at
 // most a few hundred KiB per query head, so the rest of a group re-reads it from cache.
 template <typename KV>
-void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratch) {
+void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratch, ThreadPool* pool) {
   const AttentionDims& d = args.dims;
   const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
   const float alpha = static_cast<float>(args.options.scale);
   const int64_t n = d.kv_seq;
-  for (int64_t b = 0; b < d.batch; ++b) {
-    for (int64_t kh = 0; kh < d.kv_heads; ++kh) {
+  ForEachKvHead(d, pool, AttentionScratchSlots(d, pool), scratch, [&](int64_t b, int64_t kh, float* scratch) {
       const int64_t h0 = kh * group;
       for (int64_t g = 0; g < group; ++g) {
         RowDots(args.k.Row(b, kh, 0), args.k.row_stride, n, d.head_size, args.q.Row(b, h0 + g, 0), alpha,
@@ -219,14 +239,13 @@ void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratc
         WeightedRowSum(args.v.Row(b, kh, 0), args.v.row_stride, n, d.v_head_size, scratch + g * n,
                        args.y.Row(b, h0 + g, 0));
       }
-    }
-  }
+  });
 }
 
-template AttentionPath RunAttention<float>(const AttentionArgs<float>&, float*);
-template void RunSingleQueryAttention<float>(const AttentionArgs<float, float>&, float*);
-template void RunSingleQueryAttention<Float16>(const AttentionArgs<float, Float16>&, float*);
-template void RunSingleQueryAttention<BFloat16>(const AttentionArgs<float, BFloat16>&, float*);
-template AttentionPath RunAttention<double>(const AttentionArgs<double>&, double*);
+template AttentionPath RunAttention<float>(const AttentionArgs<float>&, float*, ThreadPool*);
+template void RunSingleQueryAttention<float>(const AttentionArgs<float, float>&, float*, ThreadPool*);
+template void RunSingleQueryAttention<Float16>(const AttentionArgs<float, Float16>&, float*, ThreadPool*);
+template void RunSingleQueryAttention<BFloat16>(const AttentionArgs<float, BFloat16>&, float*, ThreadPool*);
+template AttentionPath RunAttention<double>(const AttentionArgs<double>&, double*, ThreadPool*);
 
 }  // namespace onnx_light::runtime::attention

@@ -8,6 +8,10 @@
 
 #include "onnx_light/runtime/float16.h"
 
+namespace onnx_light::runtime {
+class ThreadPool;
+}  // namespace onnx_light::runtime
+
 namespace onnx_light::runtime::attention {
 
 /// A [batch, heads, rows, cols] view whose last axis is contiguous. Strides are in elements.
@@ -88,19 +92,24 @@ enum class AttentionPath {
 float ExpShiftedSum(float* x, int64_t n, float shift);
 double ExpShiftedSum(double* x, int64_t n, double shift);
 
-/// Elements of scratch RunAttention needs for `dims`.
+/// Elements of scratch one task of RunAttention needs for `dims`.
 int64_t AttentionScratchSize(const AttentionDims& dims);
 
-/// Computes Y (and qk_output when requested). `scratch` holds AttentionScratchSize(dims)
-/// elements. Row strides of q, k, v and y must be at least the row width whenever the view has
-/// more than one row per head. Explicitly instantiated for float and double.
+/// Tasks RunAttention may run at once on `pool` (1 without a pool): the scratch must hold
+/// AttentionScratchSize(dims) * AttentionScratchSlots(dims, pool) elements.
+int64_t AttentionScratchSlots(const AttentionDims& dims, const ThreadPool* pool);
+
+/// Computes Y (and qk_output when requested), spreading (batch, key/value head) pairs over
+/// `pool` when one is given and the work is large enough. `scratch` is sized as above. Row
+/// strides of q, k, v and y must be at least the row width whenever the view has more than one
+/// row per head. Explicitly instantiated for float and double.
 template <typename T>
-AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch);
+AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool* pool = nullptr);
 
 /// The kSingleQuery path on its own: requires dims.q_seq == 1. Reads each key and value once in
 /// its stored type, converting on the fly, so a float16 / bfloat16 cache is never converted as a
 /// whole. Instantiated for float, Float16 and BFloat16 keys/values.
 template <typename KV>
-void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratch);
+void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratch, ThreadPool* pool = nullptr);
 
 }  // namespace onnx_light::runtime::attention

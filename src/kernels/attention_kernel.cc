@@ -390,12 +390,14 @@ class AttentionKernel final : public KernelBase {
       args.y = {y.data<T>(), q_heads * q_seq * vh, q_seq * vh, vh};
     }
     if (qk.defined()) args.qk_output = qk.data<T>();
-    Tensor scratch = Tensor::Allocate(DataTypeOf<T>(), {attention::AttentionScratchSize(args.dims)},
+    ThreadPool* pool = rt.thread_pool();
+    const int64_t slots = attention::AttentionScratchSlots(args.dims, pool);
+    Tensor scratch = Tensor::Allocate(DataTypeOf<T>(), {attention::AttentionScratchSize(args.dims) * slots},
                                       rt.allocator());
     if constexpr (std::is_same_v<T, KV>) {
-      return attention::RunAttention<T>(args, scratch.data<T>());
+      return attention::RunAttention<T>(args, scratch.data<T>(), pool);
     } else {
-      attention::RunSingleQueryAttention<KV>(args, scratch.data<T>());
+      attention::RunSingleQueryAttention<KV>(args, scratch.data<T>(), pool);
       return AttentionPath::kSingleQuery;
     }
   }

@@ -169,11 +169,11 @@ class ConvTransposeKernel final : public KernelBase {
         const T* wg = w + grp * cg * mg * ksize;  // [cg, mg * ksize]
         T* yg = out + (img * m + grp * mg) * out_size;
         if (direct) {
-          Gemm<T>(true, false, mg, in_size, cg, 1.0, wg, mg, xg, in_size, 0.0, yg, out_size);
+          Gemm<T>(true, false, mg, in_size, cg, 1.0, wg, mg, xg, in_size, 0.0, yg, out_size, rt.thread_pool());
           continue;
         }
         Gemm<T>(true, false, mg * ksize, in_size, cg, 1.0, wg, mg * ksize, xg, in_size, 0.0, col.data<T>(),
-                in_size);
+                in_size, rt.thread_pool());
         std::fill(yg, yg + mg * out_size, T{0});
         Col2Im<T>(col.data<T>(), mg, g, yg);
       }

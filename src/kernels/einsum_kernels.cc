@@ -385,7 +385,7 @@ LabeledTensor Contract(RuntimeContext& rt, const LabeledTensor& a_full, const La
                  std::is_floating_point_v<T> ? "batched-gemm-blas" : "batched-gemm-loop");
     for (int64_t i = 0; i < batches; ++i) {
       Gemm<T>(trans_a, trans_b, m, n, k, 1.0, pa + i * m * k, trans_a ? m : k, pb + i * k * n,
-              trans_b ? k : n, 0.0, c + i * m * n, n);
+              trans_b ? k : n, 0.0, c + i * m * n, n, rt.thread_pool());
     }
   }
   LabeledTensor canon;

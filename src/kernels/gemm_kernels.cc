@@ -90,7 +90,7 @@ class GemmKernel final : public KernelBase {
     const Tensor sa = BlasOperand(a, rt.allocator(), &la);
     const Tensor sb = BlasOperand(b, rt.allocator(), &lb);
     Gemm<T>(trans_a_ != la.trans, trans_b_ != lb.trans, m, n, k, alpha_, sa.data<T>(), la.ld, sb.data<T>(),
-            lb.ld, use_c ? beta_ : 0.0, out, n);
+            lb.ld, use_c ? beta_ : 0.0, out, n, rt.thread_pool());
   }
 
   // Writes C, broadcast to [m, n], into out.

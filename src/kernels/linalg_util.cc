@@ -1,5 +1,7 @@
 #include "kernels/linalg_util.h"
 
+#include "core/thread_pool.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -157,11 +159,46 @@ void Gemv(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   }
 }
 
+// Multiply-adds below which a product stays on one thread (a few microseconds of work).
+constexpr int64_t kMinParallelWork = int64_t{1} << 17;
+
+template <typename T>
+void SerialGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a,
+                int64_t lda, const T* b, int64_t ldb, double beta, T* c, int64_t ldc);
+
 }  // namespace
 
 template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, double beta, T* c, int64_t ldc) {
+          const T* b, int64_t ldb, double beta, T* c, int64_t ldc, ThreadPool* pool) {
+  const int64_t work = m * n * std::max<int64_t>(k, 1);
+  if (pool == nullptr || m <= 0 || n <= 0 || work < 2 * kMinParallelWork) {
+    return SerialGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  // Panels of whole 16-column (or row) blocks; each panel is an independent product.
+  constexpr int64_t kAlign = 16;
+  const bool split_columns = n >= m;
+  const int64_t extent = split_columns ? n : m;
+  const int64_t blocks = (extent + kAlign - 1) / kAlign;
+  const int64_t min_blocks = std::max<int64_t>(1, kMinParallelWork * blocks / work);
+  ParallelFor(pool, blocks, min_blocks, [&](int64_t first, int64_t last) {
+    const int64_t lo = first * kAlign;
+    const int64_t hi = std::min(extent, last * kAlign);
+    if (split_columns) {
+      const T* bp = trans_b ? b + lo * ldb : b + lo;
+      SerialGemm(trans_a, trans_b, m, hi - lo, k, alpha, a, lda, bp, ldb, beta, c + lo, ldc);
+    } else {
+      const T* ap = trans_a ? a + lo : a + lo * lda;
+      SerialGemm(trans_a, trans_b, hi - lo, n, k, alpha, ap, lda, b, ldb, beta, c + lo * ldc, ldc);
+    }
+  });
+}
+
+namespace {
+
+template <typename T>
+void SerialGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a,
+                int64_t lda, const T* b, int64_t ldb, double beta, T* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     ScaleRows(m, n, beta, c, ldc);
@@ -188,6 +225,8 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
     IntegerGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
 }
+
+}  // namespace
 
 template <typename T>
 void SmallGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
@@ -221,17 +260,17 @@ ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(uint64_t)
 #undef ONNX_LIGHT_INSTANTIATE_SMALL_GEMM
 
 template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, double, const float*, int64_t, const float*,
-                          int64_t, double, float*, int64_t);
+                          int64_t, double, float*, int64_t, ThreadPool*);
 template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
-                           const double*, int64_t, double, double*, int64_t);
+                           const double*, int64_t, double, double*, int64_t, ThreadPool*);
 template void Gemm<int32_t>(bool, bool, int64_t, int64_t, int64_t, double, const int32_t*, int64_t,
-                            const int32_t*, int64_t, double, int32_t*, int64_t);
+                            const int32_t*, int64_t, double, int32_t*, int64_t, ThreadPool*);
 template void Gemm<int64_t>(bool, bool, int64_t, int64_t, int64_t, double, const int64_t*, int64_t,
-                            const int64_t*, int64_t, double, int64_t*, int64_t);
+                            const int64_t*, int64_t, double, int64_t*, int64_t, ThreadPool*);
 template void Gemm<uint32_t>(bool, bool, int64_t, int64_t, int64_t, double, const uint32_t*, int64_t,
-                             const uint32_t*, int64_t, double, uint32_t*, int64_t);
+                             const uint32_t*, int64_t, double, uint32_t*, int64_t, ThreadPool*);
 template void Gemm<uint64_t>(bool, bool, int64_t, int64_t, int64_t, double, const uint64_t*, int64_t,
-                             const uint64_t*, int64_t, double, uint64_t*, int64_t);
+                             const uint64_t*, int64_t, double, uint64_t*, int64_t, ThreadPool*);
 
 bool FindBlasLayout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride, BlasMatrix* out) {
   const int64_t r = std::max<int64_t>(rows, 1);

@@ -12,14 +12,18 @@
 
 namespace onnx_light::runtime {
 
+class ThreadPool;
+
 /// C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major. op(A) is M x K (A stored K x M
 /// when trans_a), op(B) is K x N (B stored N x K when trans_b). lda/ldb/ldc are the row
 /// strides in elements. Handles M, N or K == 0 (K == 0 scales C by beta). Instantiated for
 /// float and double (OpenBLAS) and for int32, int64, uint32, uint64 (blocked loop, wrapping
 /// arithmetic; alpha and beta are applied in double when they are not 1 and 0/1).
+/// With a `pool`, a product large enough to be worth it is split into column (or row) panels
+/// computed on the pool's threads, each by a single-threaded BLAS call.
 template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, double beta, T* c, int64_t ldc);
+          const T* b, int64_t ldb, double beta, T* c, int64_t ldc, ThreadPool* pool = nullptr);
 
 /// Per-product sizes (m * n * k) at or below which batched callers use SmallGemm: for tiny
 /// products a BLAS call costs far more than the arithmetic.

@@ -139,7 +139,7 @@ class MatMulKernel final : public KernelBase {
 
     if (batch_count == 1) {
       Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0, out,
-              n);
+              n, rt.thread_pool());
       Record(rt, a.dtype(), impl, "");
       return;
     }
@@ -157,7 +157,7 @@ class MatMulKernel final : public KernelBase {
       }
       if (foldable) {
         Gemm<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0,
-                out, n);
+                out, n, rt.thread_pool());
         Record(rt, a.dtype(), impl, "-folded");
         return;
       }
@@ -172,7 +172,7 @@ class MatMulKernel final : public KernelBase {
                      ob.layout.ld, out + bi * m * n, n);
       } else {
         Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa + off_a, oa.layout.ld, pb + off_b,
-                ob.layout.ld, 0.0, out + bi * m * n, n);
+                ob.layout.ld, 0.0, out + bi * m * n, n, rt.thread_pool());
       }
       for (size_t d = batch.size(); d-- > 0;) {
         off_a += oa.batch_strides[d];

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/attention_core.h"
 
 namespace onnx_light::runtime::attention {
@@ -117,8 +118,15 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
   else
     args.y = {y.data(), c.q_heads * c.q_seq * c.v_head, c.q_seq * c.v_head, c.v_head};
   args.qk_output = qk.data();
-  std::vector<float> scratch(static_cast<size_t>(AttentionScratchSize(args.dims)));
+  // Once on the calling thread, once spread over a pool: both must match the reference.
+  ThreadPool pool(3);
+  std::vector<float> scratch(
+      static_cast<size_t>(AttentionScratchSize(args.dims) * AttentionScratchSlots(args.dims, &pool)));
   const AttentionPath path = RunAttention<float>(args, scratch.data());
+  const std::vector<float> serial_y = y;
+  std::fill(y.begin(), y.end(), kNaN);
+  EXPECT_EQ(RunAttention<float>(args, scratch.data(), &pool), path);
+  EXPECT_EQ(y, serial_y) << "the pool changed the result";
   if (c.q_seq == 1) {
     EXPECT_EQ(path, AttentionPath::kSingleQuery);
   } else if (group > 1 && !c.q_3d) {
@@ -213,6 +221,26 @@ INSTANTIATE_TEST_SUITE_P(StridedCache, AttentionCoreTest,
                                                 .head = 83,
                                                 .v_head = 91,
                                                 .mask = M::kBool},
+                                           Case{.name = "gqa_prefill_large_enough_for_the_pool",
+                                                .batch = 2,
+                                                .q_heads = 4,
+                                                .kv_heads = 2,
+                                                .q_seq = 3,
+                                                .kv_seq = 700,
+                                                .capacity = 710,
+                                                .head = 32,
+                                                .v_head = 24,
+                                                .causal = true,
+                                                .causal_offset = 697},
+                                           Case{.name = "mha_decode_large_enough_for_the_pool",
+                                                .batch = 1,
+                                                .q_heads = 8,
+                                                .kv_heads = 8,
+                                                .q_seq = 1,
+                                                .kv_seq = 600,
+                                                .capacity = 1024,
+                                                .head = 16,
+                                                .v_head = 16},
                                            Case{.name = "mqa_decode",
                                                 .batch = 2,
                                                 .q_heads = 4,

@@ -178,3 +178,58 @@ def test_one_session_runs_concurrently_from_python_threads():
         t.join()
     for i, x in enumerate(inputs):
         np.testing.assert_array_equal(results[i], (2 * x) ** 2)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_thread_pool_gives_the_single_thread_results(threads):
+    # Prefill and a decode step of a decoder: GEMM panels and attention heads spread over the
+    # session's pool must produce what one thread produces.
+    from onnx_light import decoder_model
+
+    model = decoder_model.build_decoder(layers=2, heads=4, head_size=32)
+    rng = np.random.default_rng(3)
+    runs = []
+    for n in (1, threads):
+        session = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(num_threads=n))
+        feeds = {"x": rng.standard_normal((2, 96, 128)).astype(np.float32)}
+        feeds.update(decoder_model.empty_cache(2, 4, 32, batch=2))
+        prefill = session.run(new_context(), feeds)
+        step = {"x": rng.standard_normal((2, 1, 128)).astype(np.float32)}
+        for i in range(2):
+            step[f"past_key_{i}"] = prefill[f"present_key_{i}"]
+            step[f"past_value_{i}"] = prefill[f"present_value_{i}"]
+        runs.append((prefill, session.run(new_context(), step)))
+        rng = np.random.default_rng(3)
+    for one, many in zip(runs[0], runs[1]):
+        for name in one:
+            np.testing.assert_allclose(np.asarray(many[name]), np.asarray(one[name]), rtol=1e-5, atol=1e-5)
+
+
+def test_one_multithreaded_session_runs_concurrently_from_python_threads():
+    import threading
+
+    from onnx_light import decoder_model
+
+    model = decoder_model.build_decoder(layers=1, heads=4, head_size=32)
+    session = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(num_threads=3))
+    rng = np.random.default_rng(5)
+    feeds = []
+    for _ in range(4):
+        f = {"x": rng.standard_normal((1, 48, 128)).astype(np.float32)}
+        f.update(decoder_model.empty_cache(1, 4, 32))
+        feeds.append(f)
+    expected = [np.asarray(session.run(new_context(), f)["y"]).copy() for f in feeds]
+    results = [None] * len(feeds)
+
+    def work(i):
+        ctx = new_context()
+        for _ in range(10):
+            results[i] = np.asarray(session.run(ctx, feeds[i])["y"]).copy()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(feeds))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for got, want in zip(results, expected):
+        np.testing.assert_array_equal(got, want)

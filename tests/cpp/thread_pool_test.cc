@@ -1,0 +1,132 @@
+// ThreadPool: every index covered exactly once, concurrent and nested callers, exceptions, and
+// the parallel GEMM split against the serial product.
+#include "core/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "kernels/linalg_util.h"
+
+namespace onnx_light::runtime {
+namespace {
+
+void ExpectEachIndexOnce(ThreadPool* pool, int64_t n, int64_t max_tasks) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  std::atomic<int> ranges{0};
+  const auto fn = [&](int64_t begin, int64_t end) {
+    ASSERT_LE(0, begin);
+    ASSERT_LT(begin, end);
+    ASSERT_LE(end, n);
+    ranges.fetch_add(1);
+    for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(n, fn, max_tasks);
+  } else {
+    ParallelFor(nullptr, n, 1, fn);
+  }
+  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "index " << i;
+  if (n > 0 && max_tasks > 0) {
+    EXPECT_LE(ranges.load(), max_tasks);
+  }
+}
+
+TEST(ThreadPool, CoversEveryIndexOnce) {
+  ThreadPool pool(3);
+  EXPECT_EQ(pool.num_threads(), 3);
+  for (int64_t n : {0, 1, 2, 3, 7, 100, 1001}) {
+    for (int64_t tasks : {0, 1, 2, 5, 64}) ExpectEachIndexOnce(&pool, n, tasks);
+  }
+  ExpectEachIndexOnce(nullptr, 17, 0);
+}
+
+TEST(ThreadPool, SingleThreadPoolRunsInline) {
+  ThreadPool pool(1);
+  const std::thread::id caller = std::this_thread::get_id();
+  pool.ParallelFor(10, [&](int64_t, int64_t) { EXPECT_EQ(std::this_thread::get_id(), caller); }, 4);
+  ExpectEachIndexOnce(&pool, 10, 4);
+}
+
+TEST(ThreadPool, UsesWorkerThreads) {
+  ThreadPool pool(2);
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  // Two tasks that wait for each other can only finish if a worker runs one of them.
+  pool.ParallelFor(2, [&](int64_t, int64_t) {
+    inside.fetch_add(1);
+    for (int spin = 0; spin < 100000000 && inside.load() < 2; ++spin) std::this_thread::yield();
+    overlapped = inside.load() == 2;
+  }, 2);
+  EXPECT_TRUE(overlapped.load());
+}
+
+TEST(ThreadPool, ConcurrentCallersShareThePool) {
+  ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < 8; ++c) {
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < 200; ++round) {
+        const int64_t n = 50 + (c * 37 + round) % 300;
+        std::atomic<int64_t> sum{0};
+        pool.ParallelFor(n, [&](int64_t begin, int64_t end) {
+          int64_t local = 0;
+          for (int64_t i = begin; i < end; ++i) local += i;
+          sum.fetch_add(local);
+        });
+        if (sum.load() != n * (n - 1) / 2) failures.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ThreadPool, NestedCallsFinish) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  pool.ParallelFor(8, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      pool.ParallelFor(100, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+    }
+  }, 8);
+  EXPECT_EQ(total.load(), 800);
+}
+
+TEST(ThreadPool, FirstExceptionIsRethrownAfterAllRangesFinish) {
+  ThreadPool pool(3);
+  std::atomic<int> finished{0};
+  EXPECT_THROW(pool.ParallelFor(6, [&](int64_t begin, int64_t) {
+    finished.fetch_add(1);
+    if (begin % 2 == 1) throw std::runtime_error("range failed");
+  }, 6), std::runtime_error);
+  EXPECT_EQ(finished.load(), 6);
+  ExpectEachIndexOnce(&pool, 100, 0);  // still usable
+}
+
+TEST(ThreadPool, ParallelGemmMatchesSerial) {
+  ThreadPool pool(3);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  struct Case { bool ta, tb; int64_t m, n, k; };
+  for (const Case c : {Case{false, false, 7, 300, 90}, Case{false, true, 300, 9, 90}, Case{true, false, 1, 777, 200},
+                       Case{true, true, 260, 250, 33}, Case{false, false, 129, 3, 500}}) {
+    std::vector<float> a(static_cast<size_t>(c.m * c.k)), b(static_cast<size_t>(c.k * c.n));
+    for (float& v : a) v = dist(rng);
+    for (float& v : b) v = dist(rng);
+    const int64_t lda = c.ta ? c.m : c.k;
+    const int64_t ldb = c.tb ? c.k : c.n;
+    std::vector<float> serial(static_cast<size_t>(c.m * c.n), 0.5f), parallel = serial;
+    Gemm<float>(c.ta, c.tb, c.m, c.n, c.k, 0.75, a.data(), lda, b.data(), ldb, 0.5, serial.data(), c.n);
+    Gemm<float>(c.ta, c.tb, c.m, c.n, c.k, 0.75, a.data(), lda, b.data(), ldb, 0.5, parallel.data(), c.n, &pool);
+    for (size_t i = 0; i < serial.size(); ++i) ASSERT_NEAR(parallel[i], serial[i], 1e-4) << "m" << c.m << " n" << c.n;
+  }
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime
