@@ -258,12 +258,25 @@ void RunBinaryNode(RuntimeContext& rt, std::string_view op_name, TypeList<Ts...>
   const Tensor* operands[] = {&a, &b};
   const BroadcastPlan plan = BroadcastPlan::Make(rt, operands);
   const DataType type = a.dtype();
-  Tensor& y = rt.AllocateOutput(0, kBoolOutput ? DataType::kBool : type,
-                                Shape(plan.output_shape().begin(), plan.output_shape().end()));
+  const DataType out_type = kBoolOutput ? DataType::kBool : type;
+  // Read pointers first: reusing an input's storage for the output takes that input away.
+  const void* a_data = a.raw_data();
+  const void* b_data = b.raw_data();
+  Tensor* y = nullptr;
+  if (plan.same_shape() && out_type == type) {
+    // `a`/`b` may be kernel-made tensors (legacy broadcast) rather than the node's inputs.
+    if (&a == rt.OptionalInput(0)) y = rt.ReuseInputForOutput(0, 0, type, plan.output_shape());
+    if (y == nullptr && &b == rt.OptionalInput(1)) {
+      y = rt.ReuseInputForOutput(0, 1, type, plan.output_shape());
+    }
+  }
+  if (y == nullptr) {
+    y = &rt.AllocateOutput(0, out_type, Shape(plan.output_shape().begin(), plan.output_shape().end()));
+  }
   DispatchList(types, rt, 0, type, [&](auto tag) {
     using T = decltype(tag);
     using TO = std::conditional_t<kBoolOutput, bool, T>;
-    RunBinary(plan, a.data<T>(), b.data<T>(), y.data<TO>(), op);
+    RunBinary(plan, static_cast<const T*>(a_data), static_cast<const T*>(b_data), y->data<TO>(), op);
   });
   RecordUsage(rt, op_name, type, plan.PathName(), variant);
 }
@@ -278,11 +291,13 @@ void RunUnaryNode(RuntimeContext& rt, std::string_view op_name, TypeList<Ts...> 
   const DataType out_type = kBoolOutput ? DataType::kBool : type;
   if (x.is_contiguous()) {  // one unit-stride run; no plan needed
     const int64_t n = x.size();
-    Tensor& y = rt.AllocateOutput(0, out_type, x.shape());
+    const void* x_data = x.raw_data();  // before the output may take x's storage
+    Tensor* y = out_type == type ? rt.ReuseInputForOutput(0, 0, type, x.shape()) : nullptr;
+    if (y == nullptr) y = &rt.AllocateOutput(0, out_type, x.shape());
     DispatchList(types, rt, 0, type, [&](auto tag) {
       using T = decltype(tag);
       using TO = std::conditional_t<kBoolOutput, bool, T>;
-      UnaryRun(x.data<T>(), 1, y.data<TO>(), n, op);
+      UnaryRun(static_cast<const T*>(x_data), 1, y->data<TO>(), n, op);
     });
     RecordUsage(rt, op_name, type, "loop", variant);
     return;
