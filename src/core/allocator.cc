@@ -78,9 +78,22 @@ void CpuAllocator::ReleaseCache() noexcept {
 
 std::shared_ptr<Allocator> MakeCpuAllocator() { return std::make_shared<CpuAllocator>(); }
 
+namespace {
+// A named deleter type, so IsAllocatorBuffer can recognise AllocateBuffer's owners.
+struct BufferDeleter {
+  std::shared_ptr<Allocator> allocator;
+  size_t bytes;
+  void operator()(void* p) const noexcept { allocator->Free(p, bytes); }
+};
+}  // namespace
+
 std::shared_ptr<void> AllocateBuffer(const std::shared_ptr<Allocator>& allocator, size_t bytes) {
   void* block = allocator->Allocate(bytes);
-  return std::shared_ptr<void>(block, [allocator, bytes](void* p) { allocator->Free(p, bytes); });
+  return std::shared_ptr<void>(block, BufferDeleter{allocator, bytes});
+}
+
+bool IsAllocatorBuffer(const std::shared_ptr<void>& owner) noexcept {
+  return std::get_deleter<BufferDeleter>(owner) != nullptr;
 }
 
 }  // namespace onnx_light::runtime

@@ -2,6 +2,7 @@
 // The inputs and outputs of the node being dispatched, installed in a RuntimeContext by the
 // session for the duration of one KernelBase::Run.
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ struct DispatchFrame {
   /// Values captured from outer scopes by the node's subgraphs, in the order the session's
   /// subgraph runners expect.
   std::span<const RuntimeValue* const> captures;
+  /// Bit i set: input i is an intermediate value that dies at this node and that no other input
+  /// or subgraph of the node reads, so its storage may become an output's
+  /// (RuntimeContext::ReuseInputForOutput). Only the session's executor sets bits.
+  uint32_t reusable_inputs = 0;
 };
 
 }  // namespace onnx_light::runtime

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/dispatch_frame.h"
@@ -236,6 +237,31 @@ Tensor& RuntimeContext::AllocateOutput(size_t index, DataType type, Shape shape)
   }
   SetOutput(index, std::move(tensor));
   return frame_->outputs[index]->tensor();
+}
+
+Tensor* RuntimeContext::ReuseInputForOutput(size_t output, size_t input, DataType type,
+                                            std::span<const int64_t> shape) {
+  if (frame_ == nullptr || input >= 32 || (frame_->reusable_inputs & (uint32_t{1} << input)) == 0 ||
+      !has_input(input) || !output_requested(output)) {
+    return nullptr;
+  }
+  // The executor owns the frame's values and marked this one as dying here, so it may be taken.
+  auto& donor = const_cast<RuntimeValue&>(*frame_->inputs[input]);
+  if (!donor.is_tensor()) return nullptr;
+  const Tensor& t = donor.tensor();
+  if (t.dtype() != type || t.read_only() || !t.is_contiguous() ||
+      !std::ranges::equal(t.shape(), shape) || t.owner().use_count() != 1 ||
+      !IsAllocatorBuffer(t.owner())) {
+    return nullptr;
+  }
+  RuntimeValue& out = *frame_->outputs[output];
+  if (events_enabled_) {
+    out = donor;  // shared: the remove event recorded when the input is released still sees it
+  } else {
+    out = std::move(donor);
+    donor = RuntimeValue();
+  }
+  return &out.tensor();
 }
 
 void RuntimeContext::SetOutput(size_t index, RuntimeValue value) {

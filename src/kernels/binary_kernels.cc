@@ -273,7 +273,8 @@ class PowKernel final : public KernelBase {
     }
     const Tensor* operands[] = {&a, &b};
     const BroadcastPlan plan = BroadcastPlan::Make(rt, operands);
-    Tensor& y = rt.AllocateOutput(0, a.dtype(), plan.output_shape());
+    Tensor& y = rt.AllocateOutput(
+        0, a.dtype(), Shape(plan.output_shape().begin(), plan.output_shape().end()));
     std::string_view path = plan.PathName();
     DispatchList(BaseTypes{}, rt, 0, a.dtype(), [&](auto tag) {
       using T = decltype(tag);

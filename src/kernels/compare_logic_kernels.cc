@@ -155,7 +155,8 @@ class WhereKernel final : public KernelBase {
     CheckSameType(rt, 1, 2);
     const Tensor* operands[] = {&cond, &x, &y};
     const BroadcastPlan plan = BroadcastPlan::Make(rt, operands);
-    Tensor& out = rt.AllocateOutput(0, x.dtype(), plan.output_shape());
+    Tensor& out = rt.AllocateOutput(
+        0, x.dtype(), Shape(plan.output_shape().begin(), plan.output_shape().end()));
     const bool* c = cond.data<bool>();
     if (x.dtype() == DataType::kString) {
       WhereLoop(plan, c, x.data<std::string>(), y.data<std::string>(), out.data<std::string>());

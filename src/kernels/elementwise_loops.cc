@@ -1,13 +1,16 @@
 #include "kernels/elementwise_loops.h"
 
+#include <algorithm>
+
 namespace onnx_light::runtime {
 
 BroadcastPlan BroadcastPlan::Make(const RuntimeContext& rt, std::span<const Tensor* const> inputs) {
   BroadcastPlan plan;
   plan.output_shape_ = inputs[0]->shape();
   for (size_t i = 1; i < inputs.size(); ++i) {
-    if (inputs[i]->shape() != plan.output_shape_) {
-      plan.output_shape_ = BroadcastShapes(rt, plan.output_shape_, inputs[i]->shape());
+    if (!std::ranges::equal(inputs[i]->shape(), plan.output_shape_)) {
+      plan.owned_shape_ = BroadcastShapes(rt, plan.output_shape_, inputs[i]->shape());
+      plan.output_shape_ = plan.owned_shape_;
     }
   }
   plan.Build(inputs);
@@ -15,7 +18,7 @@ BroadcastPlan BroadcastPlan::Make(const RuntimeContext& rt, std::span<const Tens
 }
 
 BroadcastPlan::BroadcastPlan(std::span<const Tensor* const> inputs, Shape output_shape)
-    : output_shape_(std::move(output_shape)) {
+    : owned_shape_(std::move(output_shape)), output_shape_(owned_shape_) {
   Build(inputs);
 }
 
@@ -23,17 +26,45 @@ void BroadcastPlan::Build(std::span<const Tensor* const> inputs) {
   num_inputs_ = static_cast<int>(inputs.size());
   output_size_ = ShapeSize(output_shape_);
   const size_t rank = output_shape_.size();
+  // Common case first: contiguous operands that have the output's shape or a single element
+  // make one run, with stride 1 or 0 (what the general merge below computes too).
+  if (output_size_ > 1) {
+    bool one_run = true;
+    for (int i = 0; i < num_inputs_ && one_run; ++i) {
+      const Tensor& t = *inputs[i];
+      const bool same = std::ranges::equal(t.shape(), output_shape_);
+      one_run = t.is_contiguous() && (same || t.size() == 1);
+      inner_stride_[i] = same ? 1 : 0;
+      all_same_shape_ = all_same_shape_ && same;
+    }
+    if (one_run) {
+      dims_.push_back(output_size_);
+      strides_.assign(inner_stride_, inner_stride_ + kMaxBroadcastInputs);
+      return;
+    }
+    all_same_shape_ = true;
+    for (int64_t& stride : inner_stride_) stride = 0;
+  }
   // Full-rank strides per operand: 0 on broadcast axes, the tensor's own stride elsewhere.
   absl::InlinedVector<int64_t, 6 * kMaxBroadcastInputs> full(rank * kMaxBroadcastInputs, 0);
   for (int i = 0; i < num_inputs_; ++i) {
     const Tensor& t = *inputs[i];
-    all_same_shape_ = all_same_shape_ && t.shape() == output_shape_;
+    all_same_shape_ = all_same_shape_ && std::ranges::equal(t.shape(), output_shape_);
     any_strided_ = any_strided_ || !t.is_contiguous();
-    const Shape strides = t.strides();
     const size_t in_rank = t.shape().size();
-    for (size_t k = 0; k < in_rank; ++k) {
-      const size_t d = k + (rank - in_rank);
-      full[d * kMaxBroadcastInputs + i] = t.shape()[k] == 1 ? 0 : strides[k];
+    if (t.is_contiguous()) {  // ContiguousStrides without allocating
+      int64_t stride = 1;
+      for (size_t k = in_rank; k-- > 0;) {
+        const size_t d = k + (rank - in_rank);
+        full[d * kMaxBroadcastInputs + i] = t.shape()[k] == 1 ? 0 : stride;
+        if (__builtin_mul_overflow(stride, t.shape()[k], &stride)) stride = 0;
+      }
+    } else {
+      const Shape strides = t.strides();
+      for (size_t k = 0; k < in_rank; ++k) {
+        const size_t d = k + (rank - in_rank);
+        full[d * kMaxBroadcastInputs + i] = t.shape()[k] == 1 ? 0 : strides[k];
+      }
     }
   }
   // Merge each dimension into the previous one when every operand continues regularly across

@@ -36,11 +36,20 @@ class BroadcastPlan {
  public:
   /// Broadcasts the shapes of `inputs` (1 to 3 tensors) together; throws naming the node when
   /// they clash.
+  /// Without broadcasting, output_shape() views the first input's shape: the plan must not
+  /// outlive its inputs.
   static BroadcastPlan Make(const RuntimeContext& rt, std::span<const Tensor* const> inputs);
   /// Reads `inputs` broadcast to `output_shape`, which must already be a valid broadcast target.
   BroadcastPlan(std::span<const Tensor* const> inputs, Shape output_shape);
+  // Moves keep output_shape() valid (a moved vector keeps its elements); copies would not.
+  BroadcastPlan(BroadcastPlan&&) noexcept = default;
+  BroadcastPlan& operator=(BroadcastPlan&&) noexcept = default;
+  BroadcastPlan(const BroadcastPlan&) = delete;
+  BroadcastPlan& operator=(const BroadcastPlan&) = delete;
 
-  const Shape& output_shape() const noexcept { return output_shape_; }
+  std::span<const int64_t> output_shape() const noexcept { return output_shape_; }
+  /// True when every input is contiguous and has the output's shape (one unit-stride run).
+  bool same_shape() const noexcept { return all_same_shape_ && !any_strided_; }
   int64_t output_size() const noexcept { return output_size_; }
   int num_inputs() const noexcept { return num_inputs_; }
   /// The stride (elements) of operand `i` inside one run.
@@ -89,7 +98,8 @@ class BroadcastPlan {
   void Build(std::span<const Tensor* const> inputs);
 
   int num_inputs_ = 0;
-  Shape output_shape_;
+  Shape owned_shape_;                       // the broadcast shape when no input has it
+  std::span<const int64_t> output_shape_;  // owned_shape_ or the first input's shape
   int64_t output_size_ = 0;
   bool all_same_shape_ = true;
   bool any_strided_ = false;
@@ -247,13 +257,28 @@ void RunBinaryNode(RuntimeContext& rt, std::string_view op_name, TypeList<Ts...>
   CheckSameType(rt, 0, 1);
   const Tensor* operands[] = {&a, &b};
   const BroadcastPlan plan = BroadcastPlan::Make(rt, operands);
-  Tensor& y = rt.AllocateOutput(0, kBoolOutput ? DataType::kBool : a.dtype(), plan.output_shape());
-  DispatchList(types, rt, 0, a.dtype(), [&](auto tag) {
+  const DataType type = a.dtype();
+  const DataType out_type = kBoolOutput ? DataType::kBool : type;
+  // Read pointers first: reusing an input's storage for the output takes that input away.
+  const void* a_data = a.raw_data();
+  const void* b_data = b.raw_data();
+  Tensor* y = nullptr;
+  if (plan.same_shape() && out_type == type) {
+    // `a`/`b` may be kernel-made tensors (legacy broadcast) rather than the node's inputs.
+    if (&a == rt.OptionalInput(0)) y = rt.ReuseInputForOutput(0, 0, type, plan.output_shape());
+    if (y == nullptr && &b == rt.OptionalInput(1)) {
+      y = rt.ReuseInputForOutput(0, 1, type, plan.output_shape());
+    }
+  }
+  if (y == nullptr) {
+    y = &rt.AllocateOutput(0, out_type, Shape(plan.output_shape().begin(), plan.output_shape().end()));
+  }
+  DispatchList(types, rt, 0, type, [&](auto tag) {
     using T = decltype(tag);
     using TO = std::conditional_t<kBoolOutput, bool, T>;
-    RunBinary(plan, a.data<T>(), b.data<T>(), y.data<TO>(), op);
+    RunBinary(plan, static_cast<const T*>(a_data), static_cast<const T*>(b_data), y->data<TO>(), op);
   });
-  RecordUsage(rt, op_name, a.dtype(), plan.PathName(), variant);
+  RecordUsage(rt, op_name, type, plan.PathName(), variant);
 }
 
 /// Unary node over an input of an element type from `Types`: output `op(x)` of that type, or bool
@@ -262,15 +287,30 @@ template <bool kBoolOutput, typename Op, typename... Ts>
 void RunUnaryNode(RuntimeContext& rt, std::string_view op_name, TypeList<Ts...> types, const Op& op,
                   std::string_view variant = {}) {
   const Tensor& x = rt.Input(0);
+  const DataType type = x.dtype();
+  const DataType out_type = kBoolOutput ? DataType::kBool : type;
+  if (x.is_contiguous()) {  // one unit-stride run; no plan needed
+    const int64_t n = x.size();
+    const void* x_data = x.raw_data();  // before the output may take x's storage
+    Tensor* y = out_type == type ? rt.ReuseInputForOutput(0, 0, type, x.shape()) : nullptr;
+    if (y == nullptr) y = &rt.AllocateOutput(0, out_type, x.shape());
+    DispatchList(types, rt, 0, type, [&](auto tag) {
+      using T = decltype(tag);
+      using TO = std::conditional_t<kBoolOutput, bool, T>;
+      UnaryRun(static_cast<const T*>(x_data), 1, y->data<TO>(), n, op);
+    });
+    RecordUsage(rt, op_name, type, "loop", variant);
+    return;
+  }
   const Tensor* operands[] = {&x};
   const BroadcastPlan plan(operands, x.shape());
-  Tensor& y = rt.AllocateOutput(0, kBoolOutput ? DataType::kBool : x.dtype(), x.shape());
-  DispatchList(types, rt, 0, x.dtype(), [&](auto tag) {
+  Tensor& y = rt.AllocateOutput(0, out_type, x.shape());
+  DispatchList(types, rt, 0, type, [&](auto tag) {
     using T = decltype(tag);
     using TO = std::conditional_t<kBoolOutput, bool, T>;
     RunUnary(plan, x.data<T>(), y.data<TO>(), op);
   });
-  RecordUsage(rt, op_name, x.dtype(), x.is_contiguous() ? "loop" : "strided", variant);
+  RecordUsage(rt, op_name, type, "strided", variant);
 }
 
 /// Binary operators before opset 7 broadcast only when `broadcast`=1, aligning B with A from

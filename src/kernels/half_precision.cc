@@ -49,6 +49,7 @@ class HalfPrecisionKernel final : public KernelBase {
     DispatchFrame frame = outer;
     frame.inputs = inputs;
     frame.outputs = outputs;
+    frame.reusable_inputs = 0;  // the inputs are scratch copies or the outer frame's values
     scratch.set_dispatch_frame(&frame);
     inner_->Run(scratch);
     for (size_t i = 0; i < results.size(); ++i) {

@@ -103,7 +103,8 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
                            .output_names = &node.outputs,
                            .inputs = node_inputs,
                            .outputs = node_outputs,
-                           .captures = node_captures};
+                           .captures = node_captures,
+                           .reusable_inputs = planned.reusable_inputs};
     rt.set_dispatch_frame(&dispatch);
     rt.set_current_node_index(static_cast<int64_t>(n));
 

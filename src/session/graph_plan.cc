@@ -89,6 +89,28 @@ GraphPlan::GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope
   for (size_t s = 0; s < slots_.size(); ++s) {
     if (last_use[s] >= 0) nodes_[last_use[s]].release_after.push_back(static_cast<int32_t>(s));
   }
+  MarkReusableInputs(last_use);
+}
+
+// An input's storage may become an output's when nothing can see it afterwards: it is an
+// intermediate (never a graph input, which may be caller memory, an initializer, a capture or a
+// graph output), this node is its last use, and the node reads it through this input alone.
+// The run still checks the value itself (type, shape, sole owner) in ReuseInputForOutput.
+void GraphPlan::MarkReusableInputs(const std::vector<int32_t>& last_use) {
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    PlannedNode& node = nodes_[n];
+    for (size_t i = 0; i < node.inputs.size() && i < 32; ++i) {
+      const int32_t s = node.inputs[i];
+      if (s < 0 || slots_[s].kind != TensorKind::kIntermediate ||
+          last_use[s] != static_cast<int32_t>(n)) {
+        continue;
+      }
+      bool shared = false;
+      for (size_t j = 0; j < node.inputs.size(); ++j) shared |= j != i && node.inputs[j] == s;
+      for (int32_t c : node.captures) shared |= c == s;
+      if (!shared) node.reusable_inputs |= uint32_t{1} << i;
+    }
+  }
 }
 
 GraphPlan::~GraphPlan() = default;

@@ -54,6 +54,7 @@ class GraphPlan {
  private:
   friend class PlanScope;
   void CompileNodes(const KernelSources& sources, PlanScope& scope);
+  void MarkReusableInputs(const std::vector<int32_t>& last_use);
 
   const Graph& graph_;
   std::vector<Slot> slots_;

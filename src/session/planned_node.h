@@ -1,6 +1,7 @@
 #pragma once
 // One node of a GraphPlan: its kernel, slot indexes and what to release after it runs.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ struct GraphPlan::PlannedNode {
   std::vector<int32_t> outputs;   // -1: unused optional output
   std::vector<int32_t> captures;  // outer values used by the node's subgraphs
   std::vector<int32_t> release_after;
+  uint32_t reusable_inputs = 0;  // DispatchFrame::reusable_inputs, decided when compiling
   std::vector<std::unique_ptr<SubgraphRunner>> subgraphs;
 };
 

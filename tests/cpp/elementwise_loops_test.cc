@@ -95,7 +95,7 @@ TEST(BroadcastPlan, MatchesNaiveIndexing) {
     const Tensor* in[] = {&ta, &tb};
     RuntimeContext rt(KernelContext(DefaultOpset(23)));
     const BroadcastPlan plan = BroadcastPlan::Make(rt, in);
-    EXPECT_EQ(Visit(plan), Naive({&ta, &tb}, plan.output_shape()))
+    EXPECT_EQ(Visit(plan), Naive({&ta, &tb}, Shape(plan.output_shape().begin(), plan.output_shape().end())))
         << ShapeToString(sa) << " with " << ShapeToString(sb);
   }
 }

@@ -75,4 +75,8 @@ std::shared_ptr<Allocator> MakeCpuAllocator();
 /// reference goes away. The owner keeps the allocator alive.
 std::shared_ptr<void> AllocateBuffer(const std::shared_ptr<Allocator>& allocator, size_t bytes);
 
+/// Whether `owner` was returned by AllocateBuffer: runtime memory, never a caller's, a model's or
+/// a custom kernel's buffer. Cheap (no allocation, no lock).
+bool IsAllocatorBuffer(const std::shared_ptr<void>& owner) noexcept;
+
 }  // namespace onnx_light::runtime

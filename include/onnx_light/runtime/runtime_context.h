@@ -144,6 +144,19 @@ class RuntimeContext {
   /// Allocates output `index` from this context's allocator and returns it for writing. For an
   /// unrequested output the tensor is still allocated (and dropped at the next call).
   Tensor& AllocateOutput(size_t index, DataType type, Shape shape);
+  /// Lets output `output` take over the storage of input `input` instead of allocating, and
+  /// returns the output tensor for writing; nullptr when that is not allowed (then call
+  /// AllocateOutput). Allowed only when the session marked the input reusable for this node (an
+  /// intermediate value whose last use is this node, read by no other input or subgraph of it),
+  /// the output is requested, and the input is a contiguous, writable tensor of `type` and `shape`
+  /// from AllocateBuffer that nothing else references. Never allowed for graph inputs (which may
+  /// be caller memory), initializers, captured outer values or graph outputs.
+  /// On success the input must not be read through earlier references any more (take its data
+  /// pointer before the call): the returned tensor holds its elements. Meant for elementwise
+  /// kernels whose output element i depends only on input element i. Events still show the
+  /// output added and the input removed.
+  Tensor* ReuseInputForOutput(size_t output, size_t input, DataType type,
+                              std::span<const int64_t> shape);
   /// Sets output `index` to `value` (a view of an input, a sequence, ...).
   void SetOutput(size_t index, RuntimeValue value);
   /// Graph-level name of input / output `index` of the node being dispatched.
