@@ -1,6 +1,6 @@
 """Decode loop: PersistentValueState against ONNX Runtime re-feeding past/present every step.
 
-    python benchmarks/bench_decode.py [--steps 2048] [--threads 1]
+    python benchmarks/bench_decode.py [--steps 2048] [--threads 1] [--dtype float32|float16]
 
 A decoder of 4 layers, 8 heads, head size 64 (Attention, opset 23) generates `steps` tokens one at
 a time. Reports per-token latency around steps 128, 512 and 2048 for both runtimes, the bytes our
@@ -31,12 +31,12 @@ def window_means(times, marks, width=16):
     return out
 
 
-def run_ours(model, steps, threads, events):
+def run_ours(model, steps, threads, events, dtype):
     declared = runtime.with_persistent_bindings(model, decoder_model.bindings(LAYERS))
-    state = runtime.PersistentValueState(declared, initial=decoder_model.empty_cache(LAYERS, HEADS, HEAD),
+    state = runtime.PersistentValueState(declared, initial=decoder_model.empty_cache(LAYERS, HEADS, HEAD, dtype=dtype),
                                          options=runtime.RuntimeSessionOptions(num_threads=threads))
     ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=events)
-    x = np.random.default_rng(0).standard_normal((1, 1, HEADS * HEAD)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((1, 1, HEADS * HEAD)).astype(dtype)
     times = []
     for _ in range(steps):
         start = time.perf_counter()
@@ -45,12 +45,12 @@ def run_ours(model, steps, threads, events):
     return times, ctx, state
 
 
-def run_ort(model, steps, threads):
+def run_ort(model, steps, threads, dtype):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    feeds = {"x": np.random.default_rng(0).standard_normal((1, 1, HEADS * HEAD)).astype(np.float32)}
-    feeds.update(decoder_model.empty_cache(LAYERS, HEADS, HEAD))
+    feeds = {"x": np.random.default_rng(0).standard_normal((1, 1, HEADS * HEAD)).astype(dtype)}
+    feeds.update(decoder_model.empty_cache(LAYERS, HEADS, HEAD, dtype=dtype))
     names = [o.name for o in sess.get_outputs()]
     times = []
     for _ in range(steps):
@@ -67,20 +67,22 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dtype", choices=["float32", "float16"], default="float32")
     args = parser.parse_args()
-    model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD)
+    dtype = np.dtype(args.dtype)
+    model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD, dtype=dtype)
     marks = [m for m in (128, 512, 1024, 2048) if m <= args.steps]
 
-    ours_times, _, _ = run_ours(model, args.steps, args.threads, events=False)
-    ort_times = run_ort(model, args.steps, args.threads)
-    _, ctx, state = run_ours(model, args.steps, args.threads, events=True)
+    ours_times, _, _ = run_ours(model, args.steps, args.threads, False, dtype)
+    ort_times = run_ort(model, args.steps, args.threads, dtype)
+    _, ctx, state = run_ours(model, args.steps, args.threads, True, dtype)
     traffic = summary.storage_totals(ctx.events())
     cache_bytes = sum(np.asarray(t).nbytes for t in state.values.values())
     row_bytes = cache_bytes // args.steps
     stateless = sum(row_bytes * (s + 1) for s in range(args.steps))
 
     ours_w, ort_w = window_means(ours_times, marks), window_means(ort_times, marks)
-    print(f"decoder {LAYERS} layers, {HEADS} heads x {HEAD}; {args.steps} steps; threads {args.threads}; "
+    print(f"decoder {LAYERS} layers, {HEADS} heads x {HEAD}, {args.dtype}; {args.steps} steps; threads {args.threads}; "
           f"onnxruntime {ort.__version__}\n")
     print("| step | onnx-light us/token | ORT us/token | ratio (ours / ORT) |")
     print("|---:|---:|---:|---:|")
