@@ -219,7 +219,8 @@ class RuntimeSessionOptions:
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value; 0 disables reservations."""
     num_threads: int
-    """Threads kernels may use; 0 lets the runtime choose."""
+    """Threads one run may use, the calling thread included; 0 means one per core. Above 1 the
+    session owns a worker pool (see docs/threading.md)."""
     kernel_context: KernelContext | None
     """Custom kernels to resolve against when the session is built."""
 

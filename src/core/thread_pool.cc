@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 
 namespace onnx_light::runtime {
@@ -14,11 +15,34 @@ struct ThreadPool::Job {
   const int64_t tasks;
   absl::FunctionRef<void(int64_t, int64_t)> fn;
   std::atomic<int64_t> next{0};
+  std::atomic<int64_t> finished{0};
   std::mutex mutex;
   std::condition_variable done;
-  int64_t finished = 0;  // guarded by mutex
   std::exception_ptr error;  // guarded by mutex
 };
+
+namespace {
+
+// How long an idle thread polls before it blocks. Kernels issue parallel regions back to back
+// (a decoder's MatMuls are a few hundred microseconds apart at most), and waking a blocked
+// thread costs tens of microseconds on a busy or virtualised machine; a bounded poll keeps that
+// out of every region while costing an idle pool at most this much CPU per region.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+// Polls `ready` until it returns true or kSpin has passed; returns its last value.
+template <typename Ready>
+bool SpinUntil(Ready&& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   const int workers = std::max(num_threads, 1) - 1;
@@ -39,28 +63,30 @@ void ThreadPool::RunTasks(Job& job) {
   for (int64_t t = job.next.fetch_add(1); t < job.tasks; t = job.next.fetch_add(1)) {
     const int64_t begin = job.n * t / job.tasks;
     const int64_t end = job.n * (t + 1) / job.tasks;
-    std::exception_ptr error;
     try {
       job.fn(begin, end);
     } catch (...) {
-      error = std::current_exception();
+      std::lock_guard<std::mutex> lock(job.mutex);
+      if (!job.error) job.error = std::current_exception();
     }
-    std::lock_guard<std::mutex> lock(job.mutex);
-    if (error && !job.error) job.error = error;
-    if (++job.finished == job.tasks) job.done.notify_all();
+    if (job.finished.fetch_add(1) + 1 == job.tasks) {
+      std::lock_guard<std::mutex> lock(job.mutex);  // pairs with the waiter's predicate check
+      job.done.notify_all();
+    }
   }
 }
 
 void ThreadPool::WorkerLoop() {
   for (;;) {
     std::shared_ptr<Job> job;
+    SpinUntil([this] { return queued_.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, nothing left
       job = queue_.front();
       // A job whose ranges are all claimed leaves the queue; its claimers finish it.
-      if (job->next.load() + 1 >= job->tasks) queue_.pop_front();
+      if (job->next.load() + 1 >= job->tasks) Pop(queue_.begin());
     }
     RunTasks(*job);
   }
@@ -77,17 +103,27 @@ void ThreadPool::ParallelFor(int64_t n, absl::FunctionRef<void(int64_t, int64_t)
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(job);
+    queued_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   RunTasks(*job);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = std::find(queue_.begin(), queue_.end(), job);
-    if (it != queue_.end()) queue_.erase(it);
+    if (it != queue_.end()) Pop(it);
   }
-  std::unique_lock<std::mutex> lock(job->mutex);
-  job->done.wait(lock, [&] { return job->finished == job->tasks; });
+  const auto all_done = [&] { return job->finished.load(std::memory_order_acquire) == job->tasks; };
+  if (!SpinUntil(all_done)) {
+    std::unique_lock<std::mutex> lock(job->mutex);
+    job->done.wait(lock, all_done);
+  }
+  std::lock_guard<std::mutex> lock(job->mutex);
   if (job->error) std::rethrow_exception(job->error);
+}
+
+void ThreadPool::Pop(std::deque<std::shared_ptr<Job>>::iterator it) {
+  queue_.erase(it);
+  queued_.fetch_sub(1, std::memory_order_release);
 }
 
 }  // namespace onnx_light::runtime
