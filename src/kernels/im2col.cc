@@ -224,9 +224,51 @@ WindowGeometry ResolveWindow(const RuntimeContext& rt, const WindowAttributes& a
   return g;
 }
 
+// The 2-D case without the generic index machinery: one output row of one kernel tap at a time,
+// a zero fill for the padding and a plain copy (stride 1) or strided gather for the rest.
+template <typename T>
+void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
+  const int64_t ih_n = g.input[0];
+  const int64_t iw_n = g.input[1];
+  const int64_t oh_n = g.output[0];
+  const int64_t ow_n = g.output[1];
+  const int64_t sh = g.stride[0];
+  const int64_t sw = g.stride[1];
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* plane = image + c * ih_n * iw_n;
+    for (int64_t kh = 0; kh < g.kernel[0]; ++kh) {
+      const int64_t h_offset = kh * g.dilation[0] - g.pad_begin[0];
+      for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+        const int64_t w_offset = kw * g.dilation[1] - g.pad_begin[1];
+        int64_t lo;
+        int64_t hi;
+        InnerRange(w_offset, sw, iw_n, ow_n, &lo, &hi);
+        for (int64_t oh = 0; oh < oh_n; ++oh, col += ow_n) {
+          const int64_t ih = oh * sh + h_offset;
+          if (ih < 0 || ih >= ih_n || lo >= hi) {
+            std::fill(col, col + ow_n, T{0});
+            continue;
+          }
+          const T* src = plane + ih * iw_n + w_offset + lo * sw;  // input under output position lo
+          for (int64_t o = 0; o < lo; ++o) col[o] = T{0};
+          if (sw == 1) {
+            for (int64_t o = lo; o < hi; ++o) col[o] = src[o - lo];
+          } else if (sw == 2) {
+            for (int64_t o = lo; o < hi; ++o) col[o] = src[(o - lo) * 2];
+          } else {
+            for (int64_t o = lo; o < hi; ++o) col[o] = src[(o - lo) * sw];
+          }
+          for (int64_t o = hi; o < ow_n; ++o) col[o] = T{0};
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
   const size_t r = g.rank();
+  if (r == 2) return Im2Col2d(image, channels, g, col);
   const int64_t stride = g.stride[r - 1];
   const int64_t inner_out = g.output[r - 1];
   ForEachColumnRun(

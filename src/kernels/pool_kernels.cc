@@ -206,6 +206,104 @@ void AveragePoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool count_i
   }
 }
 
+// Fast path for 1-D and 2-D pools without dilation (by far the most common): per output row,
+// first reduce the window's input rows into one row (a contiguous, vectorisable pass), then slide
+// the window along that row. Interior positions of the usual kernel/stride pairs use constant
+// loop bounds so they vectorise; the few border positions take the clipped window.
+bool RowPoolApplies(const WindowGeometry& g) {
+  if (g.rank() > 2) return false;
+  for (size_t i = 0; i < g.rank(); ++i) {
+    if (g.dilation[i] != 1) return false;
+  }
+  return true;
+}
+
+template <bool kMax, typename T>
+inline T Combine(T acc, T v) {
+  if constexpr (kMax) {
+    return v > acc ? v : acc;
+  } else {
+    return acc + v;
+  }
+}
+
+template <bool kMax, int kK, int kS, typename T>
+void SlideInterior(const T* row, int64_t lo, int64_t hi, int64_t offset, T init, T* y) {
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    const T* t = row + ow * kS + offset;
+    T acc = init;
+    for (int k = 0; k < kK; ++k) acc = Combine<kMax>(acc, t[k]);
+    y[ow] = acc;
+  }
+}
+
+template <bool kMax, typename T>
+void RowPoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool count_include_pad, T* y, T* row) {
+  const AxisWindows& ah = p.axes[1];
+  const AxisWindows& aw = p.axes[2];
+  const int64_t W = aw.input;
+  const int64_t ow_n = aw.output;
+  const int64_t kw_n = aw.kernel;
+  const int64_t sw = aw.stride;
+  const T init = kMax ? std::numeric_limits<T>::lowest() : T{0};
+  // Output positions whose whole window lies inside the row.
+  int64_t in_lo = 0;
+  while (in_lo < ow_n && (aw.lo[in_lo] != 0 || aw.hi[in_lo] != kw_n)) ++in_lo;
+  int64_t in_hi = in_lo;
+  while (in_hi < ow_n && aw.lo[in_hi] == 0 && aw.hi[in_hi] == kw_n) ++in_hi;
+  std::vector<T> w_count;
+  if constexpr (!kMax) {
+    w_count.resize(static_cast<size_t>(ow_n));
+    for (int64_t ow = 0; ow < ow_n; ++ow) {
+      w_count[ow] = static_cast<T>(count_include_pad ? aw.padded_count[ow] : aw.hi[ow] - aw.lo[ow]);
+    }
+  }
+  auto slide_edge = [&](int64_t ow) {
+    T acc = init;
+    for (int64_t k = aw.lo[ow]; k < aw.hi[ow]; ++k) acc = Combine<kMax>(acc, row[aw.start[ow] + k]);
+    y[ow] = acc;
+  };
+  const int64_t offset = -aw.pad_begin;
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* xp = x + plane * p.input_size;
+    for (int64_t oh = 0; oh < ah.output; ++oh) {
+      const int64_t kh_lo = ah.lo[oh];
+      const int64_t kh_hi = ah.hi[oh];
+      if (kh_lo >= kh_hi) {
+        std::fill(row, row + W, init);
+      } else {
+        const T* r0 = xp + (ah.start[oh] + kh_lo) * W;
+        if constexpr (kMax) {
+          for (int64_t i = 0; i < W; ++i) row[i] = Combine<true>(init, r0[i]);
+        } else {
+          std::copy(r0, r0 + W, row);
+        }
+        for (int64_t kh = kh_lo + 1; kh < kh_hi; ++kh) {
+          const T* r = xp + (ah.start[oh] + kh) * W;
+          for (int64_t i = 0; i < W; ++i) row[i] = Combine<kMax>(row[i], r[i]);
+        }
+      }
+      for (int64_t ow = 0; ow < in_lo; ++ow) slide_edge(ow);
+      if (kw_n == 2 && sw == 2) {
+        SlideInterior<kMax, 2, 2>(row, in_lo, in_hi, offset, init, y);
+      } else if (kw_n == 3 && sw == 2) {
+        SlideInterior<kMax, 3, 2>(row, in_lo, in_hi, offset, init, y);
+      } else if (kw_n == 3 && sw == 1) {
+        SlideInterior<kMax, 3, 1>(row, in_lo, in_hi, offset, init, y);
+      } else {
+        for (int64_t ow = in_lo; ow < in_hi; ++ow) slide_edge(ow);
+      }
+      for (int64_t ow = in_hi; ow < ow_n; ++ow) slide_edge(ow);
+      if constexpr (!kMax) {
+        const T h_count =
+            static_cast<T>(count_include_pad ? ah.padded_count[oh] : ah.hi[oh] - ah.lo[oh]);
+        for (int64_t ow = 0; ow < ow_n; ++ow) y[ow] /= h_count * w_count[ow];
+      }
+      y += ow_n;
+    }
+  }
+}
+
 enum class PoolKind { kMax, kAverage };
 
 class PoolKernel final : public KernelBase {
@@ -238,13 +336,18 @@ class PoolKernel final : public KernelBase {
     int64_t* indices =
         want_indices ? rt.AllocateOutput(1, DataType::kInt64, out_shape).data<int64_t>() : nullptr;
     const int64_t planes = x_in.dim(0) * x_in.dim(1);
+    const bool row_pool = RowPoolApplies(g);
     if (kind_ == PoolKind::kMax) {
       DispatchTypes<float, double, int8_t, uint8_t>(rt, 0, x_in.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        Record(rt, "MaxPool", x_in.dtype(), want_indices ? "direct-indices" : "direct");
+        Record(rt, "MaxPool", x_in.dtype(),
+               want_indices ? "direct-indices" : row_pool ? "direct-rows" : "direct");
         if (y.size() == 0) return;
         const Tensor xc = x_in.Contiguous(rt.allocator());
-        if (indices != nullptr) {
+        if (indices == nullptr && row_pool) {
+          std::vector<T> row(static_cast<size_t>(g.input[g.rank() - 1]));
+          RowPoolPlanes<true, T>(xc.data<T>(), planes, MakePool3d(g), false, y.data<T>(), row.data());
+        } else if (indices != nullptr) {
           MaxPoolPlanes<T, true>(xc.data<T>(), planes, MakePool3d(g), column_major_, y.data<T>(), indices);
         } else {
           MaxPoolPlanes<T, false>(xc.data<T>(), planes, MakePool3d(g), column_major_, y.data<T>(), nullptr);
@@ -253,10 +356,18 @@ class PoolKernel final : public KernelBase {
     } else {
       DispatchTypes<float, double>(rt, 0, x_in.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        Record(rt, "AveragePool", x_in.dtype(), count_include_pad_ ? "direct-include-pad" : "direct");
+        Record(rt, "AveragePool", x_in.dtype(),
+               row_pool ? (count_include_pad_ ? "direct-rows-include-pad" : "direct-rows")
+                        : (count_include_pad_ ? "direct-include-pad" : "direct"));
         if (y.size() == 0) return;
         const Tensor xc = x_in.Contiguous(rt.allocator());
-        AveragePoolPlanes<T>(xc.data<T>(), planes, MakePool3d(g), count_include_pad_, y.data<T>());
+        if (row_pool) {
+          std::vector<T> row(static_cast<size_t>(g.input[g.rank() - 1]));
+          RowPoolPlanes<false, T>(xc.data<T>(), planes, MakePool3d(g), count_include_pad_, y.data<T>(),
+                                  row.data());
+        } else {
+          AveragePoolPlanes<T>(xc.data<T>(), planes, MakePool3d(g), count_include_pad_, y.data<T>());
+        }
       });
     }
   }

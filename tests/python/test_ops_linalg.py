@@ -590,6 +590,12 @@ POOL_CASES = [
     ([1, 2, 8, 8], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
     ([1, 2, 4, 5, 6], {"kernel_shape": [2, 2, 2]}),
     ([1, 2, 5, 6, 7], {"kernel_shape": [3, 2, 3], "strides": [2, 2, 1], "pads": [1, 0, 1, 1, 1, 0]}),
+    # The row-reduction fast path (1-D/2-D, no dilation): its constant-bound interiors and borders.
+    ([2, 3, 9, 11], {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ([1, 2, 9, 11], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ([1, 2, 9, 11], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 1, 1, 0], "ceil_mode": 1}),
+    ([1, 2, 6, 40], {"kernel_shape": [2, 5], "strides": [1, 3], "pads": [1, 2, 0, 2]}),
+    ([1, 2, 3, 4], {"kernel_shape": [4, 5], "pads": [1, 1, 1, 1]}),                # window wider than input
 ]
 
 
@@ -712,9 +718,13 @@ def test_pool_kernel_usage():
     x = {"x": random([1, 2, 7, 8])}
     attrs = {"kernel_shape": [3, 3]}
     assert "MaxPool/float32/direct-indices" in usage_of(node_model("MaxPool", x, attrs, n_outputs=2), x)
-    assert "MaxPool/float32/direct" in usage_of(node_model("MaxPool", x, attrs), x)
-    assert "AveragePool/float32/direct-include-pad" in usage_of(
+    assert "MaxPool/float32/direct-rows" in usage_of(node_model("MaxPool", x, attrs), x)
+    assert "AveragePool/float32/direct-rows-include-pad" in usage_of(
         node_model("AveragePool", x, dict(attrs, count_include_pad=1)), x)
+    # Dilated and 3-D pools keep the general tap-by-tap loops.
+    assert "MaxPool/float32/direct" in usage_of(node_model("MaxPool", x, dict(attrs, dilations=[2, 1])), x)
+    x3 = {"x": random([1, 2, 4, 5, 6])}
+    assert "AveragePool/float32/direct" in usage_of(node_model("AveragePool", x3, {"kernel_shape": [2, 2, 2]}), x3)
     assert "GlobalAveragePool/float32/direct" in usage_of(node_model("GlobalAveragePool", x), x)
 
 
