@@ -4,6 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "kernels/half_precision.h"
 #include "kernels/im2col.h"
@@ -304,6 +309,52 @@ void RowPoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool count_inclu
   }
 }
 
+// The most common pool of all (2x2, stride 2, no padding, windows inside the input) on float32:
+// four loads, two shuffles that split even and odd columns, and four maxima per four outputs.
+// The taps are combined in the same order, with the same NaN rule (a NaN tap is skipped), as the
+// general loops.
+bool IsMaxPool2x2(const WindowGeometry& g) {
+  return g.rank() == 2 && g.kernel[0] == 2 && g.kernel[1] == 2 && g.stride[0] == 2 && g.stride[1] == 2 &&
+         g.dilation[0] == 1 && g.dilation[1] == 1 && g.pad_begin[0] == 0 && g.pad_begin[1] == 0 &&
+         g.output[0] * 2 <= g.input[0] && g.output[1] * 2 <= g.input[1];
+}
+
+void MaxPool2x2Planes(const float* x, int64_t planes, const WindowGeometry& g, float* y) {
+  const int64_t ih_n = g.input[0];
+  const int64_t iw_n = g.input[1];
+  const int64_t oh_n = g.output[0];
+  const int64_t ow_n = g.output[1];
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const float* xp = x + plane * ih_n * iw_n;
+    for (int64_t oh = 0; oh < oh_n; ++oh, y += ow_n) {
+      const float* r0 = xp + 2 * oh * iw_n;
+      const float* r1 = r0 + iw_n;
+      int64_t ow = 0;
+#if defined(__SSE2__)
+      const __m128 lowest = _mm_set1_ps(kLowest);
+      for (; ow + 4 <= ow_n; ow += 4) {
+        const __m128 a0 = _mm_loadu_ps(r0 + 2 * ow);
+        const __m128 a1 = _mm_loadu_ps(r0 + 2 * ow + 4);
+        const __m128 b0 = _mm_loadu_ps(r1 + 2 * ow);
+        const __m128 b1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+        // _mm_max_ps(v, acc) is v > acc ? v : acc.
+        __m128 acc = _mm_max_ps(_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), lowest);
+        acc = _mm_max_ps(_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)), acc);
+        acc = _mm_max_ps(_mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), acc);
+        acc = _mm_max_ps(_mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1)), acc);
+        _mm_storeu_ps(y + ow, acc);
+      }
+#endif
+      for (; ow < ow_n; ++ow) {
+        float acc = kLowest;
+        for (const float v : {r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]}) acc = v > acc ? v : acc;
+        y[ow] = acc;
+      }
+    }
+  }
+}
+
 enum class PoolKind { kMax, kAverage };
 
 class PoolKernel final : public KernelBase {
@@ -340,10 +391,17 @@ class PoolKernel final : public KernelBase {
     if (kind_ == PoolKind::kMax) {
       DispatchTypes<float, double, int8_t, uint8_t>(rt, 0, x_in.dtype(), [&](auto tag) {
         using T = decltype(tag);
+        const bool two_by_two = std::is_same_v<T, float> && !want_indices && IsMaxPool2x2(g);
         Record(rt, "MaxPool", x_in.dtype(),
-               want_indices ? "direct-indices" : row_pool ? "direct-rows" : "direct");
+               want_indices ? "direct-indices" : two_by_two ? "2x2" : row_pool ? "direct-rows" : "direct");
         if (y.size() == 0) return;
         const Tensor xc = x_in.Contiguous(rt.allocator());
+        if constexpr (std::is_same_v<T, float>) {
+          if (indices == nullptr && IsMaxPool2x2(g)) {
+            MaxPool2x2Planes(xc.data<float>(), planes, g, y.data<float>());
+            return;
+          }
+        }
         if (indices == nullptr && row_pool) {
           std::vector<T> row(static_cast<size_t>(g.input[g.rank() - 1]));
           RowPoolPlanes<true, T>(xc.data<T>(), planes, MakePool3d(g), false, y.data<T>(), row.data());

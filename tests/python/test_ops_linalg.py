@@ -596,6 +596,10 @@ POOL_CASES = [
     ([1, 2, 9, 11], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 1, 1, 0], "ceil_mode": 1}),
     ([1, 2, 6, 40], {"kernel_shape": [2, 5], "strides": [1, 3], "pads": [1, 2, 0, 2]}),
     ([1, 2, 3, 4], {"kernel_shape": [4, 5], "pads": [1, 1, 1, 1]}),                # window wider than input
+    # MaxPool 2x2 stride 2 (float32): vector body, scalar tail, odd sizes, ceil_mode leaves it.
+    ([2, 3, 7, 21], {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ([1, 2, 7, 21], {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    ([1, 2, 8, 8], {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
 ]
 
 
@@ -712,6 +716,19 @@ def test_global_pools_bfloat16_and_ort(op):
     np.testing.assert_allclose(y.astype(np.float32), global_pool_expected(op, x.astype(np.float32)), rtol=2e-2,
                                atol=2e-2)
     check_node(op, {"x": random([2, 3, 4, 5])}, reference="ort", **F32)
+
+
+def test_maxpool_2x2_skips_nan_like_the_general_loop():
+    x = random([2, 3, 6, 18])
+    x[0, 0, 0, 0] = x[0, 1, 2, 5] = x[1, 2, 5, 17] = np.nan
+    x[1, 0, 0:2, 0:2] = np.nan                                   # a window of NaN only
+    attrs = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    fast = run_ours(node_model("MaxPool", {"x": x}, attrs), {"x": x})[0]
+    # The same windows through the general tap-by-tap loop (3-D with a unit depth).
+    x3 = {"x": x[:, :, None]}
+    general = run_ours(node_model("MaxPool", x3, {"kernel_shape": [1, 2, 2], "strides": [1, 2, 2]}), x3)[0]
+    np.testing.assert_array_equal(fast, general[:, :, 0])
+    assert "MaxPool/float32/2x2" in usage_of(node_model("MaxPool", {"x": x}, attrs), {"x": x})
 
 
 def test_pool_kernel_usage():
