@@ -261,13 +261,12 @@ void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col)
           std::fill(col, col + begin, T{0});
           std::memcpy(col + begin, plane + begin + shift, static_cast<size_t>(end - begin) * sizeof(T));
           std::fill(col + end, col + oh_n * ow_n, T{0});
-          if (lo > 0 || hi < ow_n) {
-            for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
-              T* row = col + oh * ow_n;
-              std::fill(row, row + lo, T{0});
-              std::fill(row + hi, row + ow_n, T{0});
-            }
-          }
+          // Column by column (a handful of them): per-row fills would each become a memset call.
+          auto zero_column = [&](int64_t o) {
+            for (int64_t oh = oh_lo; oh < oh_hi; ++oh) col[oh * ow_n + o] = T{0};
+          };
+          for (int64_t o = 0; o < lo; ++o) zero_column(o);
+          for (int64_t o = hi; o < ow_n; ++o) zero_column(o);
           col += oh_n * ow_n;
           continue;
         }
