@@ -8,7 +8,9 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <type_traits>
 
+#include "kernels/conv_direct.h"
 #include "kernels/conv_kernels.h"
 #include "kernels/half_precision.h"
 #include "kernels/im2col.h"
@@ -25,7 +27,7 @@ namespace {
 // per group run directly; wider ones amortise im2col over a real GEMM.
 constexpr int64_t kMaxDirectMultiplier = 8;
 
-enum class ConvPath { kPointwise, kDepthwise, kIm2Col };
+enum class ConvPath { kPointwise, kDepthwise, kIm2Col, kDirect };
 
 constexpr std::string_view PathName(ConvPath p) {
   switch (p) {
@@ -33,6 +35,8 @@ constexpr std::string_view PathName(ConvPath p) {
       return "1x1-blas";
     case ConvPath::kDepthwise:
       return "depthwise-direct";
+    case ConvPath::kDirect:
+      return "direct-avx512";
     default:
       return "im2col-blas";
   }
@@ -94,7 +98,7 @@ void BiasActivation(T* y, int64_t channels, int64_t size, const T* bias, bool re
     if (relu) {
       for (int64_t i = 0; i < size; ++i) {
         const T v = plane[i] + b;
-        plane[i] = v > T{0} ? v : T{0};
+        plane[i] = v < T{0} ? T{0} : v;  // like Relu: NaN passes through
       }
     } else {
       for (int64_t i = 0; i < size; ++i) plane[i] += b;
@@ -178,9 +182,13 @@ class ConvKernel final : public KernelBase {
       pointwise =
           pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
     }
-    const ConvPath path = pointwise                                                ? ConvPath::kPointwise
-                          : cg == 1 && mg <= kMaxDirectMultiplier && g.rank() <= 2 ? ConvPath::kDepthwise
-                                                                                   : ConvPath::kIm2Col;
+    ConvPath path = pointwise                                                ? ConvPath::kPointwise
+                    : cg == 1 && mg <= kMaxDirectMultiplier && g.rank() <= 2 ? ConvPath::kDepthwise
+                                                                             : ConvPath::kIm2Col;
+    if constexpr (std::is_same_v<T, float>) {
+      if (path == ConvPath::kIm2Col && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable())
+        path = ConvPath::kDirect;
+    }
     if (rt.kernel_usage_enabled()) {
       if (folded_) {
         rt.RecordKernelUsage(KernelUsageName("Conv", x_in.dtype(),
@@ -199,6 +207,19 @@ class ConvKernel final : public KernelBase {
     const bool relu = folded_ && folded_->relu;
     T* out = y.data<T>();
 
+    if constexpr (std::is_same_v<T, float>) {
+      if (path == ConvPath::kDirect) {
+        const int64_t k = c * ksize;
+        const Tensor packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
+        const Tensor scratch = Tensor::Allocate(DataType::kFloat, {DirectConvScratchSize(c, g)}, rt.allocator());
+        PackDirectConvWeights(w, m, k, const_cast<float*>(packed.data<float>()));
+        for (int64_t img = 0; img < n; ++img) {
+          DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, relu,
+                       const_cast<float*>(scratch.data<float>()), out + img * m * out_size);
+        }
+        return;
+      }
+    }
     if (path == ConvPath::kDepthwise) {
       for (int64_t img = 0; img < n; ++img) {
         for (int64_t oc = 0; oc < m; ++oc) {

@@ -8,6 +8,18 @@ import onnx_light.runtime as runtime
 from node_check import assert_close, make_model, random, run_ort, run_ours
 from onnx_light.cnn_model import build_cnn
 
+def _cpu_has_avx512f():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512f" in f.read()
+    except OSError:
+        return False
+
+
+# Stride-1 undilated 2-D float32 convolutions at least 8 columns wide run the AVX-512 direct
+# kernel where the CPU has it, im2col + BLAS elsewhere.
+DIRECT = "direct-avx512" if _cpu_has_avx512f() else "im2col-blas"
+
 FUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=True)
 UNFUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=False)
 
@@ -81,19 +93,21 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     unfused, usage_off, events_off = run_with(model, feeds, UNFUSED, events=True)
     assert_close(fused[0], unfused[0], rtol=1e-4, atol=1e-5)
     assert_close(fused[0], run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
-    assert usage.count("Conv/float32/im2col-blas+bn+relu") == 2
+    assert usage.count(f"Conv/float32/{DIRECT}+bn+relu") == 2
     assert not any(u.startswith(("BatchNormalization", "Relu")) for u in usage)
     # The fused node runs under the Conv's name and op type; BN and Relu no longer run.
     conv_names = [n.name for n in model.graph.node if n.op_type == "Conv"]
     assert [e for e in events if e[1] in ("Conv", "BatchNormalization", "Relu")] == [(n, "Conv") for n in conv_names]
     # Option off: exactly the graph as written.
     assert [op for _, op in events_off] == [n.op_type for n in model.graph.node]
-    assert usage_off.count("Conv/float32/im2col-blas") == 2
+    assert usage_off.count(f"Conv/float32/{DIRECT}") == 2
 
 
 CASES = [
     # x shape, w shape, conv attributes, expected path
-    ([2, 3, 9, 8], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, "im2col-blas"),
+    ([2, 3, 9, 8], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),
+    ([2, 3, 9, 6], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, "im2col-blas"),              # too narrow for DIRECT
+    ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                   # channel and column tails
     ([2, 3, 9, 8], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, "im2col-blas"),
     ([1, 3, 11, 10], [5, 3, 3, 2], {"dilations": [2, 3], "pads": [2, 1, 0, 3]}, "im2col-blas"),
     ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, "im2col-blas"),
@@ -116,6 +130,8 @@ def test_fused_matches_unfused(x_shape, w_shape, attrs, path, bias, relu):
 def test_batch_one_and_empty_batch():
     model, feeds = chain_model([1, 3, 7, 7], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
     check_fused(model, feeds, "Conv/float32/im2col-blas+bn+relu")
+    model, feeds = chain_model([1, 3, 7, 9], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
+    check_fused(model, feeds, f"Conv/float32/{DIRECT}+bn+relu")
     model, feeds = chain_model([0, 3, 7, 7], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
     (y,), usage, _ = run_with(model, feeds, FUSED)
     assert "Conv/float32/im2col-blas+bn+relu" in usage

@@ -443,6 +443,46 @@ def test_conv_float64_float16_bfloat16():
     check_node("Conv", {k: v.astype(np.float64) for k, v in inputs.items()}, {"group": 1, "strides": [2, 1]})
 
 
+def _cpu_has_avx512f():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512f" in f.read()
+    except OSError:
+        return False
+
+
+DIRECT_CONV = "Conv/float32/direct-avx512" if _cpu_has_avx512f() else "Conv/float32/im2col-blas"
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("x_shape,w_shape,attrs", [
+    ([2, 3, 32, 32], [16, 3, 3, 3], {"pads": [1, 1, 1, 1]}),
+    ([1, 16, 16, 16], [32, 16, 3, 3], {"pads": [1, 1, 1, 1]}),
+    ([1, 4, 9, 8], [5, 4, 3, 3], {"pads": [1, 1, 1, 1]}),                  # 8 columns, 5 channels
+    ([1, 3, 6, 35], [17, 3, 3, 3], {"pads": [1, 1, 1, 1]}),                # column tail after two blocks
+    ([1, 2, 7, 12], [3, 2, 3, 3], {}),                                      # no padding
+    ([1, 2, 7, 12], [33, 2, 5, 3], {"pads": [2, 0, 1, 2]}),                # asymmetric pads, 5x3
+    ([1, 2, 7, 12], [3, 2, 1, 4], {"pads": [0, 3, 0, 0]}),
+    ([1, 2, 7, 12], [4, 2, 3, 3], {"auto_pad": "SAME_LOWER"}),
+])
+def test_conv_direct(x_shape, w_shape, attrs, bias):
+    inputs = {"x": random(x_shape), "w": random(w_shape, seed=1)}
+    if bias:
+        inputs["b"] = random([w_shape[0]], seed=2)
+    check_node("Conv", inputs, attrs, reference="ort", rtol=1e-4, atol=1e-4)
+    assert DIRECT_CONV in usage_of(node_model("Conv", inputs, attrs), inputs)
+
+
+def test_conv_direct_nan_and_empty():
+    x = random([1, 2, 6, 9])
+    x[0, 1, 2, 3] = np.nan
+    inputs = {"x": x, "w": random([3, 2, 3, 3], seed=1)}
+    check_node("Conv", inputs, {"pads": [1, 1, 1, 1]}, reference="ort", rtol=1e-4, atol=1e-4)
+    empty = {"x": random([0, 2, 6, 9]), "w": random([3, 2, 3, 3], seed=1)}
+    (y,) = run_ours(node_model("Conv", empty, {"pads": [1, 1, 1, 1]}), empty)
+    assert y.shape == (0, 3, 6, 9)
+
+
 def test_conv_large_against_ort():
     inputs = {"x": random([2, 16, 32, 32]), "w": random([32, 16, 3, 3], seed=1), "b": random([32], seed=2)}
     check_node("Conv", inputs, {"pads": [1, 1, 1, 1]}, reference="ort", rtol=1e-4, atol=1e-4)
@@ -452,6 +492,10 @@ def test_conv_large_against_ort():
     ([1, 3, 6, 5], [5, 3, 1, 1], {}, "Conv/float32/1x1-blas"),
     ([1, 4, 6, 5], [4, 1, 3, 3], {"group": 4}, "Conv/float32/depthwise-direct"),
     ([1, 3, 6, 5], [4, 3, 3, 3], {}, "Conv/float32/im2col-blas"),
+    ([1, 3, 6, 5], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, "Conv/float32/im2col-blas"),  # too narrow for direct
+    ([1, 3, 6, 9], [4, 3, 3, 3], {"strides": [1, 2], "pads": [1, 1, 1, 1]}, "Conv/float32/im2col-blas"),
+    ([1, 3, 6, 12], [4, 3, 3, 3], {"dilations": [1, 2]}, "Conv/float32/im2col-blas"),
+    ([1, 4, 6, 12], [4, 2, 3, 3], {"group": 2}, "Conv/float32/im2col-blas"),
     ([1, 2, 4, 4, 4], [2, 1, 3, 3, 3], {"group": 2}, "Conv/float32/im2col-blas"),
 ])
 def test_conv_kernel_usage(x_shape, w_shape, attrs, expected):
