@@ -58,6 +58,55 @@ void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const P
 
 #if ONNX_LIGHT_DIRECT_CONV
 
+// One tile: kRows output rows x 16 columns (lanes) x kChannels output channels, accumulated over
+// every (c, kh, kw) tap. Each broadcast weight feeds kRows FMAs and each input load kChannels.
+template <int kRows, int kChannels>
+__attribute__((target("avx512f"), always_inline)) inline void DirectTile(
+    const float* xpad, int64_t channels, int64_t kh_n, int64_t kw_n, const Padded& p, const float* wb,
+    const float* bias, int64_t live, bool relu, int64_t oh, int64_t ow0, __mmask16 mask, int64_t out_size,
+    int64_t ow_n, float* y) {
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 acc[kRows][kChannels];
+#pragma GCC unroll 16
+  for (int j = 0; j < kChannels; ++j) {
+    const __m512 b = bias != nullptr && j < live ? _mm512_set1_ps(bias[j]) : zero;
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) acc[r][j] = b;
+  }
+  const float* wk = wb;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t kh = 0; kh < kh_n; ++kh) {
+      const float* row = xpad + c * p.plane + (oh + kh) * p.pitch + ow0;
+      for (int64_t kw = 0; kw < kw_n; ++kw, wk += kBlock) {
+        __m512 xv[kRows];
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) xv[r] = _mm512_loadu_ps(row + r * p.pitch + kw);
+#pragma GCC unroll 16
+        for (int j = 0; j < kChannels; ++j) {
+          const __m512 w = _mm512_set1_ps(wk[j]);
+#pragma GCC unroll 4
+          for (int r = 0; r < kRows; ++r) acc[r][j] = _mm512_fmadd_ps(w, xv[r], acc[r][j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < kChannels; ++j) {
+    if (j >= live) break;
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      // v < 0 ? 0 : v, like Relu (NaN compares false, so it passes through).
+      const __m512 v = relu ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc[r][j], zero, _CMP_LT_OQ), acc[r][j], zero)
+                            : acc[r][j];
+      _mm512_mask_storeu_ps(y + j * out_size + (oh + r) * ow_n + ow0, mask, v);
+    }
+  }
+}
+
+// Channels go in halves of a packed block of 16 (8 accumulators per row), rows in threes.
+constexpr int kTileChannels = 8;
+constexpr int kTileRows = 3;
+
 __attribute__((target("avx512f"))) void DirectConvAvx512(const float* xpad, int64_t channels,
                                                          const WindowGeometry& g, const Padded& p,
                                                          const float* packed_w, int64_t m, const float* bias,
@@ -68,39 +117,23 @@ __attribute__((target("avx512f"))) void DirectConvAvx512(const float* xpad, int6
   const int64_t ow_n = g.output[1];
   const int64_t out_size = oh_n * ow_n;
   const int64_t k = channels * kh_n * kw_n;
-  const __m512 zero = _mm512_setzero_ps();
-  for (int64_t mb = 0; mb * kBlock < m; ++mb) {
-    const float* wb = packed_w + mb * k * kBlock;
-    const int64_t live = std::min(kBlock, m - mb * kBlock);
-    for (int64_t oh = 0; oh < oh_n; ++oh) {
-      for (int64_t ow0 = 0; ow0 < ow_n; ow0 += kBlock) {
-        const int64_t width = std::min(kBlock, ow_n - ow0);
-        const __mmask16 mask = static_cast<__mmask16>(width == kBlock ? 0xFFFF : (1u << width) - 1);
-        __m512 acc[kBlock];
-#pragma GCC unroll 16
-        for (int64_t j = 0; j < kBlock; ++j) {
-          acc[j] = bias != nullptr && j < live ? _mm512_set1_ps(bias[mb * kBlock + j]) : zero;
-        }
-        const float* wk = wb;
-        for (int64_t c = 0; c < channels; ++c) {
-          for (int64_t kh = 0; kh < kh_n; ++kh) {
-            const float* row = xpad + c * p.plane + (oh + kh) * p.pitch + ow0;
-            for (int64_t kw = 0; kw < kw_n; ++kw, wk += kBlock) {
-              const __m512 xv = _mm512_loadu_ps(row + kw);
-#pragma GCC unroll 16
-              for (int64_t j = 0; j < kBlock; ++j) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(wk[j]), xv, acc[j]);
-            }
-          }
-        }
-        float* out = y + mb * kBlock * out_size + oh * ow_n + ow0;
-#pragma GCC unroll 16
-        for (int64_t j = 0; j < kBlock; ++j) {
-          if (j >= live) break;
-          // v < 0 ? 0 : v, like Relu (NaN compares false, so it passes through).
-          const __m512 v =
-              relu ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc[j], zero, _CMP_LT_OQ), acc[j], zero) : acc[j];
-          _mm512_mask_storeu_ps(out + j * out_size, mask, v);
-        }
+  for (int64_t m0 = 0; m0 < m; m0 += kTileChannels) {
+    // Weights of channels [m0, m0 + 8): half of the packed block of 16 they belong to.
+    const float* wb = packed_w + (m0 / kBlock) * k * kBlock + m0 % kBlock;
+    const float* b = bias != nullptr ? bias + m0 : nullptr;
+    const int64_t live = std::min<int64_t>(kTileChannels, m - m0);
+    float* ym = y + m0 * out_size;
+    for (int64_t ow0 = 0; ow0 < ow_n; ow0 += kBlock) {
+      const int64_t width = std::min(kBlock, ow_n - ow0);
+      const __mmask16 mask = static_cast<__mmask16>(width == kBlock ? 0xFFFF : (1u << width) - 1);
+      int64_t oh = 0;
+      for (; oh + kTileRows <= oh_n; oh += kTileRows) {
+        DirectTile<kTileRows, kTileChannels>(xpad, channels, kh_n, kw_n, p, wb, b, live, relu, oh, ow0, mask,
+                                             out_size, ow_n, ym);
+      }
+      for (; oh < oh_n; ++oh) {
+        DirectTile<1, kTileChannels>(xpad, channels, kh_n, kw_n, p, wb, b, live, relu, oh, ow0, mask, out_size,
+                                     ow_n, ym);
       }
     }
   }
