@@ -110,6 +110,7 @@ void BiasActivation(T* y, int64_t channels, int64_t size, const T* bias, bool re
 struct FoldedConv {
   Tensor weight;
   Tensor bias;
+  Tensor direct_weight;  // `weight` packed for DirectConv2d, when that kernel may run
   bool relu = false;
   std::string usage_suffix;  // "+bn", "+bn+relu"
 };
@@ -210,12 +211,17 @@ class ConvKernel final : public KernelBase {
     if constexpr (std::is_same_v<T, float>) {
       if (path == ConvPath::kDirect) {
         const int64_t k = c * ksize;
-        const Tensor packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
-        const Tensor scratch = Tensor::Allocate(DataType::kFloat, {DirectConvScratchSize(c, g)}, rt.allocator());
-        PackDirectConvWeights(w, m, k, const_cast<float*>(packed.data<float>()));
+        Tensor packed;
+        if (folded_ && folded_->direct_weight.defined() && folded_->direct_weight.size() == DirectConvPackedSize(m, k)) {
+          packed = folded_->direct_weight;
+        } else {
+          packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
+          PackDirectConvWeights(w, m, k, packed.data<float>());
+        }
+        Tensor scratch = Tensor::Allocate(DataType::kFloat, {DirectConvScratchSize(c, g)}, rt.allocator());
         for (int64_t img = 0; img < n; ++img) {
-          DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, relu,
-                       const_cast<float*>(scratch.data<float>()), out + img * m * out_size);
+          DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, relu, scratch.data<float>(),
+                       out + img * m * out_size);
         }
         return;
       }
@@ -283,6 +289,11 @@ std::unique_ptr<KernelBase> MakeConvBatchNormKernel(const KernelBuildInfo& conv_
     }
     const double b = bias != nullptr ? static_cast<double>(bc.data<float>()[oc]) : 0.0;
     fb[oc] = static_cast<float>((b - static_cast<double>(bn.mean[oc])) * a + static_cast<double>(bn.bias[oc]));
+  }
+  if (DirectConvAvailable() && weight.rank() == 4) {
+    folded.direct_weight = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, per_channel)}, allocator);
+    PackDirectConvWeights(fw, m, per_channel, folded.direct_weight.data<float>());
+    folded.direct_weight = folded.direct_weight.AsReadOnly();
   }
   folded.weight = folded.weight.AsReadOnly();
   folded.bias = folded.bias.AsReadOnly();
