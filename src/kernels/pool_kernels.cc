@@ -475,8 +475,15 @@ class GlobalPoolKernel final : public KernelBase {
         if (kind_ == PoolKind::kMax) {
           out[p] = *std::max_element(src, src + plane_size);
         } else {
-          T sum = 0;
-          for (int64_t i = 0; i < plane_size; ++i) sum += src[i];
+          // Eight partial sums: a single running sum is one long chain of dependent adds.
+          constexpr int64_t kLanes = 8;
+          T part[kLanes] = {};
+          int64_t i = 0;
+          for (; i + kLanes <= plane_size; i += kLanes) {
+            for (int64_t l = 0; l < kLanes; ++l) part[l] += src[i + l];
+          }
+          T sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+          for (; i < plane_size; ++i) sum += src[i];
           out[p] = sum / static_cast<T>(plane_size);
         }
       }
