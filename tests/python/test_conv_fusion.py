@@ -206,3 +206,31 @@ def test_not_fused_before_opset_9():
     model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3])
     model.opset_import[0].version = 8
     usage_without_fusion(model, feeds, "BatchNormalization/float32/per-channel")
+
+
+@pytest.mark.parametrize("op", ["Relu", "BatchNormalization", "Conv"])
+def test_custom_kernel_for_a_chain_op_is_not_fused(op):
+    def custom(*inputs, **attrs):
+        x = np.asarray(inputs[0])
+        if op == "Relu":
+            return np.maximum(x, 0) + 1                        # distinguishable from the built-in
+        if op == "BatchNormalization":
+            return x * 2
+        return np.zeros((x.shape[0], 4) + x.shape[2:], np.float32) + 0.5   # Conv, pads keep the size
+
+    kernels = runtime.KernelContext(runtime.default_opset(23))
+    runtime.register_kernel("", op, custom, kernel_context=kernels)
+    model, feeds = chain_model([1, 3, 6, 9], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
+    results = []
+    for fuse in (True, False):
+        ctx = runtime.RuntimeContext(kernels)
+        ctx.set_kernel_usage_enabled(True)
+        options = runtime.RuntimeSessionOptions(kernel_context=kernels, fuse_conv_batchnorm=fuse)
+        results.append((run_ours(model, feeds, context=ctx, options=options)[0], ctx.get_kernel_usage()))
+    (fused, usage), (unfused, _) = results
+    assert f"{op}/any/python" in usage
+    if op == "Relu":   # Conv and BatchNormalization still fold; the custom Relu runs on its own
+        assert f"Conv/float32/{DIRECT}+bn" in usage
+    else:
+        assert not any("+bn" in u for u in usage), usage
+    assert_close(fused, unfused, rtol=1e-5, atol=1e-5)
