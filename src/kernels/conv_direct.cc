@@ -1,6 +1,7 @@
 #include "kernels/conv_direct.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -145,7 +146,13 @@ __attribute__((target("avx512f"))) void DirectConvAvx512(const float* xpad, int6
 
 bool DirectConvAvailable() {
 #if ONNX_LIGHT_DIRECT_CONV
-  static const bool available = __builtin_cpu_supports("avx512f");
+  // ONNX_LIGHT_DISABLE_AVX512 (any value but "" or "0") takes the baseline path on any CPU, to
+  // test it or to compare against it.
+  static const bool available = [] {
+    const char* off = std::getenv("ONNX_LIGHT_DISABLE_AVX512");
+    if (off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0) return false;
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
   return available;
 #else
   return false;

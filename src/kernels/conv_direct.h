@@ -11,7 +11,8 @@
 
 namespace onnx_light::runtime {
 
-/// True when the CPU (checked once) runs DirectConv2d.
+/// True when the CPU (checked once) runs DirectConv2d and the environment variable
+/// ONNX_LIGHT_DISABLE_AVX512 is unset, empty or "0".
 bool DirectConvAvailable();
 
 /// Whether DirectConv2d handles this geometry: 2-D, unit strides and dilations, outputs at least

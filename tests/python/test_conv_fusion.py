@@ -1,24 +1,19 @@
 """Conv -> BatchNormalization (-> Relu) fusion at session build (RuntimeSessionOptions.fuse_conv_batchnorm)."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, make_model, random, run_ort, run_ours
+from node_check import DIRECT_CONV_PATH, assert_close, make_model, random, run_ort, run_ours
 from onnx_light.cnn_model import build_cnn
 
-def _cpu_has_avx512f():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return " avx512f" in f.read()
-    except OSError:
-        return False
-
-
-# Stride-1 undilated 2-D float32 convolutions at least 8 columns wide run the AVX-512 direct
-# kernel where the CPU has it, im2col + BLAS elsewhere.
-DIRECT = "direct-avx512" if _cpu_has_avx512f() else "im2col-blas"
+DIRECT = DIRECT_CONV_PATH
 
 FUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=True)
 UNFUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=False)
@@ -234,3 +229,15 @@ def test_custom_kernel_for_a_chain_op_is_not_fused(op):
     else:
         assert not any("+bn" in u for u in usage), usage
     assert_close(fused, unfused, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(DIRECT_CONV_PATH != "direct-avx512", reason="this run already takes the baseline path")
+def test_conv_tests_pass_on_the_baseline_path():
+    # CPUs without AVX-512 run im2col + BLAS; ONNX_LIGHT_DISABLE_AVX512 makes this one do the same.
+    env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX512="1")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_conv_fusion.py",
+         "test_ops_linalg.py", "test_models.py", "-k", "conv or Conv or cnn"],
+        cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout

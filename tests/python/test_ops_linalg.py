@@ -9,7 +9,8 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, check_node, make_model, node_model, random, run_ort, run_ours, run_reference
+from node_check import (DIRECT_CONV_PATH, assert_close, check_node, make_model, node_model, random, run_ort, run_ours,
+                        run_reference)
 
 BF16 = ml_dtypes.bfloat16
 # BLAS sums in another order than numpy: float32 results agree to about 1e-6 relative, less for
@@ -443,15 +444,7 @@ def test_conv_float64_float16_bfloat16():
     check_node("Conv", {k: v.astype(np.float64) for k, v in inputs.items()}, {"group": 1, "strides": [2, 1]})
 
 
-def _cpu_has_avx512f():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return " avx512f" in f.read()
-    except OSError:
-        return False
-
-
-DIRECT_CONV = "Conv/float32/direct-avx512" if _cpu_has_avx512f() else "Conv/float32/im2col-blas"
+DIRECT_CONV = f"Conv/float32/{DIRECT_CONV_PATH}"
 
 
 @pytest.mark.parametrize("bias", [False, True])
