@@ -49,7 +49,9 @@ void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const P
       const int64_t lo = std::min(g.pad_begin[1], p.pitch);
       const int64_t hi = std::min(g.pad_begin[1] + iw_n, p.pitch);
       std::fill(row, row + lo, 0.0f);
-      if (hi > lo) std::memcpy(row + lo, x + (c * ih_n + ih) * iw_n, static_cast<size_t>(hi - lo) * sizeof(float));
+      if (hi > lo) {
+        std::memcpy(row + lo, x + (c * ih_n + ih) * iw_n, static_cast<size_t>(hi - lo) * sizeof(float));
+      }
       std::fill(row + std::max(hi, lo), row + p.pitch, 0.0f);
     }
   }
@@ -97,8 +99,9 @@ __attribute__((target("avx512f"), always_inline)) inline void DirectTile(
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       // v < 0 ? 0 : v, like Relu (NaN compares false, so it passes through).
-      const __m512 v = relu ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc[r][j], zero, _CMP_LT_OQ), acc[r][j], zero)
-                            : acc[r][j];
+      const __m512 v =
+          relu ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc[r][j], zero, _CMP_LT_OQ), acc[r][j], zero)
+               : acc[r][j];
       _mm512_mask_storeu_ps(y + j * out_size + (oh + r) * ow_n + ow0, mask, v);
     }
   }

@@ -212,7 +212,7 @@ class ConvKernel final : public KernelBase {
       if (path == ConvPath::kDirect) {
         const int64_t k = c * ksize;
         Tensor packed;
-        if (folded_ && folded_->direct_weight.defined() && folded_->direct_weight.size() == DirectConvPackedSize(m, k)) {
+        if (folded_ && folded_->direct_weight.defined()) {  // packed at build for these weights
           packed = folded_->direct_weight;
         } else {
           packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
@@ -291,7 +291,8 @@ std::unique_ptr<KernelBase> MakeConvBatchNormKernel(const KernelBuildInfo& conv_
     fb[oc] = static_cast<float>((b - static_cast<double>(bn.mean[oc])) * a + static_cast<double>(bn.bias[oc]));
   }
   if (DirectConvAvailable() && weight.rank() == 4) {
-    folded.direct_weight = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, per_channel)}, allocator);
+    folded.direct_weight =
+        Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, per_channel)}, allocator);
     PackDirectConvWeights(fw, m, per_channel, folded.direct_weight.data<float>());
     folded.direct_weight = folded.direct_weight.AsReadOnly();
   }
