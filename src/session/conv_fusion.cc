@@ -116,7 +116,8 @@ std::vector<ConvFusion> FindConvFusions(const Graph& graph, const KernelSources&
       if (bias == nullptr) continue;
     }
     const Node* bn = sole_consumer(conv.outputs[0], "BatchNormalization");
-    if (bn == nullptr || bn->inputs.size() != 5) continue;
+    // A consumer listed before its producer is a malformed graph: leave it to the plan to report.
+    if (bn == nullptr || bn->inputs.size() != 5 || bn < &conv) continue;
     bool extra_outputs = false;
     for (size_t i = 1; i < bn->outputs.size(); ++i) extra_outputs |= !bn->outputs[i].empty();
     const Attribute* training = FindAttr(*bn, "training_mode");
@@ -132,7 +133,7 @@ std::vector<ConvFusion> FindConvFusions(const Graph& graph, const KernelSources&
     const size_t bn_index = static_cast<size_t>(bn - graph.nodes.data());
 
     const Node* relu = relu_fusable ? sole_consumer(bn->outputs[0], "Relu") : nullptr;
-    if (relu != nullptr && (relu->outputs.size() != 1 || relu->outputs[0].empty())) relu = nullptr;
+    if (relu != nullptr && (relu->outputs.size() != 1 || relu->outputs[0].empty() || relu < bn)) relu = nullptr;
 
     ConvFusion fusion;
     fusion.conv_index = n;

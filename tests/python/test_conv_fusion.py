@@ -241,3 +241,13 @@ def test_conv_tests_pass_on_the_baseline_path():
         cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
+
+
+def test_out_of_order_graph_is_still_reported():
+    model, feeds = chain_model([1, 3, 6, 9], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend([nodes[1], nodes[0], nodes[2]])   # BatchNormalization before its Conv
+    for options in (FUSED, UNFUSED):
+        with pytest.raises(ValueError, match="not produced by an earlier node"):
+            runtime.RuntimeSession(model, options)
