@@ -215,7 +215,7 @@ class RuntimeSessionOptions:
     """How a RuntimeSession or PersistentValueState is built."""
 
     def __init__(self, *, persistent_tensor_initial_capacity: int = 32, num_threads: int = 0,
-                 kernel_context: KernelContext | None = None) -> None: ...
+                 kernel_context: KernelContext | None = None, fuse_conv_batchnorm: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value; 0 disables reservations."""
     num_threads: int
@@ -223,6 +223,9 @@ class RuntimeSessionOptions:
     session owns a worker pool (see docs/threading.md)."""
     kernel_context: KernelContext | None
     """Custom kernels to resolve against when the session is built."""
+    fuse_conv_batchnorm: bool
+    """Fold float32 Conv -> BatchNormalization (-> Relu) chains with initializer parameters into
+    one Conv kernel at build time (dispatched under the Conv's name); False runs every node."""
 
 class RuntimeSession:
     """A model compiled for execution. run() may be called from several threads, each with its

@@ -195,14 +195,17 @@ void BindSession(py::module_& m) {
         "the operators used (with subgraphs and function bodies) with counts.");
 
   py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions")
-      .def(py::init([](int64_t capacity, int num_threads, std::optional<KernelContext> kernel_context) {
+      .def(py::init([](int64_t capacity, int num_threads, std::optional<KernelContext> kernel_context,
+                       bool fuse_conv_batchnorm) {
              return RuntimeSessionOptions{.persistent_tensor_initial_capacity = capacity,
                                           .num_threads = num_threads,
-                                          .kernel_context = std::move(kernel_context)};
+                                          .kernel_context = std::move(kernel_context),
+                                          .fuse_conv_batchnorm = fuse_conv_batchnorm};
            }),
            py::kw_only(), py::arg("persistent_tensor_initial_capacity") = 32, py::arg("num_threads") = 0,
-           py::arg("kernel_context") = py::none())
+           py::arg("kernel_context") = py::none(), py::arg("fuse_conv_batchnorm") = true)
       .def_readwrite("kernel_context", &RuntimeSessionOptions::kernel_context)
+      .def_readwrite("fuse_conv_batchnorm", &RuntimeSessionOptions::fuse_conv_batchnorm)
       .def_readwrite("persistent_tensor_initial_capacity", &RuntimeSessionOptions::persistent_tensor_initial_capacity)
       .def_readwrite("num_threads", &RuntimeSessionOptions::num_threads);
 

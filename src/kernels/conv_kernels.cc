@@ -1,14 +1,23 @@
 // Conv (1-D, 2-D, 3-D; groups, dilations, strides, pads, auto_pad, optional bias).
 // Per image and group: a 1x1 convolution is one GEMM on the input itself; a depthwise 1-D/2-D
 // convolution (one input channel per group) runs a direct loop; everything else is im2col followed by one
-// GEMM.
+// GEMM. The bias (and, for a Conv fused with BatchNormalization and Relu at session build, the
+// folded shift and the Relu) is applied per image right after its GEMM, while the output is
+// still in cache.
 #include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <type_traits>
 
+#include "kernels/conv_direct.h"
+#include "kernels/conv_kernels.h"
 #include "kernels/half_precision.h"
 #include "kernels/im2col.h"
 #include "kernels/kernel_tables.h"
 #include "kernels/kernel_utils.h"
 #include "kernels/linalg_util.h"
+#include "onnx_light/runtime/allocator.h"
 
 namespace onnx_light::runtime {
 
@@ -18,7 +27,7 @@ namespace {
 // per group run directly; wider ones amortise im2col over a real GEMM.
 constexpr int64_t kMaxDirectMultiplier = 8;
 
-enum class ConvPath { kPointwise, kDepthwise, kIm2Col };
+enum class ConvPath { kPointwise, kDepthwise, kIm2Col, kDirect };
 
 constexpr std::string_view PathName(ConvPath p) {
   switch (p) {
@@ -26,6 +35,8 @@ constexpr std::string_view PathName(ConvPath p) {
       return "1x1-blas";
     case ConvPath::kDepthwise:
       return "depthwise-direct";
+    case ConvPath::kDirect:
+      return "direct-avx512";
     default:
       return "im2col-blas";
   }
@@ -77,10 +88,39 @@ void DepthwisePlane(const T* x, const T* w, T bias, const WindowGeometry& g, T* 
   }
 }
 
+// y[c] = max(y[c] + bias[c], 0) (or without either part) over `channels` planes of `size`.
+template <typename T>
+void BiasActivation(T* y, int64_t channels, int64_t size, const T* bias, bool relu) {
+  if (bias == nullptr && !relu) return;
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    T* plane = y + ch * size;
+    const T b = bias != nullptr ? bias[ch] : T{0};
+    if (relu) {
+      for (int64_t i = 0; i < size; ++i) {
+        const T v = plane[i] + b;
+        plane[i] = v < T{0} ? T{0} : v;  // like Relu: NaN passes through
+      }
+    } else {
+      for (int64_t i = 0; i < size; ++i) plane[i] += b;
+    }
+  }
+}
+
+// Weights and bias that replace the node's W and B inputs (a Conv fused at session build).
+struct FoldedConv {
+  Tensor weight;
+  Tensor bias;
+  Tensor direct_weight;  // `weight` packed for DirectConv2d, when that kernel may run
+  bool relu = false;
+  std::string usage_suffix;  // "+bn", "+bn+relu"
+};
+
 class ConvKernel final : public KernelBase {
  public:
-  explicit ConvKernel(const KernelBuildInfo& info)
-      : attrs_(WindowAttributes::Parse(info, false)), group_(info.GetInt("group", 1)) {
+  explicit ConvKernel(const KernelBuildInfo& info, std::optional<FoldedConv> folded = std::nullopt)
+      : attrs_(WindowAttributes::Parse(info, false)),
+        group_(info.GetInt("group", 1)),
+        folded_(std::move(folded)) {
     if (group_ <= 0) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("{}: group must be positive, got {}", info.Describe(), group_));
@@ -89,8 +129,8 @@ class ConvKernel final : public KernelBase {
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x_in = rt.Input(0);
-    const Tensor& w_in = rt.Input(1);
-    const Tensor* b_in = rt.OptionalInput(2);
+    const Tensor& w_in = folded_ ? folded_->weight : rt.Input(1);
+    const Tensor* b_in = folded_ ? &folded_->bias : rt.OptionalInput(2);
     CheckConvOperands(rt, x_in, w_in, b_in);
     const int64_t n = x_in.dim(0);
     const int64_t c = x_in.dim(1);
@@ -143,11 +183,21 @@ class ConvKernel final : public KernelBase {
       pointwise =
           pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
     }
-    const ConvPath path = pointwise                                                ? ConvPath::kPointwise
-                          : cg == 1 && mg <= kMaxDirectMultiplier && g.rank() <= 2 ? ConvPath::kDepthwise
-                                                                                   : ConvPath::kIm2Col;
-    if (rt.kernel_usage_enabled())
-      rt.RecordKernelUsage(KernelUsageName("Conv", x_in.dtype(), PathName(path)));
+    ConvPath path = pointwise                                                ? ConvPath::kPointwise
+                    : cg == 1 && mg <= kMaxDirectMultiplier && g.rank() <= 2 ? ConvPath::kDepthwise
+                                                                             : ConvPath::kIm2Col;
+    if constexpr (std::is_same_v<T, float>) {
+      if (path == ConvPath::kIm2Col && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable())
+        path = ConvPath::kDirect;
+    }
+    if (rt.kernel_usage_enabled()) {
+      if (folded_) {
+        rt.RecordKernelUsage(KernelUsageName("Conv", x_in.dtype(),
+                                             std::string(PathName(path)) + folded_->usage_suffix));
+      } else {
+        rt.RecordKernelUsage(KernelUsageName("Conv", x_in.dtype(), PathName(path)));
+      }
+    }
     if (y.size() == 0) return;
     const Tensor xc = x_in.Contiguous(rt.allocator());
     const Tensor wc = w_in.Contiguous(rt.allocator());
@@ -155,8 +205,27 @@ class ConvKernel final : public KernelBase {
     const T* x = xc.data<T>();
     const T* w = wc.data<T>();
     const T* bias = b_in != nullptr ? bc.data<T>() : nullptr;
+    const bool relu = folded_ && folded_->relu;
     T* out = y.data<T>();
 
+    if constexpr (std::is_same_v<T, float>) {
+      if (path == ConvPath::kDirect) {
+        const int64_t k = c * ksize;
+        Tensor packed;
+        if (folded_ && folded_->direct_weight.defined()) {  // packed at build for these weights
+          packed = folded_->direct_weight;
+        } else {
+          packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
+          PackDirectConvWeights(w, m, k, packed.data<float>());
+        }
+        Tensor scratch = Tensor::Allocate(DataType::kFloat, {DirectConvScratchSize(c, g)}, rt.allocator());
+        for (int64_t img = 0; img < n; ++img) {
+          DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, relu, scratch.data<float>(),
+                       out + img * m * out_size);
+        }
+        return;
+      }
+    }
     if (path == ConvPath::kDepthwise) {
       for (int64_t img = 0; img < n; ++img) {
         for (int64_t oc = 0; oc < m; ++oc) {
@@ -164,6 +233,7 @@ class ConvKernel final : public KernelBase {
           DepthwisePlane<T>(x + (img * c + ic) * in_size, w + oc * ksize, bias != nullptr ? bias[oc] : T{0},
                             g, out + (img * m + oc) * out_size);
         }
+        BiasActivation<T>(out + img * m * out_size, m, out_size, nullptr, relu);
       }
       return;
     }
@@ -183,21 +253,53 @@ class ConvKernel final : public KernelBase {
         Gemm<T>(false, false, mg, out_size, cg * ksize, 1.0, wg, cg * ksize, rhs, out_size, 0.0, yg,
                 out_size);
       }
-      if (bias != nullptr) {
-        for (int64_t oc = 0; oc < m; ++oc) {
-          T* plane = out + (img * m + oc) * out_size;
-          const T b = bias[oc];
-          for (int64_t i = 0; i < out_size; ++i) plane[i] += b;
-        }
-      }
+      BiasActivation<T>(out + img * m * out_size, m, out_size, bias, relu);
     }
   }
 
   WindowAttributes attrs_;
   int64_t group_;
+  std::optional<FoldedConv> folded_;
 };
 
 }  // namespace
+
+std::unique_ptr<KernelBase> MakeConvBatchNormKernel(const KernelBuildInfo& conv_info, const Tensor& weight,
+                                                    const Tensor* bias, const BatchNormParams& bn, bool relu) {
+  const int64_t m = weight.dim(0);
+  // Owned by the kernel for the session's life, outside any run's allocator.
+  const auto allocator = std::make_shared<CpuAllocator>(0);
+  const Tensor wc = weight.Contiguous(allocator);
+  const Tensor bc = bias != nullptr ? bias->Contiguous(allocator) : Tensor();
+  const int64_t per_channel = m > 0 ? weight.size() / m : 0;
+  FoldedConv folded;
+  folded.relu = relu;
+  folded.usage_suffix = relu ? "+bn+relu" : "+bn";
+  folded.weight = Tensor::Allocate(DataType::kFloat, weight.shape(), allocator);
+  folded.bias = Tensor::Allocate(DataType::kFloat, {m}, allocator);
+  const float* w = wc.data<float>();
+  float* fw = folded.weight.data<float>();
+  float* fb = folded.bias.data<float>();
+  for (int64_t oc = 0; oc < m; ++oc) {
+    // Folded in double: y = (conv + b - mean) * a + beta with a = scale / sqrt(var + epsilon).
+    const double a = static_cast<double>(bn.scale[oc]) /
+                     std::sqrt(static_cast<double>(bn.var[oc]) + static_cast<double>(bn.epsilon));
+    for (int64_t i = 0; i < per_channel; ++i) {
+      fw[oc * per_channel + i] = static_cast<float>(static_cast<double>(w[oc * per_channel + i]) * a);
+    }
+    const double b = bias != nullptr ? static_cast<double>(bc.data<float>()[oc]) : 0.0;
+    fb[oc] = static_cast<float>((b - static_cast<double>(bn.mean[oc])) * a + static_cast<double>(bn.bias[oc]));
+  }
+  if (DirectConvAvailable() && weight.rank() == 4) {
+    folded.direct_weight =
+        Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, per_channel)}, allocator);
+    PackDirectConvWeights(fw, m, per_channel, folded.direct_weight.data<float>());
+    folded.direct_weight = folded.direct_weight.AsReadOnly();
+  }
+  folded.weight = folded.weight.AsReadOnly();
+  folded.bias = folded.bias.AsReadOnly();
+  return std::make_unique<ConvKernel>(conv_info, std::move(folded));
+}
 
 void RegisterConvKernels(KernelRegistry& registry) {
   registry.Register("", "Conv", 1, [](const KernelBuildInfo& info) {

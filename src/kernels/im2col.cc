@@ -224,9 +224,78 @@ WindowGeometry ResolveWindow(const RuntimeContext& rt, const WindowAttributes& a
   return g;
 }
 
+// The 2-D case without the generic index machinery: one output row of one kernel tap at a time,
+// a zero fill for the padding and a plain copy (stride 1) or strided gather for the rest.
+//
+// With unit strides and output rows as wide as input rows (the usual "same" padding), one kernel
+// tap's block of the column buffer is the input plane shifted by a constant: one copy over all the
+// valid rows, then the few columns that wrapped around from the neighbouring row are zeroed.
+template <typename T>
+void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
+  const int64_t ih_n = g.input[0];
+  const int64_t iw_n = g.input[1];
+  const int64_t oh_n = g.output[0];
+  const int64_t ow_n = g.output[1];
+  const int64_t sh = g.stride[0];
+  const int64_t sw = g.stride[1];
+  const bool shifted_planes = sh == 1 && sw == 1 && iw_n == ow_n;
+  const int64_t plane_size = ih_n * iw_n;
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* plane = image + c * plane_size;
+    for (int64_t kh = 0; kh < g.kernel[0]; ++kh) {
+      const int64_t h_offset = kh * g.dilation[0] - g.pad_begin[0];
+      for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+        const int64_t w_offset = kw * g.dilation[1] - g.pad_begin[1];
+        int64_t lo;
+        int64_t hi;
+        InnerRange(w_offset, sw, iw_n, ow_n, &lo, &hi);
+        if (shifted_planes) {
+          // Valid output rows: input row oh + h_offset inside [0, ih_n).
+          const int64_t oh_lo = std::clamp<int64_t>(-h_offset, 0, oh_n);
+          const int64_t oh_hi = std::clamp<int64_t>(ih_n - h_offset, oh_lo, oh_n);
+          // Column entry i reads plane[i + shift]; clip to the plane (what falls outside is
+          // wrapped padding, zeroed below).
+          const int64_t shift = h_offset * iw_n + w_offset;
+          const int64_t begin = std::max(oh_lo * ow_n, -shift);
+          const int64_t end = std::max(begin, std::min(oh_hi * ow_n, plane_size - shift));
+          std::fill(col, col + begin, T{0});
+          std::memcpy(col + begin, plane + begin + shift, static_cast<size_t>(end - begin) * sizeof(T));
+          std::fill(col + end, col + oh_n * ow_n, T{0});
+          // Column by column (a handful of them): per-row fills would each become a memset call.
+          auto zero_column = [&](int64_t o) {
+            for (int64_t oh = oh_lo; oh < oh_hi; ++oh) col[oh * ow_n + o] = T{0};
+          };
+          for (int64_t o = 0; o < lo; ++o) zero_column(o);
+          for (int64_t o = hi; o < ow_n; ++o) zero_column(o);
+          col += oh_n * ow_n;
+          continue;
+        }
+        for (int64_t oh = 0; oh < oh_n; ++oh, col += ow_n) {
+          const int64_t ih = oh * sh + h_offset;
+          if (ih < 0 || ih >= ih_n || lo >= hi) {
+            std::fill(col, col + ow_n, T{0});
+            continue;
+          }
+          const T* src = plane + ih * iw_n + w_offset + lo * sw;  // input under output position lo
+          for (int64_t o = 0; o < lo; ++o) col[o] = T{0};
+          if (sw == 1) {
+            for (int64_t o = lo; o < hi; ++o) col[o] = src[o - lo];
+          } else if (sw == 2) {
+            for (int64_t o = lo; o < hi; ++o) col[o] = src[(o - lo) * 2];
+          } else {
+            for (int64_t o = lo; o < hi; ++o) col[o] = src[(o - lo) * sw];
+          }
+          for (int64_t o = hi; o < ow_n; ++o) col[o] = T{0};
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
   const size_t r = g.rank();
+  if (r == 2) return Im2Col2d(image, channels, g, col);
   const int64_t stride = g.stride[r - 1];
   const int64_t inner_out = g.output[r - 1];
   ForEachColumnRun(

@@ -4,6 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <type_traits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "kernels/half_precision.h"
 #include "kernels/im2col.h"
@@ -206,6 +211,150 @@ void AveragePoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool count_i
   }
 }
 
+// Fast path for 1-D and 2-D pools without dilation (by far the most common): per output row,
+// first reduce the window's input rows into one row (a contiguous, vectorisable pass), then slide
+// the window along that row. Interior positions of the usual kernel/stride pairs use constant
+// loop bounds so they vectorise; the few border positions take the clipped window.
+bool RowPoolApplies(const WindowGeometry& g) {
+  if (g.rank() > 2) return false;
+  for (size_t i = 0; i < g.rank(); ++i) {
+    if (g.dilation[i] != 1) return false;
+  }
+  return true;
+}
+
+template <bool kMax, typename T>
+inline T Combine(T acc, T v) {
+  if constexpr (kMax) {
+    return v > acc ? v : acc;
+  } else {
+    return acc + v;
+  }
+}
+
+template <bool kMax, int kK, int kS, typename T>
+void SlideInterior(const T* row, int64_t lo, int64_t hi, int64_t offset, T init, T* y) {
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    const T* t = row + ow * kS + offset;
+    T acc = init;
+    for (int k = 0; k < kK; ++k) acc = Combine<kMax>(acc, t[k]);
+    y[ow] = acc;
+  }
+}
+
+template <bool kMax, typename T>
+void RowPoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool count_include_pad, T* y, T* row) {
+  const AxisWindows& ah = p.axes[1];
+  const AxisWindows& aw = p.axes[2];
+  const int64_t W = aw.input;
+  const int64_t ow_n = aw.output;
+  const int64_t kw_n = aw.kernel;
+  const int64_t sw = aw.stride;
+  const T init = kMax ? std::numeric_limits<T>::lowest() : T{0};
+  // Output positions whose whole window lies inside the row.
+  int64_t in_lo = 0;
+  while (in_lo < ow_n && (aw.lo[in_lo] != 0 || aw.hi[in_lo] != kw_n)) ++in_lo;
+  int64_t in_hi = in_lo;
+  while (in_hi < ow_n && aw.lo[in_hi] == 0 && aw.hi[in_hi] == kw_n) ++in_hi;
+  std::vector<T> w_count;
+  if constexpr (!kMax) {
+    w_count.resize(static_cast<size_t>(ow_n));
+    for (int64_t ow = 0; ow < ow_n; ++ow) {
+      w_count[ow] = static_cast<T>(count_include_pad ? aw.padded_count[ow] : aw.hi[ow] - aw.lo[ow]);
+    }
+  }
+  auto slide_edge = [&](int64_t ow) {
+    T acc = init;
+    for (int64_t k = aw.lo[ow]; k < aw.hi[ow]; ++k) acc = Combine<kMax>(acc, row[aw.start[ow] + k]);
+    y[ow] = acc;
+  };
+  const int64_t offset = -aw.pad_begin;
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const T* xp = x + plane * p.input_size;
+    for (int64_t oh = 0; oh < ah.output; ++oh) {
+      const int64_t kh_lo = ah.lo[oh];
+      const int64_t kh_hi = ah.hi[oh];
+      if (kh_lo >= kh_hi) {
+        std::fill(row, row + W, init);
+      } else {
+        const T* r0 = xp + (ah.start[oh] + kh_lo) * W;
+        if constexpr (kMax) {
+          for (int64_t i = 0; i < W; ++i) row[i] = Combine<true>(init, r0[i]);
+        } else {
+          std::copy(r0, r0 + W, row);
+        }
+        for (int64_t kh = kh_lo + 1; kh < kh_hi; ++kh) {
+          const T* r = xp + (ah.start[oh] + kh) * W;
+          for (int64_t i = 0; i < W; ++i) row[i] = Combine<kMax>(row[i], r[i]);
+        }
+      }
+      for (int64_t ow = 0; ow < in_lo; ++ow) slide_edge(ow);
+      if (kw_n == 2 && sw == 2) {
+        SlideInterior<kMax, 2, 2>(row, in_lo, in_hi, offset, init, y);
+      } else if (kw_n == 3 && sw == 2) {
+        SlideInterior<kMax, 3, 2>(row, in_lo, in_hi, offset, init, y);
+      } else if (kw_n == 3 && sw == 1) {
+        SlideInterior<kMax, 3, 1>(row, in_lo, in_hi, offset, init, y);
+      } else {
+        for (int64_t ow = in_lo; ow < in_hi; ++ow) slide_edge(ow);
+      }
+      for (int64_t ow = in_hi; ow < ow_n; ++ow) slide_edge(ow);
+      if constexpr (!kMax) {
+        const T h_count =
+            static_cast<T>(count_include_pad ? ah.padded_count[oh] : ah.hi[oh] - ah.lo[oh]);
+        for (int64_t ow = 0; ow < ow_n; ++ow) y[ow] /= h_count * w_count[ow];
+      }
+      y += ow_n;
+    }
+  }
+}
+
+// The most common pool of all (2x2, stride 2, no padding, windows inside the input) on float32:
+// four loads, two shuffles that split even and odd columns, and four maxima per four outputs.
+// The taps are combined in the same order, with the same NaN rule (a NaN tap is skipped), as the
+// general loops.
+bool IsMaxPool2x2(const WindowGeometry& g) {
+  return g.rank() == 2 && g.kernel[0] == 2 && g.kernel[1] == 2 && g.stride[0] == 2 && g.stride[1] == 2 &&
+         g.dilation[0] == 1 && g.dilation[1] == 1 && g.pad_begin[0] == 0 && g.pad_begin[1] == 0 &&
+         g.output[0] * 2 <= g.input[0] && g.output[1] * 2 <= g.input[1];
+}
+
+void MaxPool2x2Planes(const float* x, int64_t planes, const WindowGeometry& g, float* y) {
+  const int64_t ih_n = g.input[0];
+  const int64_t iw_n = g.input[1];
+  const int64_t oh_n = g.output[0];
+  const int64_t ow_n = g.output[1];
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const float* xp = x + plane * ih_n * iw_n;
+    for (int64_t oh = 0; oh < oh_n; ++oh, y += ow_n) {
+      const float* r0 = xp + 2 * oh * iw_n;
+      const float* r1 = r0 + iw_n;
+      int64_t ow = 0;
+#if defined(__SSE2__)
+      const __m128 lowest = _mm_set1_ps(kLowest);
+      for (; ow + 4 <= ow_n; ow += 4) {
+        const __m128 a0 = _mm_loadu_ps(r0 + 2 * ow);
+        const __m128 a1 = _mm_loadu_ps(r0 + 2 * ow + 4);
+        const __m128 b0 = _mm_loadu_ps(r1 + 2 * ow);
+        const __m128 b1 = _mm_loadu_ps(r1 + 2 * ow + 4);
+        // _mm_max_ps(v, acc) is v > acc ? v : acc.
+        __m128 acc = _mm_max_ps(_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), lowest);
+        acc = _mm_max_ps(_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)), acc);
+        acc = _mm_max_ps(_mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), acc);
+        acc = _mm_max_ps(_mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1)), acc);
+        _mm_storeu_ps(y + ow, acc);
+      }
+#endif
+      for (; ow < ow_n; ++ow) {
+        float acc = kLowest;
+        for (const float v : {r0[2 * ow], r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]}) acc = v > acc ? v : acc;
+        y[ow] = acc;
+      }
+    }
+  }
+}
+
 enum class PoolKind { kMax, kAverage };
 
 class PoolKernel final : public KernelBase {
@@ -238,13 +387,25 @@ class PoolKernel final : public KernelBase {
     int64_t* indices =
         want_indices ? rt.AllocateOutput(1, DataType::kInt64, out_shape).data<int64_t>() : nullptr;
     const int64_t planes = x_in.dim(0) * x_in.dim(1);
+    const bool row_pool = RowPoolApplies(g);
     if (kind_ == PoolKind::kMax) {
       DispatchTypes<float, double, int8_t, uint8_t>(rt, 0, x_in.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        Record(rt, "MaxPool", x_in.dtype(), want_indices ? "direct-indices" : "direct");
+        const bool two_by_two = std::is_same_v<T, float> && !want_indices && IsMaxPool2x2(g);
+        Record(rt, "MaxPool", x_in.dtype(),
+               want_indices ? "direct-indices" : two_by_two ? "2x2" : row_pool ? "direct-rows" : "direct");
         if (y.size() == 0) return;
         const Tensor xc = x_in.Contiguous(rt.allocator());
-        if (indices != nullptr) {
+        if constexpr (std::is_same_v<T, float>) {
+          if (indices == nullptr && IsMaxPool2x2(g)) {
+            MaxPool2x2Planes(xc.data<float>(), planes, g, y.data<float>());
+            return;
+          }
+        }
+        if (indices == nullptr && row_pool) {
+          std::vector<T> row(static_cast<size_t>(g.input[g.rank() - 1]));
+          RowPoolPlanes<true, T>(xc.data<T>(), planes, MakePool3d(g), false, y.data<T>(), row.data());
+        } else if (indices != nullptr) {
           MaxPoolPlanes<T, true>(xc.data<T>(), planes, MakePool3d(g), column_major_, y.data<T>(), indices);
         } else {
           MaxPoolPlanes<T, false>(xc.data<T>(), planes, MakePool3d(g), column_major_, y.data<T>(), nullptr);
@@ -253,10 +414,18 @@ class PoolKernel final : public KernelBase {
     } else {
       DispatchTypes<float, double>(rt, 0, x_in.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        Record(rt, "AveragePool", x_in.dtype(), count_include_pad_ ? "direct-include-pad" : "direct");
+        Record(rt, "AveragePool", x_in.dtype(),
+               row_pool ? (count_include_pad_ ? "direct-rows-include-pad" : "direct-rows")
+                        : (count_include_pad_ ? "direct-include-pad" : "direct"));
         if (y.size() == 0) return;
         const Tensor xc = x_in.Contiguous(rt.allocator());
-        AveragePoolPlanes<T>(xc.data<T>(), planes, MakePool3d(g), count_include_pad_, y.data<T>());
+        if (row_pool) {
+          std::vector<T> row(static_cast<size_t>(g.input[g.rank() - 1]));
+          RowPoolPlanes<false, T>(xc.data<T>(), planes, MakePool3d(g), count_include_pad_, y.data<T>(),
+                                  row.data());
+        } else {
+          AveragePoolPlanes<T>(xc.data<T>(), planes, MakePool3d(g), count_include_pad_, y.data<T>());
+        }
       });
     }
   }
@@ -306,8 +475,15 @@ class GlobalPoolKernel final : public KernelBase {
         if (kind_ == PoolKind::kMax) {
           out[p] = *std::max_element(src, src + plane_size);
         } else {
-          T sum = 0;
-          for (int64_t i = 0; i < plane_size; ++i) sum += src[i];
+          // Eight partial sums: a single running sum is one long chain of dependent adds.
+          constexpr int64_t kLanes = 8;
+          T part[kLanes] = {};
+          int64_t i = 0;
+          for (; i + kLanes <= plane_size; i += kLanes) {
+            for (int64_t l = 0; l < kLanes; ++l) part[l] += src[i + l];
+          }
+          T sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+          for (; i < plane_size; ++i) sum += src[i];
           out[p] = sum / static_cast<T>(plane_size);
         }
       }

@@ -1,5 +1,6 @@
 #include "kernels/row_products.h"
 
+#include "kernels/cpu_features.h"
 #include "kernels/fast_math.h"
 #include "kernels/row_products_avx512.h"
 
@@ -107,7 +108,7 @@ template <typename E>
 void DispatchRowDots(const E* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
                      float* out) {
 #if ONNX_LIGHT_HAVE_AVX512_ROW_PRODUCTS
-  if (avx512::Available()) return avx512::RowDots(rows, row_stride, n, width, x, alpha, out);
+  if (UseAvx512()) return avx512::RowDots(rows, row_stride, n, width, x, alpha, out);
 #endif
   RowDotsPortable(rows, row_stride, n, width, x, alpha, out);
 }
@@ -116,7 +117,7 @@ template <typename E>
 void DispatchWeightedRowSum(const E* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
                             float* out) {
 #if ONNX_LIGHT_HAVE_AVX512_ROW_PRODUCTS
-  if (avx512::Available()) return avx512::WeightedRowSum(rows, row_stride, n, width, weights, out);
+  if (UseAvx512()) return avx512::WeightedRowSum(rows, row_stride, n, width, weights, out);
 #endif
   WeightedRowSumPortable(rows, row_stride, n, width, weights, out);
 }

@@ -154,11 +154,6 @@ ONNX_LIGHT_AVX512 void WeightedRowSumImpl(const E* rows, int64_t stride, int64_t
 
 }  // namespace
 
-bool Available() {
-  static const bool available = __builtin_cpu_supports("avx512f");
-  return available;
-}
-
 void RowDots(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
              float* out) {
   RowDotsImpl(rows, row_stride, n, width, x, alpha, out);

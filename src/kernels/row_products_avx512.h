@@ -1,7 +1,7 @@
 #pragma once
 // AVX-512 versions of the row products (row_products.h), for x86-64 builds with GCC or Clang.
-// Callers must check Available() first: the functions are compiled for AVX-512 whatever the
-// build's baseline, and fault on CPUs without it.
+// Callers must check UseAvx512() (kernels/cpu_features.h) first: the functions are compiled for
+// AVX-512 whatever the build's baseline, and fault on CPUs without it.
 
 #include <cstdint>
 
@@ -14,9 +14,6 @@
 #endif
 
 namespace onnx_light::runtime::avx512 {
-
-/// Whether the running CPU (and OS) support AVX-512F.
-bool Available();
 
 void RowDots(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
              float* out);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "onnx_light/runtime/error.h"
+#include "session/conv_fusion.h"
 #include "session/function_kernel.h"
 #include "session/plan_scope.h"
 #include "session/planned_node.h"
@@ -117,8 +118,23 @@ GraphPlan::~GraphPlan() = default;
 
 void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
   nodes_.reserve(graph_.nodes.size());
-  for (const Node& node : graph_.nodes) {
+  std::vector<ConvFusion> fusions;
+  if (sources.fuse_conv_batchnorm) fusions = FindConvFusions(graph_, sources);
+  std::vector<int32_t> fusion_at(graph_.nodes.size(), -1);
+  std::vector<bool> absorbed(graph_.nodes.size(), false);
+  for (size_t f = 0; f < fusions.size(); ++f) {
+    fusion_at[fusions[f].conv_index] = static_cast<int32_t>(f);
+    for (size_t a : fusions[f].absorbed) absorbed[a] = true;
+  }
+  for (size_t node_index = 0; node_index < graph_.nodes.size(); ++node_index) {
+    if (absorbed[node_index]) continue;  // runs inside the fused Conv planned at its position
     PlannedNode planned;
+    if (fusion_at[node_index] >= 0) {
+      ConvFusion& fusion = fusions[fusion_at[node_index]];
+      planned.fused_node = std::move(fusion.node);
+      planned.kernel = std::move(fusion.kernel);
+    }
+    const Node& node = planned.fused_node ? *planned.fused_node : graph_.nodes[node_index];
     planned.node = &node;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const std::string& name = node.inputs[i];
@@ -157,6 +173,14 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       planned.subgraphs.push_back(std::move(runner));
     }
 
+    if (planned.kernel) {  // fused: the kernel is already built
+      for (const std::string& name : node.outputs) {
+        planned.outputs.push_back(
+            name.empty() ? -1 : scope.Define(name, TensorKind::kIntermediate, DescribeNode(node)));
+      }
+      nodes_.push_back(std::move(planned));
+      continue;
+    }
     const int64_t version = ImportedVersion(*sources.opset_imports, node.domain);
     const KernelFactory* factory = nullptr;
     for (const KernelRegistry* registry :

@@ -25,6 +25,9 @@ struct KernelSources {
   const std::vector<Function>* functions = nullptr;
   /// Imported opset versions of the graph being compiled (model or function imports).
   const std::vector<OpsetId>* opset_imports = nullptr;
+  /// Fold Conv -> BatchNormalization (-> Relu) chains into one Conv kernel
+  /// (RuntimeSessionOptions::fuse_conv_batchnorm; see session/conv_fusion.h).
+  bool fuse_conv_batchnorm = false;
 };
 
 class GraphPlan {

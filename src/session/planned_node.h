@@ -12,7 +12,8 @@
 namespace onnx_light::runtime {
 
 struct GraphPlan::PlannedNode {
-  const Node* node = nullptr;
+  const Node* node = nullptr;     // the graph's node, or fused_node
+  std::unique_ptr<Node> fused_node;  // set when the plan fused a chain of nodes into this one
   std::unique_ptr<KernelBase> kernel;
   std::vector<int32_t> inputs;    // -1: omitted optional input
   std::vector<int32_t> outputs;   // -1: unused optional output

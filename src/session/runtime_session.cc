@@ -18,12 +18,14 @@ namespace onnx_light::runtime {
 
 namespace {
 
-std::unique_ptr<GraphPlan> BuildPlan(const Model& model, const KernelRegistry* context_kernels) {
+std::unique_ptr<GraphPlan> BuildPlan(const Model& model, const KernelRegistry* context_kernels,
+                                     const RuntimeSessionOptions& options) {
   KernelSources sources{.context_kernels = context_kernels,
                         .global_kernels = GlobalKernels(),
                         .builtin_kernels = &BuiltinKernels(),
                         .functions = &model.functions,
-                        .opset_imports = &model.opset_imports};
+                        .opset_imports = &model.opset_imports,
+                        .fuse_conv_batchnorm = options.fuse_conv_batchnorm};
   return std::make_unique<GraphPlan>(model.graph, sources, nullptr);
 }
 
@@ -50,7 +52,7 @@ RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessio
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
   const KernelRegistry* custom =
       options_.kernel_context ? options_.kernel_context->custom_kernels().get() : nullptr;
-  plan_ = BuildPlan(*model_, custom);
+  plan_ = BuildPlan(*model_, custom, options_);
 }
 
 RuntimeSession::RuntimeSession(const std::filesystem::path& path, RuntimeSessionOptions options)
@@ -76,7 +78,7 @@ const GraphPlan& RuntimeSession::PlanFor(const RuntimeContext& rt) const {
   for (const CustomPlan& entry : custom_plans_) {
     if (entry.registry == custom && entry.generation == custom->generation()) return *entry.plan;
   }
-  custom_plans_.push_back({custom, custom->generation(), BuildPlan(*model_, custom.get())});
+  custom_plans_.push_back({custom, custom->generation(), BuildPlan(*model_, custom.get(), options_)});
   return *custom_plans_.back().plan;
 }
 

@@ -125,3 +125,21 @@ def random(shape, dtype=np.float32, low=-2.0, high=2.0, seed=0):
     if np.dtype(dtype) == np.bool_:
         return rng.random(size=shape) > 0.5
     return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def _direct_conv_available():
+    """Whether float32 stride-1 2-D convolutions take the AVX-512 direct kernel here."""
+    import os
+
+    if os.environ.get("ONNX_LIGHT_DISABLE_AVX512", "") not in ("", "0"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512f" in f.read()
+    except OSError:
+        return False
+
+
+# The implementation name of stride-1 undilated 2-D float32 convolutions at least 8 columns wide:
+# the AVX-512 direct kernel where the CPU has it, im2col + BLAS elsewhere.
+DIRECT_CONV_PATH = "direct-avx512" if _direct_conv_available() else "im2col-blas"

@@ -9,7 +9,8 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, check_node, make_model, node_model, random, run_ort, run_ours, run_reference
+from node_check import (DIRECT_CONV_PATH, assert_close, check_node, make_model, node_model, random, run_ort, run_ours,
+                        run_reference)
 
 BF16 = ml_dtypes.bfloat16
 # BLAS sums in another order than numpy: float32 results agree to about 1e-6 relative, less for
@@ -479,6 +480,38 @@ def test_conv_float64_float16_bfloat16():
     check_node("Conv", {k: v.astype(np.float64) for k, v in inputs.items()}, {"group": 1, "strides": [2, 1]})
 
 
+DIRECT_CONV = f"Conv/float32/{DIRECT_CONV_PATH}"
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("x_shape,w_shape,attrs", [
+    ([2, 3, 32, 32], [16, 3, 3, 3], {"pads": [1, 1, 1, 1]}),
+    ([1, 16, 16, 16], [32, 16, 3, 3], {"pads": [1, 1, 1, 1]}),
+    ([1, 4, 9, 8], [5, 4, 3, 3], {"pads": [1, 1, 1, 1]}),                  # 8 columns, 5 channels
+    ([1, 3, 6, 35], [17, 3, 3, 3], {"pads": [1, 1, 1, 1]}),                # column tail after two blocks
+    ([1, 2, 7, 12], [3, 2, 3, 3], {}),                                      # no padding
+    ([1, 2, 7, 12], [33, 2, 5, 3], {"pads": [2, 0, 1, 2]}),                # asymmetric pads, 5x3
+    ([1, 2, 7, 12], [3, 2, 1, 4], {"pads": [0, 3, 0, 0]}),
+    ([1, 2, 7, 12], [4, 2, 3, 3], {"auto_pad": "SAME_LOWER"}),
+])
+def test_conv_direct(x_shape, w_shape, attrs, bias):
+    inputs = {"x": random(x_shape), "w": random(w_shape, seed=1)}
+    if bias:
+        inputs["b"] = random([w_shape[0]], seed=2)
+    check_node("Conv", inputs, attrs, reference="ort", rtol=1e-4, atol=1e-4)
+    assert DIRECT_CONV in usage_of(node_model("Conv", inputs, attrs), inputs)
+
+
+def test_conv_direct_nan_and_empty():
+    x = random([1, 2, 6, 9])
+    x[0, 1, 2, 3] = np.nan
+    inputs = {"x": x, "w": random([3, 2, 3, 3], seed=1)}
+    check_node("Conv", inputs, {"pads": [1, 1, 1, 1]}, reference="ort", rtol=1e-4, atol=1e-4)
+    empty = {"x": random([0, 2, 6, 9]), "w": random([3, 2, 3, 3], seed=1)}
+    (y,) = run_ours(node_model("Conv", empty, {"pads": [1, 1, 1, 1]}), empty)
+    assert y.shape == (0, 3, 6, 9)
+
+
 def test_conv_large_against_ort():
     inputs = {"x": random([2, 16, 32, 32]), "w": random([32, 16, 3, 3], seed=1), "b": random([32], seed=2)}
     check_node("Conv", inputs, {"pads": [1, 1, 1, 1]}, reference="ort", rtol=1e-4, atol=1e-4)
@@ -488,6 +521,10 @@ def test_conv_large_against_ort():
     ([1, 3, 6, 5], [5, 3, 1, 1], {}, "Conv/float32/1x1-blas"),
     ([1, 4, 6, 5], [4, 1, 3, 3], {"group": 4}, "Conv/float32/depthwise-direct"),
     ([1, 3, 6, 5], [4, 3, 3, 3], {}, "Conv/float32/im2col-blas"),
+    ([1, 3, 6, 5], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, "Conv/float32/im2col-blas"),  # too narrow for direct
+    ([1, 3, 6, 9], [4, 3, 3, 3], {"strides": [1, 2], "pads": [1, 1, 1, 1]}, "Conv/float32/im2col-blas"),
+    ([1, 3, 6, 12], [4, 3, 3, 3], {"dilations": [1, 2]}, "Conv/float32/im2col-blas"),
+    ([1, 4, 6, 12], [4, 2, 3, 3], {"group": 2}, "Conv/float32/im2col-blas"),
     ([1, 2, 4, 4, 4], [2, 1, 3, 3, 3], {"group": 2}, "Conv/float32/im2col-blas"),
 ])
 def test_conv_kernel_usage(x_shape, w_shape, attrs, expected):
@@ -626,6 +663,16 @@ POOL_CASES = [
     ([1, 2, 8, 8], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
     ([1, 2, 4, 5, 6], {"kernel_shape": [2, 2, 2]}),
     ([1, 2, 5, 6, 7], {"kernel_shape": [3, 2, 3], "strides": [2, 2, 1], "pads": [1, 0, 1, 1, 1, 0]}),
+    # The row-reduction fast path (1-D/2-D, no dilation): its constant-bound interiors and borders.
+    ([2, 3, 9, 11], {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ([1, 2, 9, 11], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ([1, 2, 9, 11], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 1, 1, 0], "ceil_mode": 1}),
+    ([1, 2, 6, 40], {"kernel_shape": [2, 5], "strides": [1, 3], "pads": [1, 2, 0, 2]}),
+    ([1, 2, 3, 4], {"kernel_shape": [4, 5], "pads": [1, 1, 1, 1]}),                # window wider than input
+    # MaxPool 2x2 stride 2 (float32): vector body, scalar tail, odd sizes, ceil_mode leaves it.
+    ([2, 3, 7, 21], {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ([1, 2, 7, 21], {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    ([1, 2, 8, 8], {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
 ]
 
 
@@ -744,13 +791,30 @@ def test_global_pools_bfloat16_and_ort(op):
     check_node(op, {"x": random([2, 3, 4, 5])}, reference="ort", **F32)
 
 
+def test_maxpool_2x2_skips_nan_like_the_general_loop():
+    x = random([2, 3, 6, 18])
+    x[0, 0, 0, 0] = x[0, 1, 2, 5] = x[1, 2, 5, 17] = np.nan
+    x[1, 0, 0:2, 0:2] = np.nan                                   # a window of NaN only
+    attrs = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    fast = run_ours(node_model("MaxPool", {"x": x}, attrs), {"x": x})[0]
+    # The same windows through the general tap-by-tap loop (3-D with a unit depth).
+    x3 = {"x": x[:, :, None]}
+    general = run_ours(node_model("MaxPool", x3, {"kernel_shape": [1, 2, 2], "strides": [1, 2, 2]}), x3)[0]
+    np.testing.assert_array_equal(fast, general[:, :, 0])
+    assert "MaxPool/float32/2x2" in usage_of(node_model("MaxPool", {"x": x}, attrs), {"x": x})
+
+
 def test_pool_kernel_usage():
     x = {"x": random([1, 2, 7, 8])}
     attrs = {"kernel_shape": [3, 3]}
     assert "MaxPool/float32/direct-indices" in usage_of(node_model("MaxPool", x, attrs, n_outputs=2), x)
-    assert "MaxPool/float32/direct" in usage_of(node_model("MaxPool", x, attrs), x)
-    assert "AveragePool/float32/direct-include-pad" in usage_of(
+    assert "MaxPool/float32/direct-rows" in usage_of(node_model("MaxPool", x, attrs), x)
+    assert "AveragePool/float32/direct-rows-include-pad" in usage_of(
         node_model("AveragePool", x, dict(attrs, count_include_pad=1)), x)
+    # Dilated and 3-D pools keep the general tap-by-tap loops.
+    assert "MaxPool/float32/direct" in usage_of(node_model("MaxPool", x, dict(attrs, dilations=[2, 1])), x)
+    x3 = {"x": random([1, 2, 4, 5, 6])}
+    assert "AveragePool/float32/direct" in usage_of(node_model("AveragePool", x3, {"kernel_shape": [2, 2, 2]}), x3)
     assert "GlobalAveragePool/float32/direct" in usage_of(node_model("GlobalAveragePool", x), x)
 
 

@@ -32,6 +32,15 @@ struct RuntimeSessionOptions {
   /// built-in ones). Contexts built from another KernelContext with custom kernels get a plan of
   /// their own on first use.
   std::optional<KernelContext> kernel_context;
+  /// Fold each float32 Conv -> BatchNormalization (-> Relu) chain whose weights and normalisation
+  /// parameters are initializers, and whose intermediate values nothing else reads (no other
+  /// consumer, not a graph output, not used by a subgraph), into one Conv kernel built at
+  /// construction. The fused node is dispatched under the Conv's name and op type (its run_node
+  /// event and kernel usage "Conv/float32/<path>+bn+relu"); the BatchNormalization and Relu nodes
+  /// and the intermediate values no longer appear in events. Results differ from the unfused
+  /// graph only by float rounding. Not applied when a custom kernel replaces Conv,
+  /// BatchNormalization or Relu. false runs every node as written.
+  bool fuse_conv_batchnorm = true;
 };
 
 /// Ownership: the session shares ownership of its Model, so initializer views stay valid for the

@@ -1,0 +1,113 @@
+// The AVX-512 direct convolution (kernels/conv_direct) against a plain loop: padding, column and
+// channel tails, row tails, kernel shapes, bias and Relu.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/conv_direct.h"
+
+namespace onnx_light::runtime {
+namespace {
+
+struct Case {
+  int64_t c, h, w, m, kh, kw, pt, pl, pb, pr;
+};
+
+WindowGeometry Geometry(const Case& k) {
+  WindowGeometry g;
+  g.input = {k.h, k.w};
+  g.kernel = {k.kh, k.kw};
+  g.stride = {1, 1};
+  g.dilation = {1, 1};
+  g.pad_begin = {k.pt, k.pl};
+  g.pad_end = {k.pb, k.pr};
+  g.output = {k.h + k.pt + k.pb - k.kh + 1, k.w + k.pl + k.pr - k.kw + 1};
+  return g;
+}
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<float> Reference(const Case& k, const WindowGeometry& g, const std::vector<float>& x,
+                             const std::vector<float>& w, const float* bias, bool relu) {
+  const int64_t oh_n = g.output[0];
+  const int64_t ow_n = g.output[1];
+  std::vector<float> y(static_cast<size_t>(k.m * oh_n * ow_n));
+  for (int64_t m = 0; m < k.m; ++m) {
+    for (int64_t oh = 0; oh < oh_n; ++oh) {
+      for (int64_t ow = 0; ow < ow_n; ++ow) {
+        double acc = bias != nullptr ? bias[m] : 0.0;
+        for (int64_t c = 0; c < k.c; ++c) {
+          for (int64_t i = 0; i < k.kh; ++i) {
+            for (int64_t j = 0; j < k.kw; ++j) {
+              const int64_t ih = oh + i - k.pt;
+              const int64_t iw = ow + j - k.pl;
+              if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+              acc += static_cast<double>(x[(c * k.h + ih) * k.w + iw]) * w[((m * k.c + c) * k.kh + i) * k.kw + j];
+            }
+          }
+        }
+        y[(m * oh_n + oh) * ow_n + ow] = static_cast<float>(relu && acc < 0 ? 0.0 : acc);
+      }
+    }
+  }
+  return y;
+}
+
+class DirectConvTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DirectConvTest, MatchesPlainLoop) {
+  if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
+  const Case k = GetParam();
+  const WindowGeometry g = Geometry(k);
+  ASSERT_TRUE(DirectConvApplies(g));
+  const int64_t taps = k.c * k.kh * k.kw;
+  const std::vector<float> x = Random(static_cast<size_t>(k.c * k.h * k.w), 1);
+  const std::vector<float> w = Random(static_cast<size_t>(k.m * taps), 2);
+  const std::vector<float> bias = Random(static_cast<size_t>(k.m), 3);
+  std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(k.m, taps)));
+  PackDirectConvWeights(w.data(), k.m, taps, packed.data());
+  std::vector<float> scratch(static_cast<size_t>(DirectConvScratchSize(k.c, g)));
+  for (const bool relu : {false, true}) {
+    for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+      const std::vector<float> expected = Reference(k, g, x, w, b, relu);
+      std::vector<float> y(expected.size(), NAN);
+      DirectConv2d(x.data(), k.c, g, packed.data(), k.m, b, relu, scratch.data(), y.data());
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_NEAR(y[i], expected[i], 1e-4f) << "element " << i << (relu ? " relu" : "") << (b ? " bias" : "");
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, DirectConvTest,
+                         ::testing::Values(Case{3, 32, 32, 16, 3, 3, 1, 1, 1, 1},   // the CNN's first layer
+                                           Case{16, 16, 16, 32, 3, 3, 1, 1, 1, 1},  // and its second
+                                           Case{2, 7, 8, 5, 3, 3, 1, 1, 1, 1},      // 8 columns, 5 channels
+                                           Case{3, 5, 35, 17, 3, 3, 1, 1, 1, 1},    // column and channel tails
+                                           Case{2, 7, 12, 9, 5, 3, 2, 0, 1, 2},     // asymmetric pads
+                                           Case{1, 4, 20, 3, 1, 4, 0, 3, 0, 0},
+                                           Case{4, 9, 10, 33, 2, 2, 0, 0, 0, 0}));  // no padding, 3 blocks
+
+TEST(DirectConvTest, Applicability) {
+  Case k{1, 8, 8, 1, 3, 3, 1, 1, 1, 1};
+  WindowGeometry g = Geometry(k);
+  EXPECT_TRUE(DirectConvApplies(g));
+  g.stride = {1, 2};
+  EXPECT_FALSE(DirectConvApplies(g));
+  g = Geometry(k);
+  g.dilation = {2, 1};
+  EXPECT_FALSE(DirectConvApplies(g));
+  g = Geometry(Case{1, 8, 7, 1, 3, 3, 1, 1, 1, 1});  // 7 output columns
+  EXPECT_FALSE(DirectConvApplies(g));
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime

@@ -1,0 +1,253 @@
+"""Conv -> BatchNormalization (-> Relu) fusion at session build (RuntimeSessionOptions.fuse_conv_batchnorm)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import onnx_light.runtime as runtime
+from node_check import DIRECT_CONV_PATH, assert_close, make_model, random, run_ort, run_ours
+from onnx_light.cnn_model import build_cnn
+
+DIRECT = DIRECT_CONV_PATH
+
+FUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=True)
+UNFUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=False)
+
+
+def run_with(model, feeds, options, events=False):
+    """(outputs, kernel usage, run_node events) of one run."""
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=events)
+    ctx.set_kernel_usage_enabled(True)
+    outputs = run_ours(model, feeds, context=ctx, options=options)
+    run_nodes = [(e.name, e.op_type) for e in ctx.events() if e.action == runtime.RuntimeEventAction.kRunNode]
+    return outputs, ctx.get_kernel_usage(), run_nodes
+
+
+def bn_params(m, seed=3):
+    rng = np.random.default_rng(seed)
+    return {"scale": (1 + 0.2 * rng.standard_normal(m)).astype(np.float32),
+            "beta": (0.2 * rng.standard_normal(m)).astype(np.float32),
+            "mean": (0.2 * rng.standard_normal(m)).astype(np.float32),
+            "var": (0.5 + rng.random(m)).astype(np.float32)}
+
+
+def chain_model(x_shape, w_shape, conv_attrs=None, bias=True, relu=True, outputs=None, extra_nodes=(),
+                init_names=None, input_names=(), epsilon=1e-3):
+    """Conv(x, w[, b]) -> "c"; BatchNormalization -> "bn"; Relu -> "r" (when `relu`).
+    Initializers are w, b and the BN parameters except those in `input_names` (graph inputs)."""
+    m = w_shape[0]
+    values = {"w": random(w_shape, seed=1), **bn_params(m)}
+    if bias:
+        values["b"] = random([m], seed=2)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"] if bias else ["x", "w"], ["c"], name="conv",
+                              **(conv_attrs or {})),
+             helper.make_node("BatchNormalization", ["c", "scale", "beta", "mean", "var"], ["bn"], name="bn",
+                              epsilon=epsilon)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["bn"], ["r"], name="relu"))
+    nodes += list(extra_nodes)
+    feeds = {"x": random(x_shape)}
+    graph_inputs = dict(feeds)
+    for name in input_names:
+        graph_inputs[name] = values[name]
+        feeds[name] = values[name]
+    inits = {k: v for k, v in values.items() if k not in input_names or k in (init_names or ())}
+    model = make_model(nodes, graph_inputs, outputs or (["r"] if relu else ["bn"]), initializers=inits)
+    return model, feeds
+
+
+def check_fused(model, feeds, expected_usage, rtol=1e-4, atol=1e-4):
+    fused, usage, _ = run_with(model, feeds, FUSED)
+    unfused, usage_off, _ = run_with(model, feeds, UNFUSED)
+    assert expected_usage in usage, usage
+    assert not any("+bn" in u for u in usage_off), usage_off
+    assert "BatchNormalization/float32/per-channel" in usage_off
+    for a, b, c in zip(fused, unfused, run_ort(model, feeds)):
+        assert_close(a, b, rtol=rtol, atol=atol)
+        assert_close(a, c, rtol=rtol, atol=atol)
+    return usage
+
+
+def test_option_defaults_on_and_round_trips():
+    assert runtime.RuntimeSessionOptions().fuse_conv_batchnorm is True
+    opts = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=False)
+    assert opts.fuse_conv_batchnorm is False
+    opts.fuse_conv_batchnorm = True
+    assert opts.fuse_conv_batchnorm is True
+
+
+def test_cnn_fused_matches_unfused_and_onnxruntime():
+    model = build_cnn()
+    feeds = {"image": np.random.default_rng(1).standard_normal((3, 3, 32, 32)).astype(np.float32)}
+    fused, usage, events = run_with(model, feeds, FUSED, events=True)
+    unfused, usage_off, events_off = run_with(model, feeds, UNFUSED, events=True)
+    assert_close(fused[0], unfused[0], rtol=1e-4, atol=1e-5)
+    assert_close(fused[0], run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
+    assert usage.count(f"Conv/float32/{DIRECT}+bn+relu") == 2
+    assert not any(u.startswith(("BatchNormalization", "Relu")) for u in usage)
+    # The fused node runs under the Conv's name and op type; BN and Relu no longer run.
+    conv_names = [n.name for n in model.graph.node if n.op_type == "Conv"]
+    assert [e for e in events if e[1] in ("Conv", "BatchNormalization", "Relu")] == [(n, "Conv") for n in conv_names]
+    # Option off: exactly the graph as written.
+    assert [op for _, op in events_off] == [n.op_type for n in model.graph.node]
+    assert usage_off.count(f"Conv/float32/{DIRECT}") == 2
+
+
+CASES = [
+    # x shape, w shape, conv attributes, expected path
+    ([2, 3, 9, 8], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),
+    ([2, 3, 9, 6], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, "im2col-blas"),              # too narrow for DIRECT
+    ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                   # channel and column tails
+    ([2, 3, 9, 8], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, "im2col-blas"),
+    ([1, 3, 11, 10], [5, 3, 3, 2], {"dilations": [2, 3], "pads": [2, 1, 0, 3]}, "im2col-blas"),
+    ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, "im2col-blas"),
+    ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, "depthwise-direct"),
+    ([2, 3, 6, 5], [5, 3, 1, 1], {}, "1x1-blas"),
+    ([2, 3, 10], [4, 3, 3], {"pads": [1, 1]}, "im2col-blas"),                         # 1-D
+    ([1, 2, 4, 5, 6], [3, 2, 2, 3, 2], {"strides": [1, 2, 1]}, "im2col-blas"),          # 3-D
+]
+
+
+@pytest.mark.parametrize("relu", [True, False])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("x_shape,w_shape,attrs,path", CASES)
+def test_fused_matches_unfused(x_shape, w_shape, attrs, path, bias, relu):
+    model, feeds = chain_model(x_shape, w_shape, attrs, bias=bias, relu=relu)
+    usage = check_fused(model, feeds, f"Conv/float32/{path}+bn" + ("+relu" if relu else ""))
+    assert any(u.startswith("Relu") for u in usage) is False
+
+
+def test_batch_one_and_empty_batch():
+    model, feeds = chain_model([1, 3, 7, 7], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
+    check_fused(model, feeds, "Conv/float32/im2col-blas+bn+relu")
+    model, feeds = chain_model([1, 3, 7, 9], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
+    check_fused(model, feeds, f"Conv/float32/{DIRECT}+bn+relu")
+    model, feeds = chain_model([0, 3, 7, 7], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
+    (y,), usage, _ = run_with(model, feeds, FUSED)
+    assert "Conv/float32/im2col-blas+bn+relu" in usage
+    assert y.shape == (0, 4, 7, 7)
+
+
+def usage_without_fusion(model, feeds, *expected):
+    fused, usage, _ = run_with(model, feeds, FUSED)
+    unfused, _, _ = run_with(model, feeds, UNFUSED)
+    for a, b in zip(fused, unfused):
+        np.testing.assert_array_equal(a, b)
+    for e in expected:
+        assert e in usage, usage
+    return usage
+
+
+def test_not_fused_when_conv_output_has_another_consumer():
+    extra = [helper.make_node("Neg", ["c"], ["n"])]
+    model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], extra_nodes=extra, outputs=["r", "n"])
+    usage_without_fusion(model, feeds, "Conv/float32/im2col-blas", "BatchNormalization/float32/per-channel")
+
+
+def test_not_fused_when_conv_output_is_a_graph_output():
+    model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], outputs=["r", "c"])
+    usage_without_fusion(model, feeds, "Conv/float32/im2col-blas", "BatchNormalization/float32/per-channel")
+
+
+def test_relu_stays_separate_when_bn_output_is_a_graph_output():
+    model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], outputs=["r", "bn"])
+    fused, usage, _ = run_with(model, feeds, FUSED)
+    assert "Conv/float32/im2col-blas+bn" in usage and "Relu/float32/loop" in usage
+    for a, b in zip(fused, run_with(model, feeds, UNFUSED)[0]):
+        assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_relu_stays_separate_when_bn_output_has_another_consumer():
+    extra = [helper.make_node("Neg", ["bn"], ["n"])]
+    model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], extra_nodes=extra, outputs=["r", "n"])
+    fused, usage, _ = run_with(model, feeds, FUSED)
+    assert "Conv/float32/im2col-blas+bn" in usage and "Relu/float32/loop" in usage
+    for a, b in zip(fused, run_with(model, feeds, UNFUSED)[0]):
+        assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("param", ["w", "b", "scale", "var"])
+def test_not_fused_when_a_parameter_is_a_graph_input(param):
+    model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], input_names=[param])
+    usage_without_fusion(model, feeds, "BatchNormalization/float32/per-channel", "Relu/float32/loop")
+
+
+def test_not_fused_when_a_graph_input_can_override_the_initializer():
+    # An initializer that is also a graph input is only a default: a caller may feed another value.
+    model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], input_names=["mean"], init_names=["mean"])
+    usage_without_fusion(model, feeds, "BatchNormalization/float32/per-channel")
+    feeds["mean"] = feeds["mean"] + 1
+    fused, _, _ = run_with(model, feeds, FUSED)
+    assert_close(fused[0], run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_not_fused_when_a_subgraph_reads_the_conv_output():
+    then_g = helper.make_graph([helper.make_node("Neg", ["c"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Identity", ["r"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    extra = [helper.make_node("Constant", [], ["cond"], value=helper.make_tensor("v", TensorProto.BOOL, [], [True])),
+             helper.make_node("If", ["cond"], ["out"], then_branch=then_g, else_branch=else_g)]
+    model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], extra_nodes=extra, outputs=["out"])
+    usage_without_fusion(model, feeds, "BatchNormalization/float32/per-channel")
+
+
+def test_not_fused_before_opset_9():
+    model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3])
+    model.opset_import[0].version = 8
+    usage_without_fusion(model, feeds, "BatchNormalization/float32/per-channel")
+
+
+@pytest.mark.parametrize("op", ["Relu", "BatchNormalization", "Conv"])
+def test_custom_kernel_for_a_chain_op_is_not_fused(op):
+    def custom(*inputs, **attrs):
+        x = np.asarray(inputs[0])
+        if op == "Relu":
+            return np.maximum(x, 0) + 1                        # distinguishable from the built-in
+        if op == "BatchNormalization":
+            return x * 2
+        return np.zeros((x.shape[0], 4) + x.shape[2:], np.float32) + 0.5   # Conv, pads keep the size
+
+    kernels = runtime.KernelContext(runtime.default_opset(23))
+    runtime.register_kernel("", op, custom, kernel_context=kernels)
+    model, feeds = chain_model([1, 3, 6, 9], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
+    results = []
+    for fuse in (True, False):
+        ctx = runtime.RuntimeContext(kernels)
+        ctx.set_kernel_usage_enabled(True)
+        options = runtime.RuntimeSessionOptions(kernel_context=kernels, fuse_conv_batchnorm=fuse)
+        results.append((run_ours(model, feeds, context=ctx, options=options)[0], ctx.get_kernel_usage()))
+    (fused, usage), (unfused, _) = results
+    assert f"{op}/any/python" in usage
+    if op == "Relu":   # Conv and BatchNormalization still fold; the custom Relu runs on its own
+        assert f"Conv/float32/{DIRECT}+bn" in usage
+    else:
+        assert not any("+bn" in u for u in usage), usage
+    assert_close(fused, unfused, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(DIRECT_CONV_PATH != "direct-avx512", reason="this run already takes the baseline path")
+def test_conv_tests_pass_on_the_baseline_path():
+    # CPUs without AVX-512 run im2col + BLAS; ONNX_LIGHT_DISABLE_AVX512 makes this one do the same.
+    env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX512="1")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_conv_fusion.py",
+         "test_ops_linalg.py", "test_models.py", "-k", "conv or Conv or cnn"],
+        cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout
+
+
+def test_out_of_order_graph_is_still_reported():
+    model, feeds = chain_model([1, 3, 6, 9], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
+    nodes = list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend([nodes[1], nodes[0], nodes[2]])   # BatchNormalization before its Conv
+    for options in (FUSED, UNFUSED):
+        with pytest.raises(ValueError, match="not produced by an earlier node"):
+            runtime.RuntimeSession(model, options)
