@@ -64,4 +64,22 @@ inline void ParallelFor(ThreadPool* pool, int64_t n, int64_t min_per_task,
   pool->ParallelFor(n, fn, tasks);
 }
 
+/// Tasks ParallelForSlots may run at once for `units` items: per-task scratch is sized by this.
+inline int64_t ParallelSlots(const ThreadPool* pool, int64_t units) {
+  return pool == nullptr ? 1 : std::clamp<int64_t>(units, 1, pool->num_threads());
+}
+
+/// Calls fn(unit, slot) for every unit in [0, units), spread over at most `slots` tasks
+/// (ParallelSlots); the units of one slot run one after another on one thread, so scratch
+/// indexed by slot needs no locking.
+inline void ParallelForSlots(ThreadPool* pool, int64_t units, int64_t slots,
+                             absl::FunctionRef<void(int64_t, int64_t)> fn) {
+  const int64_t tasks = std::clamp<int64_t>(slots, 1, std::max<int64_t>(units, 1));
+  ParallelFor(tasks > 1 ? pool : nullptr, tasks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      for (int64_t u = units * t / tasks; u < units * (t + 1) / tasks; ++u) fn(u, t);
+    }
+  });
+}
+
 }  // namespace onnx_light::runtime

@@ -150,18 +150,13 @@ void ScoresToProbabilities(const AttentionArgs<T, KV>& args, int64_t b, int64_t 
 // Calls fn(b, kv_head, scratch_slot) for every (batch, key/value head) pair, spread over `pool`
 // (when the work is worth it) with one scratch slot of AttentionScratchSize(d) per task.
 template <typename T, typename Fn>
-void ForEachKvHead(const AttentionDims& d, ThreadPool* pool, int64_t slots, T* scratch, Fn&& fn) {
+void ForEachKvHead(const AttentionDims& d, ThreadPool* pool, T* scratch, Fn&& fn) {
   constexpr int64_t kMinParallelElements = int64_t{1} << 16;
   const int64_t units = d.batch * d.kv_heads;
   const int64_t per_slot = AttentionScratchSize(d);
   const bool worth_it = units * d.kv_seq * std::max(d.head_size, d.q_seq) >= kMinParallelElements;
-  const int64_t tasks = worth_it ? std::clamp<int64_t>(slots, 1, units) : 1;
-  ParallelFor(pool, tasks, 1, [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) {
-      for (int64_t u = units * t / tasks; u < units * (t + 1) / tasks; ++u) {
-        fn(u / d.kv_heads, u % d.kv_heads, scratch + t * per_slot);
-      }
-    }
+  ParallelForSlots(pool, units, worth_it ? AttentionScratchSlots(d, pool) : 1, [&](int64_t u, int64_t slot) {
+    fn(u / d.kv_heads, u % d.kv_heads, scratch + slot * per_slot);
   });
 }
 
@@ -173,7 +168,7 @@ int64_t AttentionScratchSize(const AttentionDims& d) {
 }
 
 int64_t AttentionScratchSlots(const AttentionDims& d, const ThreadPool* pool) {
-  return pool == nullptr ? 1 : std::clamp<int64_t>(d.batch * d.kv_heads, 1, pool->num_threads());
+  return ParallelSlots(pool, d.batch * d.kv_heads);
 }
 
 template <typename T>
@@ -192,7 +187,7 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
       return AttentionPath::kSingleQuery;
     }
   }
-  ForEachKvHead(d, pool, AttentionScratchSlots(d, pool), scratch, [&](int64_t b, int64_t kh, T* scratch) {
+  ForEachKvHead(d, pool, scratch, [&](int64_t b, int64_t kh, T* scratch) {
       const int64_t h0 = kh * group;
       const T* k = args.k.Row(b, kh, 0);
       const T* v = args.v.Row(b, kh, 0);
@@ -228,7 +223,7 @@ void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratc
   const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
   const float alpha = static_cast<float>(args.options.scale);
   const int64_t n = d.kv_seq;
-  ForEachKvHead(d, pool, AttentionScratchSlots(d, pool), scratch, [&](int64_t b, int64_t kh, float* scratch) {
+  ForEachKvHead(d, pool, scratch, [&](int64_t b, int64_t kh, float* scratch) {
       const int64_t h0 = kh * group;
       for (int64_t g = 0; g < group; ++g) {
         RowDots(args.k.Row(b, kh, 0), args.k.row_stride, n, d.head_size, args.q.Row(b, h0 + g, 0), alpha,

@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/thread_pool.h"
 #include "kernels/conv_direct.h"
 #include "kernels/conv_kernels.h"
 #include "kernels/half_precision.h"
@@ -207,6 +208,10 @@ class ConvKernel final : public KernelBase {
     const T* bias = b_in != nullptr ? bc.data<T>() : nullptr;
     const bool relu = folded_ && folded_->relu;
     T* out = y.data<T>();
+    // Whole images go to the pool's threads when there are several and enough work per image.
+    ThreadPool* pool = rt.thread_pool();
+    constexpr int64_t kMinParallelWork = int64_t{1} << 17;
+    const bool images_in_parallel = n > 1 && m * out_size * cg * ksize >= kMinParallelWork;
 
     if constexpr (std::is_same_v<T, float>) {
       if (path == ConvPath::kDirect) {
@@ -218,43 +223,49 @@ class ConvKernel final : public KernelBase {
           packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
           PackDirectConvWeights(w, m, k, packed.data<float>());
         }
-        Tensor scratch = Tensor::Allocate(DataType::kFloat, {DirectConvScratchSize(c, g)}, rt.allocator());
-        for (int64_t img = 0; img < n; ++img) {
-          DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, relu, scratch.data<float>(),
-                       out + img * m * out_size);
-        }
+        const int64_t per_slot = DirectConvScratchSize(c, g);
+        const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
+        Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
+        ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
+          DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, relu,
+                       scratch.data<float>() + slot * per_slot, out + img * m * out_size);
+        });
         return;
       }
     }
     if (path == ConvPath::kDepthwise) {
-      for (int64_t img = 0; img < n; ++img) {
+      ParallelForSlots(pool, n, images_in_parallel ? ParallelSlots(pool, n) : 1, [&](int64_t img, int64_t) {
         for (int64_t oc = 0; oc < m; ++oc) {
           const int64_t ic = oc / mg;  // cg == 1: output channel oc reads input channel of its group
           DepthwisePlane<T>(x + (img * c + ic) * in_size, w + oc * ksize, bias != nullptr ? bias[oc] : T{0},
                             g, out + (img * m + oc) * out_size);
         }
         BiasActivation<T>(out + img * m * out_size, m, out_size, nullptr, relu);
-      }
+      });
       return;
     }
+    // Images in parallel, each with its own column buffer; a single image splits its GEMMs.
+    const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
+    const int64_t col_size = path == ConvPath::kIm2Col ? cg * ksize * out_size : 0;
     Tensor col;
-    if (path == ConvPath::kIm2Col)
-      col = Tensor::Allocate(x_in.dtype(), {cg * ksize * out_size}, rt.allocator());
-    for (int64_t img = 0; img < n; ++img) {
+    if (path == ConvPath::kIm2Col) col = Tensor::Allocate(x_in.dtype(), {col_size * slots}, rt.allocator());
+    ThreadPool* gemm_pool = images_in_parallel ? nullptr : pool;
+    ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const T* xg = x + (img * c + grp * cg) * in_size;
         const T* wg = w + grp * mg * cg * ksize;
         T* yg = out + (img * m + grp * mg) * out_size;
         const T* rhs = xg;
         if (path == ConvPath::kIm2Col) {
-          Im2Col<T>(xg, cg, g, col.data<T>());
-          rhs = col.data<T>();
+          T* slot_col = col.data<T>() + slot * col_size;
+          Im2Col<T>(xg, cg, g, slot_col);
+          rhs = slot_col;
         }
         Gemm<T>(false, false, mg, out_size, cg * ksize, 1.0, wg, cg * ksize, rhs, out_size, 0.0, yg,
-                out_size);
+                out_size, gemm_pool);
       }
       BiasActivation<T>(out + img * m * out_size, m, out_size, bias, relu);
-    }
+    });
   }
 
   WindowAttributes attrs_;
