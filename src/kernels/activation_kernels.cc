@@ -45,6 +45,7 @@ struct SeluOp {
 };
 
 struct GeluOp {
+  static void RunFloat(const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     const C scaled = x * static_cast<C>(std::numbers::sqrt2 / 2);
@@ -58,6 +59,7 @@ struct GeluOp {
 };
 
 struct GeluTanhOp {
+  static void RunFloat(const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
@@ -254,6 +256,9 @@ class ClipKernel final : public KernelBase {
   float min_ = 0.0f;
   float max_ = 0.0f;
 };
+
+ONNX_LIGHT_FLOAT_LOOP(GeluOp)
+ONNX_LIGHT_FLOAT_LOOP(GeluTanhOp)
 
 }  // namespace
 

@@ -1,6 +1,14 @@
 #pragma once
 // Run-time CPU feature checks for the kernels compiled beyond the baseline x86-64 ISA.
 
+// On a function definition: one copy per instruction set, the best one for the running CPU
+// picked by the dynamic loader. For plain loops the compiler vectorises (no intrinsics needed).
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ONNX_LIGHT_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ONNX_LIGHT_CPU_CLONES
+#endif
+
 namespace onnx_light::runtime {
 
 /// True when the CPU reports AVX-512F (checked once) and the environment variable

@@ -6,13 +6,6 @@
 
 #include <algorithm>
 
-// One clone per instruction set; the dynamic loader picks the best one for the running CPU.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define ONNX_LIGHT_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ONNX_LIGHT_CPU_CLONES
-#endif
-
 namespace onnx_light::runtime {
 
 namespace {

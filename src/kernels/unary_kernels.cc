@@ -57,6 +57,7 @@ struct ReciprocalOp {
 };
 // float32 (and the half types, which compute in float32) use the vectorisable fast_math versions.
 struct ExpOp {
+  static void RunFloat(const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_same_v<C, float>)
@@ -91,6 +92,7 @@ struct RoundOp {
   }
 };
 struct ErfOp {
+  static void RunFloat(const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_integral_v<C>)
@@ -176,6 +178,7 @@ struct BitwiseNotOp {
   }
 };
 struct TanhOp {
+  static void RunFloat(const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_same_v<C, float>)
@@ -187,6 +190,7 @@ struct TanhOp {
 
 // Stable on both tails: exp never overflows.
 struct SigmoidOp {
+  static void RunFloat(const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_same_v<C, float>) {
@@ -198,6 +202,11 @@ struct SigmoidOp {
     }
   }
 };
+
+ONNX_LIGHT_FLOAT_LOOP(ExpOp)
+ONNX_LIGHT_FLOAT_LOOP(ErfOp)
+ONNX_LIGHT_FLOAT_LOOP(TanhOp)
+ONNX_LIGHT_FLOAT_LOOP(SigmoidOp)
 
 }  // namespace
 
