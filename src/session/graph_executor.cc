@@ -106,7 +106,7 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
                            .captures = node_captures,
                            .reusable_inputs = planned.reusable_inputs};
     rt.set_dispatch_frame(&dispatch);
-    rt.set_current_node_index(static_cast<int64_t>(n));
+    rt.set_current_node_index(planned.graph_index);
 
     int64_t start_wall = 0;
     std::chrono::steady_clock::time_point start;

@@ -129,6 +129,7 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
   for (size_t node_index = 0; node_index < graph_.nodes.size(); ++node_index) {
     if (absorbed[node_index]) continue;  // runs inside the fused Conv planned at its position
     PlannedNode planned;
+    planned.graph_index = static_cast<int64_t>(node_index);
     if (fusion_at[node_index] >= 0) {
       ConvFusion& fusion = fusions[fusion_at[node_index]];
       planned.fused_node = std::move(fusion.node);

@@ -28,6 +28,13 @@ def run_with(model, feeds, options, events=False):
     return outputs, ctx.get_kernel_usage(), run_nodes
 
 
+def run_node_indexes(model, feeds, options):
+    """(op_type, node_index) of the run_node records of one run, in order."""
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
+    run_ours(model, feeds, context=ctx, options=options)
+    return [(e.op_type, e.node_index) for e in ctx.events() if e.action == runtime.RuntimeEventAction.kRunNode]
+
+
 def bn_params(m, seed=3):
     rng = np.random.default_rng(seed)
     return {"scale": (1 + 0.2 * rng.standard_normal(m)).astype(np.float32),
@@ -95,6 +102,12 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     assert [e for e in events if e[1] in ("Conv", "BatchNormalization", "Relu")] == [(n, "Conv") for n in conv_names]
     # Option off: exactly the graph as written.
     assert [op for _, op in events_off] == [n.op_type for n in model.graph.node]
+    # Either way a record's node_index is the node's position in the graph, also after a fused chain.
+    ops = [n.op_type for n in model.graph.node]
+    assert run_node_indexes(model, feeds, UNFUSED) == list(zip(ops, range(len(ops))))
+    fused_records = run_node_indexes(model, feeds, FUSED)
+    assert [i for _, i in fused_records] == [i for i, op in enumerate(ops) if op not in ("BatchNormalization", "Relu")]
+    assert all(ops[i] == op for op, i in fused_records)
     assert usage_off.count(f"Conv/float32/{DIRECT}") == 2
 
 
