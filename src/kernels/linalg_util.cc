@@ -1,6 +1,7 @@
 #include "kernels/linalg_util.h"
 
 #include "core/thread_pool.h"
+#include "kernels/row_products.h"
 
 #include <cblas.h>
 
@@ -140,6 +141,18 @@ void BlasGemv(CBLAS_TRANSPOSE trans, int64_t rows, int64_t cols, double alpha, c
 template <typename T>
 void Gemv(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    // One contiguous row times a weight matrix (a decode step): the row products stream the
+    // matrix once with register or L1 accumulators, a little faster than sgemv here.
+    if (m == 1 && !trans_a && alpha == 1.0f && beta == 0.0f) {
+      if (trans_b) {
+        RowDots(b, ldb, n, k, a, 1.0f, c);
+      } else {
+        WeightedRowSum(b, ldb, k, n, a, c);
+      }
+      return;
+    }
+  }
   if (m == 1) {
     // c^T = op(B)^T * a^T: the row of op(A) is the vector.
     const int64_t inc_a = trans_a ? lda : 1;

@@ -78,8 +78,8 @@ void RowDotsPortable(const BFloat16* rows, int64_t row_stride, int64_t n, int64_
 }
 
 ONNX_LIGHT_CPU_CLONES
-void WeightedRowSum(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out) {
+void WeightedRowSumPortable(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
+                            float* out) {
   WeightedRowSumImpl(rows, row_stride, n, width, weights, out);
 }
 
@@ -128,6 +128,10 @@ void RowDots(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, 
 void RowDots(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
              float* out) {
   DispatchRowDots(rows, row_stride, n, width, x, alpha, out);
+}
+void WeightedRowSum(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
+                    float* out) {
+  DispatchWeightedRowSum(rows, row_stride, n, width, weights, out);
 }
 void WeightedRowSum(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
                     float* out) {

@@ -39,6 +39,8 @@ void RowDotsPortable(const Float16* rows, int64_t row_stride, int64_t n, int64_t
                      float alpha, float* out);
 void RowDotsPortable(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x,
                      float alpha, float* out);
+void WeightedRowSumPortable(const float* rows, int64_t row_stride, int64_t n, int64_t width,
+                            const float* weights, float* out);
 void WeightedRowSumPortable(const Float16* rows, int64_t row_stride, int64_t n, int64_t width,
                             const float* weights, float* out);
 void WeightedRowSumPortable(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width,

@@ -166,6 +166,10 @@ void RowDots(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width,
              float* out) {
   RowDotsImpl(rows, row_stride, n, width, x, alpha, out);
 }
+void WeightedRowSum(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
+                    float* out) {
+  WeightedRowSumImpl(rows, row_stride, n, width, weights, out);
+}
 void WeightedRowSum(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
                     float* out) {
   WeightedRowSumImpl(rows, row_stride, n, width, weights, out);

@@ -22,6 +22,8 @@ void RowDots(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, 
 void RowDots(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
              float* out);
 
+void WeightedRowSum(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
+                    float* out);
 void WeightedRowSum(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
                     float* out);
 void WeightedRowSum(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,

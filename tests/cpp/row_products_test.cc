@@ -54,14 +54,17 @@ TEST_P(RowProductsTest, RowDotsMatchReference) {
 
 TEST_P(RowProductsTest, WeightedRowSumMatchesReference) {
   const Shape2 s = GetParam();
-  std::vector<float> out(static_cast<size_t>(s.width) + 1, -7.0f);
-  WeightedRowSum(rows_.data(), s.stride, s.n, s.width, weights_.data(), out.data());
-  for (int64_t c = 0; c < s.width; ++c) {
-    double expected = 0;
-    for (int64_t j = 0; j < s.n; ++j) expected += weights_[static_cast<size_t>(j)] * Row(j, c);
-    EXPECT_NEAR(out[static_cast<size_t>(c)], expected, 1e-4) << "column " << c;
+  using Fn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, float*);
+  for (Fn fn : {static_cast<Fn>(&WeightedRowSum), static_cast<Fn>(&WeightedRowSumPortable)}) {
+    std::vector<float> out(static_cast<size_t>(s.width) + 1, -7.0f);
+    fn(rows_.data(), s.stride, s.n, s.width, weights_.data(), out.data());
+    for (int64_t c = 0; c < s.width; ++c) {
+      double expected = 0;
+      for (int64_t j = 0; j < s.n; ++j) expected += weights_[static_cast<size_t>(j)] * Row(j, c);
+      EXPECT_NEAR(out[static_cast<size_t>(c)], expected, 1e-4) << "column " << c;
+    }
+    EXPECT_EQ(out[static_cast<size_t>(s.width)], -7.0f) << "wrote past the last column";
   }
-  EXPECT_EQ(out[static_cast<size_t>(s.width)], -7.0f) << "wrote past the last column";
 }
 
 // Half-precision rows: the reference uses the rounded values, so only summation order differs.
