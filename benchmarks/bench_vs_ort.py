@@ -24,7 +24,7 @@ from onnx_light.cnn_model import build_cnn
 from onnx_light.decoder_model import build_decoder, empty_cache
 
 
-def median_time(fn, repeat, warmup=3):
+def sample_times(fn, repeat, warmup=3):
     for _ in range(warmup):
         fn()
     samples = []
@@ -32,7 +32,11 @@ def median_time(fn, repeat, warmup=3):
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return samples
+
+
+def median_time(fn, repeat, warmup=3):
+    return statistics.median(sample_times(fn, repeat, warmup))
 
 
 def ort_session(model_or_path, threads):
@@ -43,13 +47,20 @@ def ort_session(model_or_path, threads):
     return ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
 
 
-def compare(model, feeds, threads, repeat):
+def compare(model, feeds, threads, repeat, rounds=5):
+    """Medians over `rounds` alternating blocks of runs, so a slow spell of this shared machine
+    hits both runtimes; a short pause between blocks lets either runtime's spinning threads go
+    idle before the other one runs."""
     ours = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(num_threads=threads))
     ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
     theirs = ort_session(model, threads)
-    t_ours = median_time(lambda: ours.run(ctx, feeds), repeat)
-    t_ort = median_time(lambda: theirs.run(None, feeds), repeat)
-    return t_ours, t_ort
+    block = max(1, repeat // rounds)
+    ours_samples, ort_samples = [], []
+    for _ in range(rounds):
+        for fn, samples in ((lambda: ours.run(ctx, feeds), ours_samples), (lambda: theirs.run(None, feeds), ort_samples)):
+            time.sleep(0.05)
+            samples.extend(sample_times(fn, block, warmup=10))
+    return statistics.median(ours_samples), statistics.median(ort_samples)
 
 
 def chain_model(length=500, size=16):

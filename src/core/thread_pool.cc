@@ -23,22 +23,23 @@ struct ThreadPool::Job {
 
 namespace {
 
-// How long an idle thread polls before it blocks. Kernels issue parallel regions back to back
-// (a decoder's MatMuls are a few hundred microseconds apart at most), and waking a blocked
-// thread costs tens of microseconds on a busy or virtualised machine; a bounded poll keeps that
-// out of every region while costing an idle pool at most this much CPU per region.
-constexpr auto kSpin = std::chrono::microseconds(100);
+// How long an idle worker polls for the next region before it blocks. Kernels issue regions
+// back to back and runs follow each other in a serving loop, while waking a blocked thread on a
+// loaded or virtualised machine costs tens of microseconds and may leave it queued behind the
+// caller on the caller's core, where it cannot help until the scheduler moves it. Polling a
+// little longer than one decoder step keeps workers on their own cores between runs; an idle
+// pool costs at most this much CPU per worker after its last region.
+constexpr auto kWorkerSpin = std::chrono::milliseconds(2);
+// How long the caller polls for the other ranges of its region to finish before it blocks.
+constexpr auto kCallerSpin = std::chrono::microseconds(100);
 
-// Polls `ready` until it returns true or kSpin has passed; returns its last value.
+// Polls `ready` until it returns true or `budget` has passed; returns its last value.
 template <typename Ready>
-bool SpinUntil(Ready&& ready) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+bool SpinUntil(std::chrono::microseconds budget, Ready&& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
   for (int i = 0;; ++i) {
     if (ready()) return true;
     if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return false;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
   }
 }
 
@@ -54,6 +55,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    stopping_flag_.store(true, std::memory_order_release);
   }
   wake_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -79,11 +81,17 @@ void ThreadPool::RunTasks(Job& job) {
 void ThreadPool::WorkerLoop() {
   for (;;) {
     std::shared_ptr<Job> job;
-    SpinUntil([this] { return queued_.load(std::memory_order_acquire) > 0; });
+    SpinUntil(kWorkerSpin, [this] { return stopping_flag_.load(std::memory_order_acquire) ||
+                                           queued_.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left
+      if (queue_.empty() && !stopping_) wake_.wait(lock);
+      if (queue_.empty()) {
+        if (stopping_) return;
+        // Woken after the caller had already run every range itself (a slow wake-up): poll
+        // again rather than block at once, or this worker would stay one region behind.
+        continue;
+      }
       job = queue_.front();
       // A job whose ranges are all claimed leaves the queue; its claimers finish it.
       if (job->next.load() + 1 >= job->tasks) Pop(queue_.begin());
@@ -113,7 +121,7 @@ void ThreadPool::ParallelFor(int64_t n, absl::FunctionRef<void(int64_t, int64_t)
     if (it != queue_.end()) Pop(it);
   }
   const auto all_done = [&] { return job->finished.load(std::memory_order_acquire) == job->tasks; };
-  if (!SpinUntil(all_done)) {
+  if (!SpinUntil(kCallerSpin, all_done)) {
     std::unique_lock<std::mutex> lock(job->mutex);
     job->done.wait(lock, all_done);
   }

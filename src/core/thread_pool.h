@@ -1,8 +1,8 @@
 #pragma once
 // The intra-op thread pool a RuntimeSession owns when it runs with more than one thread. Kernels
 // split work with ParallelFor; the calling thread always takes part, so a pool of N threads starts
-// N - 1 workers. Idle threads poll for about 100 us before blocking, so back-to-back regions do
-// not pay a wake-up each.
+// N - 1 workers. Idle workers poll for about 2 ms before blocking, so back-to-back regions and
+// runs do not pay a wake-up each.
 //
 // Thread safety: ParallelFor may be called from any number of threads at once (sessions are run
 // concurrently from several threads) and from inside a ParallelFor task; the pool shares its
@@ -49,6 +49,7 @@ class ThreadPool {
   std::deque<std::shared_ptr<Job>> queue_;
   std::atomic<int> queued_{0};  // queue_.size(), readable without the mutex
   bool stopping_ = false;
+  std::atomic<bool> stopping_flag_{false};  // stopping_, readable while polling
   std::vector<std::thread> workers_;
 };
 
