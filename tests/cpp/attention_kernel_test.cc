@@ -6,12 +6,12 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/attention_core.h"
+#include "test_util.h"
 
 namespace onnx_light::runtime::attention {
 namespace {
@@ -34,13 +34,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(gen);
-  return v;
-}
+std::vector<float> Random(size_t n, uint32_t seed) { return testing::RandomFloats(n, seed, -2.0f, 2.0f); }
 
 class AttentionCoreTest : public ::testing::TestWithParam<Case> {};
 

@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "kernels/conv_direct.h"
+#include "test_util.h"
 
 namespace onnx_light::runtime {
 namespace {
@@ -27,13 +27,7 @@ WindowGeometry Geometry(const Case& k) {
   return g;
 }
 
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+std::vector<float> Random(size_t n, uint32_t seed) { return testing::RandomFloats(n, seed); }
 
 std::vector<float> Reference(const Case& k, const WindowGeometry& g, const std::vector<float>& x,
                              const std::vector<float>& w, const float* bias, bool relu) {

@@ -1,11 +1,12 @@
 #pragma once
-// Small helpers shared by the core tests: context construction, tensor filling and the list of
-// child-context kinds.
+// Small helpers shared by the C++ tests: context construction, tensor filling, random data and
+// the list of child-context kinds.
 
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include "onnx_light/runtime/allocator.h"
@@ -30,6 +31,15 @@ inline Tensor MakeIotaFloat(Shape shape, const std::shared_ptr<Allocator>& alloc
   Tensor t = Tensor::Allocate(DataType::kFloat, std::move(shape), allocator);
   std::iota(t.data<float>(), t.data<float>() + t.size(), 0.0f);
   return t;
+}
+
+/// `n` floats drawn uniformly from [lo, hi), reproducible from `seed`.
+inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
 }
 
 /// The elements of a contiguous float tensor.
