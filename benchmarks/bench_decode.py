@@ -1,6 +1,7 @@
 """Decode loop: PersistentValueState against ONNX Runtime re-feeding past/present every step.
 
     python benchmarks/bench_decode.py [--steps 2048] [--threads 1] [--dtype float32|float16]
+    python benchmarks/bench_decode.py --steps 2048 --profile   # ours only: per-operator times
 
 A decoder of 4 layers, 8 heads, head size 64 (Attention, opset 23) generates `steps` tokens one at
 a time. Reports per-token latency around steps 128, 512 and 2048 for both runtimes, the bytes our
@@ -63,14 +64,34 @@ def run_ort(model, steps, threads, dtype):
     return times
 
 
+def profile(model, steps, threads, dtype, last=8):
+    """Ours only: runs `steps` steps and prints the per-operator summary of the last `last`."""
+    declared = runtime.with_persistent_bindings(model, decoder_model.bindings(LAYERS))
+    state = runtime.PersistentValueState(declared, initial=decoder_model.empty_cache(LAYERS, HEADS, HEAD, dtype=dtype),
+                                         options=runtime.RuntimeSessionOptions(num_threads=threads))
+    kc = runtime.KernelContext(runtime.default_opset(23))
+    quiet, traced = runtime.RuntimeContext(kc), runtime.RuntimeContext(kc, events_enabled=True)
+    x = np.random.default_rng(0).standard_normal((1, 1, HEADS * HEAD)).astype(dtype)
+    for _ in range(steps - last):
+        state.run(quiet, {"x": x})
+    start = time.perf_counter()
+    for _ in range(last):
+        state.run(traced, {"x": x})
+    print(f"steps {steps - last + 1}-{steps}: {(time.perf_counter() - start) / last * 1e6:.0f} us/token with events on\n")
+    print(summary.format_summary(traced.events()))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--dtype", choices=["float32", "float16"], default="float32")
+    parser.add_argument("--profile", action="store_true", help="ours only: per-operator times of the last 8 steps")
     args = parser.parse_args()
     dtype = np.dtype(args.dtype)
     model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD, dtype=dtype)
+    if args.profile:
+        return profile(model, args.steps, args.threads, dtype)
     marks = [m for m in (128, 512, 1024, 2048) if m <= args.steps]
 
     ours_times, _, _ = run_ours(model, args.steps, args.threads, False, dtype)
