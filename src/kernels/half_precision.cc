@@ -3,6 +3,8 @@
 #include <absl/container/inlined_vector.h>
 
 #include "core/dispatch_frame.h"
+#include "kernels/cpu_features.h"
+#include "kernels/fast_math.h"
 #include "kernels/kernel_utils.h"
 
 namespace onnx_light::runtime {
@@ -69,28 +71,33 @@ class HalfPrecisionKernel final : public KernelBase {
 
 }  // namespace
 
+ONNX_LIGHT_CPU_CLONES void ConvertToFloat(const Float16* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = fast_math::HalfToFloat(src[i].bits);
+}
+ONNX_LIGHT_CPU_CLONES void ConvertToFloat(const BFloat16* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = fast_math::BFloat16ToFloat(src[i].bits);
+}
+ONNX_LIGHT_CPU_CLONES void ConvertFromFloat(const float* src, int64_t n, Float16* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i].bits = fast_math::FloatToHalf(src[i]);
+}
+ONNX_LIGHT_CPU_CLONES void ConvertFromFloat(const float* src, int64_t n, BFloat16* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i].bits = fast_math::FloatToBFloat16(src[i]);
+}
+
 Tensor CastFloatTensor(const Tensor& input, DataType to, const std::shared_ptr<Allocator>& allocator) {
   const Tensor src = input.Contiguous(allocator);
   Tensor out = Tensor::Allocate(to, src.shape(), allocator);
   const int64_t n = src.size();
   if (to == DataType::kFloat) {
-    float* dst = out.data<float>();
     if (src.dtype() == DataType::kFloat16) {
-      const auto* s = src.data<Float16>();
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      ConvertToFloat(src.data<Float16>(), n, out.data<float>());
     } else {
-      const auto* s = src.data<BFloat16>();
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      ConvertToFloat(src.data<BFloat16>(), n, out.data<float>());
     }
+  } else if (to == DataType::kFloat16) {
+    ConvertFromFloat(src.data<float>(), n, out.data<Float16>());
   } else {
-    const float* s = src.data<float>();
-    if (to == DataType::kFloat16) {
-      auto* dst = out.data<Float16>();
-      for (int64_t i = 0; i < n; ++i) dst[i] = Float16(s[i]);
-    } else {
-      auto* dst = out.data<BFloat16>();
-      for (int64_t i = 0; i < n; ++i) dst[i] = BFloat16(s[i]);
-    }
+    ConvertFromFloat(src.data<float>(), n, out.data<BFloat16>());
   }
   return out;
 }

@@ -3,14 +3,23 @@
 // runs that kernel in a half-precision scratch child context (sharing the event log), on
 // float32 copies of its half inputs, and casts float32 outputs back to the node's half type.
 
+#include <cstdint>
 #include <memory>
 
+#include "onnx_light/runtime/float16.h"
 #include "onnx_light/runtime/kernel_base.h"
 
 namespace onnx_light::runtime {
 
 /// Wraps `float_kernel`. Nodes without half inputs call it directly, at no extra cost.
 std::unique_ptr<KernelBase> WithHalfPrecision(std::unique_ptr<KernelBase> float_kernel, std::string op_type);
+
+/// Element conversions between float32 and float16/bfloat16 arrays, bit-exact with the Float16 /
+/// BFloat16 constructors and conversions, vectorised (and built per instruction set).
+void ConvertToFloat(const Float16* src, int64_t n, float* dst);
+void ConvertToFloat(const BFloat16* src, int64_t n, float* dst);
+void ConvertFromFloat(const float* src, int64_t n, Float16* dst);
+void ConvertFromFloat(const float* src, int64_t n, BFloat16* dst);
 
 /// Converts between float32 and float16/bfloat16 tensors (contiguous result from `allocator`).
 Tensor CastFloatTensor(const Tensor& input, DataType to, const std::shared_ptr<Allocator>& allocator);

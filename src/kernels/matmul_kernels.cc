@@ -239,13 +239,13 @@ class HalfRowMatMulKernel final : public KernelBase {
     std::vector<float> row(static_cast<size_t>(k));
     std::vector<float> out(static_cast<size_t>(n));
     for (int64_t r = 0; r < ac.size() / k; ++r) {
-      for (int64_t i = 0; i < k; ++i) row[i] = static_cast<float>(pa[r * k + i]);
+      ConvertToFloat(pa + r * k, k, row.data());
       if (rows_of_b) {
         WeightedRowSum(pb, bs[0], k, n, row.data(), out.data());
       } else {
         RowDots(pb, bs[1], n, k, row.data(), 1.0f, out.data());
       }
-      for (int64_t j = 0; j < n; ++j) py[r * n + j] = H(out[j]);
+      ConvertFromFloat(out.data(), n, py + r * n);
     }
     return true;
   }
