@@ -1,16 +1,16 @@
 #include "kernels/attention_core.h"
 
-#include "core/thread_pool.h"
-#include "kernels/fast_math.h"
-#include "kernels/linalg_util.h"
-#include "kernels/row_products.h"
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+
+#include "core/thread_pool.h"
+#include "kernels/fast_math.h"
+#include "kernels/linalg_util.h"
+#include "kernels/row_products.h"
 
 namespace onnx_light::runtime::attention {
 

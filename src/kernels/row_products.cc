@@ -1,10 +1,10 @@
 #include "kernels/row_products.h"
 
+#include <algorithm>
+
 #include "kernels/cpu_features.h"
 #include "kernels/fast_math.h"
 #include "kernels/row_products_avx512.h"
-
-#include <algorithm>
 
 namespace onnx_light::runtime {
 
