@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/half_precision.h"
 #include "kernels/kernel_tables.h"
 #include "kernels/kernel_utils.h"
@@ -238,13 +239,21 @@ class HalfRowMatMulKernel final : public KernelBase {
     H* py = y.data<H>();
     std::vector<float> row(static_cast<size_t>(k));
     std::vector<float> out(static_cast<size_t>(n));
+    // Output columns in 64-wide panels over the session's threads when B is large enough.
+    constexpr int64_t kPanel = 64;
+    const int64_t panels = (n + kPanel - 1) / kPanel;
+    const int64_t min_panels = std::max<int64_t>(1, (int64_t{1} << 17) / std::max<int64_t>(1, k * kPanel));
     for (int64_t r = 0; r < ac.size() / k; ++r) {
       ConvertToFloat(pa + r * k, k, row.data());
-      if (rows_of_b) {
-        WeightedRowSum(pb, bs[0], k, n, row.data(), out.data());
-      } else {
-        RowDots(pb, bs[1], n, k, row.data(), 1.0f, out.data());
-      }
+      ParallelFor(rt.thread_pool(), panels, min_panels, [&](int64_t first, int64_t last) {
+        const int64_t lo = first * kPanel;
+        const int64_t hi = std::min(n, last * kPanel);
+        if (rows_of_b) {
+          WeightedRowSum(pb + lo, bs[0], k, hi - lo, row.data(), out.data() + lo);
+        } else {
+          RowDots(pb + lo * bs[1], bs[1], hi - lo, k, row.data(), 1.0f, out.data() + lo);
+        }
+      });
       ConvertFromFloat(out.data(), n, py + r * n);
     }
     return true;
