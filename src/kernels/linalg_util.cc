@@ -1,14 +1,14 @@
 #include "kernels/linalg_util.h"
 
-#include "core/thread_pool.h"
-#include "kernels/row_products.h"
-
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/row_products.h"
 
 namespace onnx_light::runtime {
 
