@@ -59,42 +59,6 @@ inline void RowDotsImpl(const E* rows, int64_t row_stride, int64_t n, int64_t wi
 
 }  // namespace
 
-ONNX_LIGHT_CPU_CLONES
-void RowDotsPortable(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* x,
-                     float alpha, float* out) {
-  RowDotsImpl(rows, row_stride, n, width, x, alpha, out);
-}
-
-ONNX_LIGHT_CPU_CLONES
-void RowDotsPortable(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x,
-                     float alpha, float* out) {
-  RowDotsImpl(rows, row_stride, n, width, x, alpha, out);
-}
-
-ONNX_LIGHT_CPU_CLONES
-void RowDotsPortable(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x,
-                     float alpha, float* out) {
-  RowDotsImpl(rows, row_stride, n, width, x, alpha, out);
-}
-
-ONNX_LIGHT_CPU_CLONES
-void WeightedRowSumPortable(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                            float* out) {
-  WeightedRowSumImpl(rows, row_stride, n, width, weights, out);
-}
-
-ONNX_LIGHT_CPU_CLONES
-void WeightedRowSumPortable(const Float16* rows, int64_t row_stride, int64_t n, int64_t width,
-                            const float* weights, float* out) {
-  WeightedRowSumImpl(rows, row_stride, n, width, weights, out);
-}
-
-ONNX_LIGHT_CPU_CLONES
-void WeightedRowSumPortable(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width,
-                            const float* weights, float* out) {
-  WeightedRowSumImpl(rows, row_stride, n, width, weights, out);
-}
-
 namespace {
 
 template <typename E>
@@ -117,29 +81,29 @@ void DispatchWeightedRowSum(const E* rows, int64_t row_stride, int64_t n, int64_
 
 }  // namespace
 
-void RowDots(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
-             float* out) {
-  DispatchRowDots(rows, row_stride, n, width, x, alpha, out);
-}
-void RowDots(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
-             float* out) {
-  DispatchRowDots(rows, row_stride, n, width, x, alpha, out);
-}
-void RowDots(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
-             float* out) {
-  DispatchRowDots(rows, row_stride, n, width, x, alpha, out);
-}
-void WeightedRowSum(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out) {
-  DispatchWeightedRowSum(rows, row_stride, n, width, weights, out);
-}
-void WeightedRowSum(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out) {
-  DispatchWeightedRowSum(rows, row_stride, n, width, weights, out);
-}
-void WeightedRowSum(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out) {
-  DispatchWeightedRowSum(rows, row_stride, n, width, weights, out);
-}
+// The four entry points for one element type: the portable versions (one clone per instruction
+// set) and the public ones, which take the AVX-512 versions when the CPU has them.
+#define ONNX_LIGHT_ROW_PRODUCTS(E)                                                                          \
+  ONNX_LIGHT_CPU_CLONES void RowDotsPortable(const E* rows, int64_t row_stride, int64_t n, int64_t width,   \
+                                             const float* x, float alpha, float* out) {                    \
+    RowDotsImpl(rows, row_stride, n, width, x, alpha, out);                                                 \
+  }                                                                                                         \
+  ONNX_LIGHT_CPU_CLONES void WeightedRowSumPortable(const E* rows, int64_t row_stride, int64_t n,           \
+                                                    int64_t width, const float* weights, float* out) {      \
+    WeightedRowSumImpl(rows, row_stride, n, width, weights, out);                                           \
+  }                                                                                                         \
+  void RowDots(const E* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,     \
+               float* out) {                                                                                \
+    DispatchRowDots(rows, row_stride, n, width, x, alpha, out);                                             \
+  }                                                                                                         \
+  void WeightedRowSum(const E* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,     \
+                      float* out) {                                                                         \
+    DispatchWeightedRowSum(rows, row_stride, n, width, weights, out);                                       \
+  }
+
+ONNX_LIGHT_ROW_PRODUCTS(float)
+ONNX_LIGHT_ROW_PRODUCTS(Float16)
+ONNX_LIGHT_ROW_PRODUCTS(BFloat16)
+#undef ONNX_LIGHT_ROW_PRODUCTS
 
 }  // namespace onnx_light::runtime

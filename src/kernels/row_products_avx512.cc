@@ -187,30 +187,23 @@ ONNX_LIGHT_AVX512 void WeightedRowSumImpl(const E* rows, int64_t stride, int64_t
 
 }  // namespace
 
-void RowDots(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
-             float* out) {
+template <typename E>
+void RowDots(const E* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha, float* out) {
   RowDotsImpl(rows, row_stride, n, width, x, alpha, out);
 }
-void RowDots(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
-             float* out) {
-  RowDotsImpl(rows, row_stride, n, width, x, alpha, out);
-}
-void RowDots(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
-             float* out) {
-  RowDotsImpl(rows, row_stride, n, width, x, alpha, out);
-}
-void WeightedRowSum(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out) {
+
+template <typename E>
+void WeightedRowSum(const E* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights, float* out) {
   WeightedRowSumImpl(rows, row_stride, n, width, weights, out);
 }
-void WeightedRowSum(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out) {
-  WeightedRowSumImpl(rows, row_stride, n, width, weights, out);
-}
-void WeightedRowSum(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out) {
-  WeightedRowSumImpl(rows, row_stride, n, width, weights, out);
-}
+
+#define ONNX_LIGHT_INSTANTIATE(E)                                                                            \
+  template void RowDots<E>(const E*, int64_t, int64_t, int64_t, const float*, float, float*);               \
+  template void WeightedRowSum<E>(const E*, int64_t, int64_t, int64_t, const float*, float*);
+ONNX_LIGHT_INSTANTIATE(float)
+ONNX_LIGHT_INSTANTIATE(Float16)
+ONNX_LIGHT_INSTANTIATE(BFloat16)
+#undef ONNX_LIGHT_INSTANTIATE
 
 }  // namespace onnx_light::runtime::avx512
 

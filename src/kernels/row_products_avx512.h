@@ -15,18 +15,10 @@
 
 namespace onnx_light::runtime::avx512 {
 
-void RowDots(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
-             float* out);
-void RowDots(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
-             float* out);
-void RowDots(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha,
-             float* out);
-
-void WeightedRowSum(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out);
-void WeightedRowSum(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out);
-void WeightedRowSum(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
-                    float* out);
+/// RowDots and WeightedRowSum (row_products.h) for E = float, Float16 and BFloat16.
+template <typename E>
+void RowDots(const E* rows, int64_t row_stride, int64_t n, int64_t width, const float* x, float alpha, float* out);
+template <typename E>
+void WeightedRowSum(const E* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights, float* out);
 
 }  // namespace onnx_light::runtime::avx512
