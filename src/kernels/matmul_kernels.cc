@@ -7,7 +7,6 @@
 #include <absl/container/inlined_vector.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/half_precision.h"
@@ -237,24 +236,27 @@ class HalfRowMatMulKernel final : public KernelBase {
     const H* pa = ac.data<H>();
     const H* pb = b.data<H>();
     H* py = y.data<H>();
-    std::vector<float> row(static_cast<size_t>(k));
-    std::vector<float> out(static_cast<size_t>(n));
+    // float32 copies of one row of A and of Y, from the context's allocator like other scratch.
+    Tensor row_scratch = Tensor::Allocate(DataType::kFloat, {k}, rt.allocator());
+    Tensor out_scratch = Tensor::Allocate(DataType::kFloat, {n}, rt.allocator());
+    float* row = row_scratch.data<float>();
+    float* out = out_scratch.data<float>();
     // Output columns in 64-wide panels over the session's threads when B is large enough.
     constexpr int64_t kPanel = 64;
     const int64_t panels = (n + kPanel - 1) / kPanel;
     const int64_t min_panels = std::max<int64_t>(1, (int64_t{1} << 17) / std::max<int64_t>(1, k * kPanel));
     for (int64_t r = 0; r < ac.size() / k; ++r) {
-      ConvertToFloat(pa + r * k, k, row.data());
+      ConvertToFloat(pa + r * k, k, row);
       ParallelFor(rt.thread_pool(), panels, min_panels, [&](int64_t first, int64_t last) {
         const int64_t lo = first * kPanel;
         const int64_t hi = std::min(n, last * kPanel);
         if (rows_of_b) {
-          WeightedRowSum(pb + lo, bs[0], k, hi - lo, row.data(), out.data() + lo);
+          WeightedRowSum(pb + lo, bs[0], k, hi - lo, row, out + lo);
         } else {
-          RowDots(pb + lo * bs[1], bs[1], hi - lo, k, row.data(), 1.0f, out.data() + lo);
+          RowDots(pb + lo * bs[1], bs[1], hi - lo, k, row, 1.0f, out + lo);
         }
       });
-      ConvertFromFloat(out.data(), n, py + r * n);
+      ConvertFromFloat(out, n, py + r * n);
     }
     return true;
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/linalg_util.h"
+#include "test_util.h"
 
 namespace onnx_light::runtime {
 namespace {
@@ -107,6 +108,18 @@ TEST(ThreadPool, FirstExceptionIsRethrownAfterAllRangesFinish) {
   }, 6), std::runtime_error);
   EXPECT_EQ(finished.load(), 6);
   ExpectEachIndexOnce(&pool, 100, 0);  // still usable
+}
+
+TEST(ThreadPool, ContextsInheritThePoolInChildrenAndCopies) {
+  ThreadPool pool(2);
+  RuntimeContext rt = testing::MakeContext();
+  EXPECT_EQ(rt.thread_pool(), nullptr);
+  rt.set_thread_pool(&pool);
+  for (ChildContextKind kind : testing::kAllChildKinds) {
+    EXPECT_EQ(rt.CreateChild(kind).thread_pool(), &pool) << static_cast<int>(kind);
+  }
+  const RuntimeContext copy = rt;
+  EXPECT_EQ(copy.thread_pool(), &pool);
 }
 
 TEST(ThreadPool, ParallelGemmMatchesSerial) {
