@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <vector>
@@ -198,6 +199,14 @@ TEST(MatMulKernel, FullyStridedOperandIsCopied) {
   ExpectMatches(a.view, b.view, r.y);
 }
 
+// Fills every vector with draws from `dist`, in order.
+template <typename T, typename Dist>
+void FillRandom(std::mt19937& rng, Dist& dist, std::initializer_list<std::vector<T>*> vectors) {
+  for (std::vector<T>* v : vectors) {
+    for (T& x : *v) x = dist(rng);
+  }
+}
+
 template <typename T>
 std::vector<T> ReferenceGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                              const std::vector<T>& a, const std::vector<T>& b, double beta,
@@ -224,9 +233,7 @@ TEST_P(GemmHelperTest, FloatMatchesReference) {
   std::mt19937 rng(42);
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   std::vector<double> a(m * k), b(k * n), c(m * n);
-  for (auto* v : {&a, &b, &c}) {
-    for (double& x : *v) x = dist(rng);
-  }
+  FillRandom<double>(rng, dist, {&a, &b, &c});
   const std::vector<double> expected = ReferenceGemm(ta, tb, m, n, k, 0.5, a, b, 2.0, c);
   std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), cf(c.begin(), c.end());
   Gemm<float>(ta, tb, m, n, k, 0.5, af.data(), ta ? m : k, bf.data(), tb ? k : n, 2.0, cf.data(), n);
@@ -244,9 +251,7 @@ TEST_P(GemmHelperTest, SingleRowAndColumnUseGemvAndMatchReference) {
   for (const auto& [m, n] : {std::pair<int64_t, int64_t>{1, 37}, {29, 1}, {1, 1}}) {
     const int64_t k = 65;
     std::vector<double> a(m * k), b(k * n), c(m * n);
-    for (auto* v : {&a, &b, &c}) {
-      for (double& x : *v) x = dist(rng);
-    }
+    FillRandom<double>(rng, dist, {&a, &b, &c});
     const std::vector<double> expected = ReferenceGemm(ta, tb, m, n, k, 0.5, a, b, 2.0, c);
     std::vector<float> af(a.begin(), a.end()), bf(b.begin(), b.end()), cf(c.begin(), c.end());
     Gemm<float>(ta, tb, m, n, k, 0.5, af.data(), ta ? m : k, bf.data(), tb ? k : n, 2.0, cf.data(), n);
@@ -263,9 +268,7 @@ TEST_P(GemmHelperTest, IntegerLoopMatchesReference) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int64_t> dist(-50, 50);
   std::vector<int64_t> a(m * k), b(k * n), c(m * n);
-  for (auto* v : {&a, &b, &c}) {
-    for (int64_t& x : *v) x = dist(rng);
-  }
+  FillRandom<int64_t>(rng, dist, {&a, &b, &c});
   for (const auto& [alpha, beta] : {std::pair{1.0, 1.0}, std::pair{1.0, 0.0}, std::pair{2.0, -3.0}}) {
     std::vector<int64_t> out = c;
     Gemm<int64_t>(ta, tb, m, n, k, alpha, a.data(), ta ? m : k, b.data(), tb ? k : n, beta, out.data(), n);
