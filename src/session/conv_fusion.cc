@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-#include "kernels/conv_kernels.h"
+#include "kernels/nn/conv_kernels.h"
 
 namespace onnx_light::runtime {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/conv_direct.h"
+#include "kernels/nn/conv_direct.h"
 #include "test_util.h"
 
 namespace onnx_light::runtime {
