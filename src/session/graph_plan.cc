@@ -14,14 +14,6 @@ namespace onnx_light::runtime {
 
 namespace {
 
-int64_t ImportedVersion(const std::vector<OpsetId>& imports, std::string_view domain) {
-  domain = CanonicalDomain(domain);
-  for (const OpsetId& opset : imports) {
-    if (CanonicalDomain(opset.domain) == domain) return opset.version;
-  }
-  return 0;
-}
-
 const Function* FindFunction(const std::vector<Function>* functions, const Node& node) {
   if (functions == nullptr) return nullptr;
   for (const Function& f : *functions) {
@@ -180,7 +172,7 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       nodes_.push_back(std::move(planned));
       continue;
     }
-    const int64_t version = ImportedVersion(*sources.opset_imports, node.domain);
+    const int64_t version = ImportedOpsetVersion(*sources.opset_imports, node.domain);
     const KernelFactory* factory = nullptr;
     for (const KernelRegistry* registry :
          {sources.context_kernels, sources.global_kernels.get()}) {
