@@ -251,8 +251,8 @@ Tensor Arrange(RuntimeContext& rt, const LabeledTensor& op, std::initializer_lis
     for (int l : *part) perm.push_back(std::find(op.labels.begin(), op.labels.end(), l) - op.labels.begin());
   }
   Tensor r = Tensor::Allocate(DataTypeOf<T>(), {Product(op.dims)}, rt.allocator());
-  PermuteCopy(op.tensor.raw_data(), std::span(op.dims.data(), op.dims.size()),
-              std::span(perm.data(), perm.size()), r.raw_data(), sizeof(T));
+  PermuteCopy(DataTypeOf<T>(), op.tensor.raw_data(), std::span(op.dims.data(), op.dims.size()),
+              std::span(perm.data(), perm.size()), r.raw_data());
   return r;
 }
 
@@ -401,8 +401,8 @@ LabeledTensor Contract(RuntimeContext& rt, const LabeledTensor& a_full, const La
   Dims perm;
   for (int l : out_order)
     perm.push_back(std::find(canon.labels.begin(), canon.labels.end(), l) - canon.labels.begin());
-  PermuteCopy(scratch.raw_data(), std::span(canon.dims.data(), canon.dims.size()),
-              std::span(perm.data(), perm.size()), dst, sizeof(T));
+  PermuteCopy(DataTypeOf<T>(), scratch.raw_data(), std::span(canon.dims.data(), canon.dims.size()),
+              std::span(perm.data(), perm.size()), dst);
   return canon;
 }
 
@@ -545,8 +545,8 @@ class EinsumKernel final : public KernelBase {
         perm.push_back(std::find(ops[0].labels.begin(), ops[0].labels.end(), l) - ops[0].labels.begin());
       }
       RecordEinsum(rt, y.dtype(), "transpose");
-      PermuteCopy(ops[0].tensor.raw_data(), std::span(ops[0].dims.data(), ops[0].dims.size()),
-                  std::span(perm.data(), perm.size()), out, sizeof(T));
+      PermuteCopy(DataTypeOf<T>(), ops[0].tensor.raw_data(), std::span(ops[0].dims.data(), ops[0].dims.size()),
+                  std::span(perm.data(), perm.size()), out);
       return;
     }
     LabeledTensor current = ops[0];

@@ -3,10 +3,10 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
+#include "core/strided_copy.h"
 #include "core/thread_pool.h"
 #include "kernels/math/row_products.h"
 
@@ -92,36 +92,6 @@ void IntegerGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, do
       double v = alpha * static_cast<double>(static_cast<T>(p[j]));
       if (beta != 0.0) v += beta * static_cast<double>(row[j]);
       row[j] = static_cast<T>(v);
-    }
-  }
-}
-
-template <typename E>
-void PermuteCopyTyped(const E* src, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
-                      E* dst) {
-  const size_t rank = dims.size();
-  if (rank == 0) {
-    dst[0] = src[0];
-    return;
-  }
-  const int64_t inner = dims[rank - 1];
-  const int64_t inner_stride = strides[rank - 1];
-  int64_t outer = 1;
-  for (size_t i = 0; i + 1 < rank; ++i) outer *= dims[i];
-  std::vector<int64_t> index(rank, 0);
-  const E* s = src;
-  for (int64_t o = 0; o < outer; ++o) {
-    if (inner_stride == 1) {
-      std::memcpy(dst, s, static_cast<size_t>(inner) * sizeof(E));
-    } else {
-      for (int64_t j = 0; j < inner; ++j) dst[j] = s[j * inner_stride];
-    }
-    dst += inner;
-    for (size_t d = rank - 1; d-- > 0;) {
-      s += strides[d];
-      if (++index[d] < dims[d]) break;
-      s -= strides[d] * dims[d];
-      index[d] = 0;
     }
   }
 }
@@ -310,46 +280,16 @@ Tensor BlasOperand(const Tensor& t, const std::shared_ptr<Allocator>& allocator,
   return t.Contiguous(allocator);
 }
 
-void PermuteCopy(const void* src, std::span<const int64_t> shape, std::span<const int64_t> perm, void* dst,
-                 size_t element_size) {
-  const size_t rank = shape.size();
-  std::vector<int64_t> src_strides(rank, 1);
-  int64_t total = 1;
-  for (size_t i = rank; i-- > 0;) {
-    src_strides[i] = total;
-    total *= shape[i];
+void PermuteCopy(DataType type, const void* src, std::span<const int64_t> shape, std::span<const int64_t> perm,
+                 void* dst) {
+  const Shape src_strides = ContiguousStrides(shape);
+  Shape dims(perm.size());
+  Shape strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    dims[i] = shape[static_cast<size_t>(perm[i])];
+    strides[i] = src_strides[static_cast<size_t>(perm[i])];
   }
-  if (total == 0) return;
-  // Output dims in order with the source stride of each; drop unit dims and merge dims that are
-  // adjacent in the source too, so the common cases become a few long runs.
-  std::vector<int64_t> dims;
-  std::vector<int64_t> strides;
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t d = shape[static_cast<size_t>(perm[i])];
-    const int64_t s = src_strides[static_cast<size_t>(perm[i])];
-    if (d == 1) continue;
-    if (!dims.empty() && strides.back() == s * d) {
-      dims.back() *= d;
-      strides.back() = s;
-    } else {
-      dims.push_back(d);
-      strides.push_back(s);
-    }
-  }
-  switch (element_size) {
-    case 1:
-      PermuteCopyTyped(static_cast<const uint8_t*>(src), dims, strides, static_cast<uint8_t*>(dst));
-      break;
-    case 2:
-      PermuteCopyTyped(static_cast<const uint16_t*>(src), dims, strides, static_cast<uint16_t*>(dst));
-      break;
-    case 4:
-      PermuteCopyTyped(static_cast<const uint32_t*>(src), dims, strides, static_cast<uint32_t*>(dst));
-      break;
-    default:
-      PermuteCopyTyped(static_cast<const uint64_t*>(src), dims, strides, static_cast<uint64_t*>(dst));
-      break;
-  }
+  StridedCopy(type, src, dims, strides, dst);
 }
 
 }  // namespace onnx_light::runtime

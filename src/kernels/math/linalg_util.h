@@ -52,9 +52,9 @@ bool FindBlasLayout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_
 Tensor BlasOperand(const Tensor& t, const std::shared_ptr<Allocator>& allocator, BlasMatrix* layout);
 
 /// Copies the contiguous array `src` of `shape` into `dst` so that dst is the row-major array of
-/// shape[perm[0]], shape[perm[1]], ... (numpy `src.transpose(perm)`), for elements of
-/// `element_size` bytes (1, 2, 4 or 8).
-void PermuteCopy(const void* src, std::span<const int64_t> shape, std::span<const int64_t> perm, void* dst,
-                 size_t element_size);
+/// shape[perm[0]], shape[perm[1]], ... (numpy `src.transpose(perm)`): one StridedCopy through
+/// permuted strides.
+void PermuteCopy(DataType type, const void* src, std::span<const int64_t> shape, std::span<const int64_t> perm,
+                 void* dst);
 
 }  // namespace onnx_light::runtime

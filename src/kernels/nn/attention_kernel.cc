@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <optional>
 
+#include "core/strided_copy.h"
 #include "kernels/nn/attention_core.h"
 #include "kernels/math/half_precision.h"
 #include "kernels/registry/kernel_tables.h"
@@ -38,34 +38,9 @@ Tensor SplitHeads(const Tensor& t, int64_t heads) {
 // Copies the rows of a 4-D [b, h, rows, cols] tensor (any strides) into `dst`, a buffer with the
 // same batch, head and column extents and element strides `dst_strides`, from row `dst_first` on.
 void CopyHeadRows(const Tensor& src, char* dst, const Shape& dst_strides, int64_t dst_first) {
-  const size_t elem = ElementSize(src.dtype());
-  const Shape s = src.strides();
-  const auto* base = static_cast<const char*>(src.raw_data());
-  const int64_t rows = src.dim(2), cols = src.dim(3);
-  for (int64_t b = 0; b < src.dim(0); ++b) {
-    for (int64_t h = 0; h < src.dim(1); ++h) {
-      const char* from = base + (b * s[0] + h * s[1]) * static_cast<int64_t>(elem);
-      char* to = dst + (b * dst_strides[0] + h * dst_strides[1] + dst_first * dst_strides[2]) *
-                           static_cast<int64_t>(elem);
-      if (cols == 0 || rows == 0) continue;
-      if (s[3] == 1 && s[2] == cols && dst_strides[2] == cols) {
-        std::memcpy(to, from, static_cast<size_t>(rows * cols) * elem);
-        continue;
-      }
-      for (int64_t r = 0; r < rows; ++r) {
-        const char* fr = from + r * s[2] * static_cast<int64_t>(elem);
-        char* tr = to + r * dst_strides[2] * static_cast<int64_t>(elem);
-        if (s[3] == 1) {
-          std::memcpy(tr, fr, static_cast<size_t>(cols) * elem);
-        } else {
-          for (int64_t c = 0; c < cols; ++c) {
-            std::memcpy(tr + c * static_cast<int64_t>(elem),
-                        fr + c * s[3] * static_cast<int64_t>(elem), elem);
-          }
-        }
-      }
-    }
-  }
+  const auto element = static_cast<int64_t>(ElementSize(src.dtype()));
+  StridedCopy(src.dtype(), src.raw_data(), src.shape(), src.strides(), dst + dst_first * dst_strides[2] * element,
+              dst_strides);
 }
 
 /// present = concat(past, current) along the sequence axis (axis 2 of [batch, heads, seq, head]).

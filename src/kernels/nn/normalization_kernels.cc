@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/strided_copy.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
 #include "kernels/math/reduce_common.h"
@@ -256,17 +257,7 @@ ExpandedParam<C> ExpandParam(const RuntimeContext& rt, size_t index, std::span<c
   const std::span<const int64_t> rel(ps.data() + skip, ps.size() - static_cast<size_t>(skip));
   const Shape strides = BroadcastStrides(rel, target);
   out.values.resize(static_cast<size_t>(total));
-  std::vector<int64_t> index_vec(target.size(), 0);
-  int64_t src = 0;
-  for (int64_t i = 0; i < total; ++i) {
-    out.values[static_cast<size_t>(i)] = raw[static_cast<size_t>(src)];
-    for (size_t d = target.size(); d-- > 0;) {
-      src += strides[d];
-      if (++index_vec[d] < target[d]) break;
-      src -= strides[d] * target[d];
-      index_vec[d] = 0;
-    }
-  }
+  StridedCopy(DataTypeOf<C>(), raw.data(), target, strides, out.values.data());
   return out;
 }
 

@@ -1,5 +1,7 @@
-// Concat and Split: contiguous runs moved with memcpy (std::string assignment for strings).
-// A split whose pieces are contiguous blocks of a contiguous input returns views.
+// Concat and Split: each input (or piece) is one strided copy into (or out of) its block of the
+// other side, so contiguous runs move with memcpy (std::string assignment for strings) and
+// strided inputs are read in place. A split whose pieces are contiguous blocks of a contiguous
+// input returns views.
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 #include "onnx_light/runtime/persistent_append.h"
@@ -22,7 +24,7 @@ class ConcatKernel final : public KernelBase {
     const int64_t axis = NormalizeAxis(rt, axis_, rank);
     Shape out_shape = first.shape();
     out_shape[axis] = 0;
-    std::vector<Tensor> inputs;
+    std::vector<const Tensor*> inputs;
     inputs.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const Tensor& t = rt.Input(i);
@@ -42,26 +44,13 @@ class ConcatKernel final : public KernelBase {
         }
       }
       out_shape[axis] += t.dim(axis);
-      inputs.push_back(t.Contiguous(rt.allocator()));
+      inputs.push_back(&t);
     }
     if (rt.persistent_append_sink() != nullptr && n >= 2 && AppendInPlace(rt, inputs, axis)) return;
     int64_t outer = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= out_shape[d];
-    int64_t inner = 1;
-    for (int64_t d = axis + 1; d < rank; ++d) inner *= out_shape[d];
-    const int64_t out_row = out_shape[axis] * inner;
     Tensor y = rt.AllocateOutput(0, first.dtype(), out_shape);
-    DispatchByElementSize(rt, 0, first.dtype(), [&](auto tag) {
-      using U = decltype(tag);
-      U* dst = y.data<U>();
-      int64_t column = 0;
-      for (const Tensor& t : inputs) {
-        const int64_t row = t.dim(axis) * inner;
-        const U* src = t.data<U>();
-        for (int64_t o = 0; o < outer; ++o) CopyUnits(src + o * row, dst + o * out_row + column, row);
-        column += row;
-      }
-    });
+    CopyBlocks(inputs, 0, axis, y.raw_data(), y.strides());
     rt.RecordKernelUsage(outer == 1 ? "Concat/any/memcpy" : "Concat/any/runs");
   }
 
@@ -69,25 +58,32 @@ class ConcatKernel final : public KernelBase {
   // Inside a PersistentValueState call, Concat(past, new...) whose output feeds the next call's
   // past writes only the new rows, after past in the state's buffer. False when the state
   // offers no room (the output is not bound, or input 0 is not the bound value).
-  static bool AppendInPlace(RuntimeContext& rt, const std::vector<Tensor>& inputs, int64_t axis) {
+  static bool AppendInPlace(RuntimeContext& rt, const std::vector<const Tensor*>& inputs, int64_t axis) {
     const Tensor& past = rt.Input(0);
     int64_t rows = 0;
-    for (size_t i = 1; i < inputs.size(); ++i) rows += inputs[i].dim(axis);
+    for (size_t i = 1; i < inputs.size(); ++i) rows += inputs[i]->dim(axis);
     PersistentAppendReservation r = rt.ReservePersistentAppend(rt.output_name(0), past, axis, rows);
     if (!r) return false;
-    const Shape strides = r.append.strides();
-    const size_t element = ElementSize(past.dtype());
-    int64_t column = 0;
-    for (size_t i = 1; i < inputs.size(); ++i) {
-      auto* dst = static_cast<std::byte*>(r.append.raw_data()) +
-                  column * strides[axis] * static_cast<int64_t>(element);
-      StridedWrite(past.dtype(), inputs[i].raw_data(), inputs[i].shape(), dst, strides);
-      column += inputs[i].dim(axis);
-    }
+    CopyBlocks(inputs, 1, axis, r.append.raw_data(), r.append.strides());
     rt.CommitPersistentAppend(r);
     rt.SetOutput(0, r.full);
     rt.RecordKernelUsage("Concat/any/persistent-append");
     return true;
+  }
+
+  // Copies inputs[first..] one after the other along `axis` into `dst` (element strides
+  // `dst_strides`), each with one strided copy.
+  static void CopyBlocks(const std::vector<const Tensor*>& inputs, size_t first, int64_t axis, void* dst,
+                         const Shape& dst_strides) {
+    const int64_t element = static_cast<int64_t>(ElementSize(inputs[0]->dtype()));
+    auto* base = static_cast<std::byte*>(dst);
+    int64_t column = 0;
+    for (size_t i = first; i < inputs.size(); ++i) {
+      const Tensor& t = *inputs[i];
+      StridedCopy(t.dtype(), t.raw_data(), t.shape(), t.strides(), base + column * dst_strides[axis] * element,
+                  dst_strides);
+      column += t.dim(axis);
+    }
   }
 
   int64_t axis_;
@@ -154,9 +150,9 @@ class SplitKernel final : public KernelBase {
     for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
     int64_t inner = 1;
     for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
+    const size_t element = ElementSize(x.dtype());
     if (outer == 1 && x.is_contiguous()) {
       // Each piece is one contiguous block of the input: hand out views.
-      const size_t element = ElementSize(x.dtype());
       int64_t offset = 0;
       for (size_t i = 0; i < n; ++i) {
         Shape shape = x.shape();
@@ -168,24 +164,19 @@ class SplitKernel final : public KernelBase {
       rt.RecordKernelUsage("Split/any/view");
       return;
     }
-    const Tensor input = x.Contiguous(rt.allocator());
-    const int64_t in_row = dim * inner;
-    DispatchByElementSize(rt, 0, x.dtype(), [&](auto tag) {
-      using U = decltype(tag);
-      const U* src = input.data<U>();
-      int64_t column = 0;
-      for (size_t i = 0; i < n; ++i) {
-        const int64_t row = split[i] * inner;
-        if (rt.output_requested(i)) {
-          Shape shape = x.shape();
-          shape[axis] = split[i];
-          Tensor y = rt.AllocateOutput(i, x.dtype(), std::move(shape));
-          U* dst = y.data<U>();
-          for (int64_t o = 0; o < outer; ++o) CopyUnits(src + o * in_row + column, dst + o * row, row);
-        }
-        column += row;
+    const Shape strides = x.strides();
+    const auto* base = static_cast<const std::byte*>(x.raw_data());
+    int64_t offset = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (rt.output_requested(i)) {
+        Shape shape = x.shape();
+        shape[axis] = split[i];
+        Tensor y = rt.AllocateOutput(i, x.dtype(), shape);
+        StridedCopy(x.dtype(), base + offset * strides[axis] * static_cast<int64_t>(element), shape, strides,
+                    y.raw_data());
       }
-    });
+      offset += split[i];
+    }
     rt.RecordKernelUsage("Split/any/runs");
   }
 
