@@ -1,9 +1,9 @@
 #include "kernels/control/control_flow_utils.h"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
+#include "core/strided_copy.h"
 #include "kernels/registry/kernel_utils.h"
 
 namespace onnx_light::runtime {
@@ -14,18 +14,6 @@ int64_t Product(std::span<const int64_t> dims) {
   int64_t p = 1;
   for (int64_t d : dims) p *= d;
   return p;
-}
-
-// Copies `count` elements; strings are assigned, everything else is memcpy'd.
-void CopyBlock(DataType type, void* dst, const void* src, int64_t count) {
-  if (count <= 0) return;
-  if (type == DataType::kString) {
-    const auto* s = static_cast<const std::string*>(src);
-    auto* d = static_cast<std::string*>(dst);
-    for (int64_t i = 0; i < count; ++i) d[i] = s[i];
-    return;
-  }
-  std::memcpy(dst, src, static_cast<size_t>(count) * ElementSize(type));
 }
 
 char* BytePtr(Tensor& t) { return static_cast<char*>(t.raw_data()); }
@@ -65,65 +53,29 @@ Tensor SliceFrontRange(const Tensor& t, int64_t begin, int64_t length) {
 }
 
 Tensor MoveAxisToFront(const Tensor& input, int64_t axis, const std::shared_ptr<Allocator>& allocator) {
-  Tensor t = input.Contiguous(allocator);
-  if (axis == 0) return t;
-  const Shape& shape = t.shape();
-  const int64_t outer = Product(std::span<const int64_t>(shape).first(static_cast<size_t>(axis)));
-  const int64_t d = shape[static_cast<size_t>(axis)];
-  const int64_t inner = Product(std::span<const int64_t>(shape).subspan(static_cast<size_t>(axis) + 1));
-  Shape out_shape;
-  out_shape.reserve(shape.size());
-  out_shape.push_back(d);
+  if (axis == 0) return input.Contiguous(allocator);
+  const auto a = static_cast<size_t>(axis);
+  const Shape& shape = input.shape();
+  const Shape strides = input.strides();
+  Shape out_shape{shape[a]};
+  Shape src_strides{strides[a]};
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (static_cast<int64_t>(i) != axis) out_shape.push_back(shape[i]);
+    if (i == a) continue;
+    out_shape.push_back(shape[i]);
+    src_strides.push_back(strides[i]);
   }
-  Tensor out = Tensor::Allocate(t.dtype(), std::move(out_shape), allocator);
-  if (out.size() == 0) return out;
-  const size_t es = ElementSize(t.dtype());
-  const char* src = BytePtr(t);
-  char* dst = BytePtr(out);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t k = 0; k < d; ++k) {
-      CopyBlock(t.dtype(), dst + static_cast<size_t>((k * outer + o) * inner) * es,
-                src + static_cast<size_t>((o * d + k) * inner) * es, inner);
-    }
-  }
+  Tensor out = Tensor::Allocate(input.dtype(), std::move(out_shape), allocator);
+  StridedCopy(input.dtype(), input.raw_data(), out.shape(), src_strides, out.raw_data());
   return out;
 }
 
 void CopyIntoStack(const Tensor& part, Tensor& out, int64_t index, int64_t axis) {
-  const Shape& shape = part.shape();
-  const int64_t outer = Product(std::span<const int64_t>(shape).first(static_cast<size_t>(axis)));
-  const int64_t inner = Product(std::span<const int64_t>(shape).subspan(static_cast<size_t>(axis)));
-  const int64_t count = out.dim(axis);
-  if (inner == 0 || outer == 0) return;
-  const size_t es = ElementSize(part.dtype());
-  const char* src = BytePtr(part);
-  char* dst = BytePtr(out);
-  for (int64_t o = 0; o < outer; ++o) {
-    CopyBlock(part.dtype(), dst + static_cast<size_t>((o * count + index) * inner) * es,
-              src + static_cast<size_t>(o * inner) * es, inner);
-  }
-}
-
-void ConcatenateInto(std::span<const Tensor> parts, Tensor& out, int64_t axis) {
-  if (out.size() == 0) return;
-  const int64_t outer = Product(std::span<const int64_t>(out.shape()).first(static_cast<size_t>(axis)));
-  const int64_t out_inner = out.size() / outer;
-  const size_t es = ElementSize(out.dtype());
-  char* dst = BytePtr(out);
-  int64_t offset = 0;
-  for (const Tensor& part : parts) {
-    // Elements of this part per outer index (its extent along `axis` times the trailing dims;
-    // with a new axis, just the trailing dims).
-    const int64_t inner = part.size() / outer;
-    const char* src = BytePtr(part);
-    for (int64_t o = 0; o < outer; ++o) {
-      CopyBlock(out.dtype(), dst + static_cast<size_t>(o * out_inner + offset) * es,
-                src + static_cast<size_t>(o * inner) * es, inner);
-    }
-    offset += inner;
-  }
+  if (part.size() == 0) return;
+  Shape strides = out.strides();
+  const int64_t step = strides[static_cast<size_t>(axis)];
+  strides.erase(strides.begin() + axis);
+  char* dst = BytePtr(out) + index * step * static_cast<int64_t>(ElementSize(out.dtype()));
+  StridedCopy(part.dtype(), part.raw_data(), part.shape(), part.strides(), dst, strides);
 }
 
 Shape InsertDim(std::span<const int64_t> shape, int64_t axis, int64_t dim) {

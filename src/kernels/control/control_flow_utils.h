@@ -1,7 +1,8 @@
 #pragma once
 // Helpers shared by the control-flow kernels (If, Loop, Scan) and the sequence kernels:
 // condition reading, slicing along axis 0, moving an axis to the front and stacking
-// per-iteration tensors along a new axis.
+// per-iteration tensors along a new axis (ConcatenateInto, for whole lists, is in
+// kernels/tensor/shape_copy.h).
 
 #include <cstdint>
 #include <span>
@@ -22,18 +23,13 @@ Tensor SliceFront(const Tensor& t, int64_t index);
 /// A view of `t[begin:begin+length]` along axis 0 for a contiguous tensor (no copy).
 Tensor SliceFrontRange(const Tensor& t, int64_t begin, int64_t length);
 
-/// A contiguous copy of `t` with axis `axis` moved to the front (the other axes keep their
-/// order). Returns `t` made contiguous when `axis` is 0.
+/// A contiguous copy of `t` (any strides) with axis `axis` moved to the front (the other axes
+/// keep their order). Returns `t` made contiguous when `axis` is 0.
 Tensor MoveAxisToFront(const Tensor& t, int64_t axis, const std::shared_ptr<Allocator>& allocator);
 
-/// Copies the contiguous tensor `part` into position `index` of `out` along `axis`, where `out`
-/// has part's shape with a dimension of size out.dim(axis) inserted at `axis`.
+/// Copies `part` (any strides) into position `index` of `out` along `axis`, where `out` has
+/// part's shape with a dimension of size out.dim(axis) inserted at `axis`.
 void CopyIntoStack(const Tensor& part, Tensor& out, int64_t index, int64_t axis);
-
-/// Copies the contiguous tensors `parts` one after another along `axis` of the contiguous `out`.
-/// Parts agree with `out` on the dimensions before `axis`; they may also be stacked along a new
-/// axis (part shape = out shape without `axis`), which copies the same way.
-void ConcatenateInto(std::span<const Tensor> parts, Tensor& out, int64_t axis);
 
 /// `shape` with `dim` inserted at `axis`.
 Shape InsertDim(std::span<const int64_t> shape, int64_t axis, int64_t dim);

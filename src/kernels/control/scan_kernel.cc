@@ -17,6 +17,7 @@
 #include "kernels/control/control_flow_utils.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
+#include "kernels/tensor/shape_copy.h"
 
 namespace onnx_light::runtime {
 

@@ -38,6 +38,7 @@ Tensor SplitHeads(const Tensor& t, int64_t heads) {
 // Copies the rows of a 4-D [b, h, rows, cols] tensor (any strides) into `dst`, a buffer with the
 // same batch, head and column extents and element strides `dst_strides`, from row `dst_first` on.
 void CopyHeadRows(const Tensor& src, char* dst, const Shape& dst_strides, int64_t dst_first) {
+  if (src.size() == 0) return;
   const auto element = static_cast<int64_t>(ElementSize(src.dtype()));
   StridedCopy(src.dtype(), src.raw_data(), src.shape(), src.strides(), dst + dst_first * dst_strides[2] * element,
               dst_strides);

@@ -1,6 +1,6 @@
 // Concat and Split: each input (or piece) is one strided copy into (or out of) its block of the
-// other side, so contiguous runs move with memcpy (std::string assignment for strings) and
-// strided inputs are read in place. A split whose pieces are contiguous blocks of a contiguous
+// other side (ConcatenateInto, StridedCopy), so contiguous runs move with memcpy (std::string
+// assignment for strings) and strided inputs are read in place. A split whose pieces are contiguous blocks of a contiguous
 // input returns views.
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
@@ -24,7 +24,7 @@ class ConcatKernel final : public KernelBase {
     const int64_t axis = NormalizeAxis(rt, axis_, rank);
     Shape out_shape = first.shape();
     out_shape[axis] = 0;
-    std::vector<const Tensor*> inputs;
+    std::vector<Tensor> inputs;
     inputs.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const Tensor& t = rt.Input(i);
@@ -44,13 +44,13 @@ class ConcatKernel final : public KernelBase {
         }
       }
       out_shape[axis] += t.dim(axis);
-      inputs.push_back(&t);
+      inputs.push_back(t);
     }
     if (rt.persistent_append_sink() != nullptr && n >= 2 && AppendInPlace(rt, inputs, axis)) return;
     int64_t outer = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= out_shape[d];
     Tensor y = rt.AllocateOutput(0, first.dtype(), out_shape);
-    CopyBlocks(inputs, 0, axis, y.raw_data(), y.strides());
+    ConcatenateInto(inputs, y, axis);
     rt.RecordKernelUsage(outer == 1 ? "Concat/any/memcpy" : "Concat/any/runs");
   }
 
@@ -58,32 +58,17 @@ class ConcatKernel final : public KernelBase {
   // Inside a PersistentValueState call, Concat(past, new...) whose output feeds the next call's
   // past writes only the new rows, after past in the state's buffer. False when the state
   // offers no room (the output is not bound, or input 0 is not the bound value).
-  static bool AppendInPlace(RuntimeContext& rt, const std::vector<const Tensor*>& inputs, int64_t axis) {
+  static bool AppendInPlace(RuntimeContext& rt, const std::vector<Tensor>& inputs, int64_t axis) {
     const Tensor& past = rt.Input(0);
     int64_t rows = 0;
-    for (size_t i = 1; i < inputs.size(); ++i) rows += inputs[i]->dim(axis);
+    for (size_t i = 1; i < inputs.size(); ++i) rows += inputs[i].dim(axis);
     PersistentAppendReservation r = rt.ReservePersistentAppend(rt.output_name(0), past, axis, rows);
     if (!r) return false;
-    CopyBlocks(inputs, 1, axis, r.append.raw_data(), r.append.strides());
+    ConcatenateInto(std::span(inputs).subspan(1), r.append.raw_data(), r.append.strides(), axis);
     rt.CommitPersistentAppend(r);
     rt.SetOutput(0, r.full);
     rt.RecordKernelUsage("Concat/any/persistent-append");
     return true;
-  }
-
-  // Copies inputs[first..] one after the other along `axis` into `dst` (element strides
-  // `dst_strides`), each with one strided copy.
-  static void CopyBlocks(const std::vector<const Tensor*>& inputs, size_t first, int64_t axis, void* dst,
-                         const Shape& dst_strides) {
-    const int64_t element = static_cast<int64_t>(ElementSize(inputs[0]->dtype()));
-    auto* base = static_cast<std::byte*>(dst);
-    int64_t column = 0;
-    for (size_t i = first; i < inputs.size(); ++i) {
-      const Tensor& t = *inputs[i];
-      StridedCopy(t.dtype(), t.raw_data(), t.shape(), t.strides(), base + column * dst_strides[axis] * element,
-                  dst_strides);
-      column += t.dim(axis);
-    }
   }
 
   int64_t axis_;
@@ -172,8 +157,10 @@ class SplitKernel final : public KernelBase {
         Shape shape = x.shape();
         shape[axis] = split[i];
         Tensor y = rt.AllocateOutput(i, x.dtype(), shape);
-        StridedCopy(x.dtype(), base + offset * strides[axis] * static_cast<int64_t>(element), shape, strides,
-                    y.raw_data());
+        if (y.size() > 0) {
+          StridedCopy(x.dtype(), base + offset * strides[axis] * static_cast<int64_t>(element), shape, strides,
+                      y.raw_data());
+        }
       }
       offset += split[i];
     }

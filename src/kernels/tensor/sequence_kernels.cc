@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 
 #include "kernels/control/control_flow_utils.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
+#include "kernels/tensor/shape_copy.h"
 
 namespace onnx_light::runtime {
 
@@ -265,15 +265,17 @@ class SplitToSequenceKernel final : public KernelBase {
       squeeze = !keepdims_;
     }
 
-    const Tensor src = x.Contiguous(rt.allocator());
-    const Shape& shape = src.shape();
+    const Shape& shape = x.shape();
     int64_t outer = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
     int64_t inner = 1;
     for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
     // With nothing before the split axis each piece is a contiguous run of the input: a view.
     const bool views = outer == 1;
-    RecordUsage(rt, "SplitToSequence", src.dtype(), views ? "views" : "copy");
+    RecordUsage(rt, "SplitToSequence", x.dtype(), views ? "views" : "copy");
+    // Views need a contiguous input; copies read the input through its strides.
+    const Tensor src = views ? x.Contiguous(rt.allocator()) : x;
+    const Shape strides = src.strides();
 
     TensorSequence seq{.element_type = src.dtype(), .items = {}};
     seq.items.reserve(lengths.size());
@@ -288,21 +290,10 @@ class SplitToSequenceKernel final : public KernelBase {
         piece = src.View(piece_shape, base == nullptr ? nullptr : base + static_cast<size_t>(pos * inner) * es);
       } else {
         piece = Tensor::Allocate(src.dtype(), piece_shape, rt.allocator());
-        // Gather rows [pos, pos + length) of every outer block: viewing the input as
-        // [outer, dim * inner], each block's run is contiguous.
-        Tensor whole = src.Reshaped({outer, dim * inner});
-        Tensor flat_piece = piece.Reshaped({outer, length * inner});
-        for (int64_t o = 0; o < outer; ++o) {
-          const char* from = static_cast<const char*>(whole.raw_data()) +
-                             static_cast<size_t>(o * dim * inner + pos * inner) * es;
-          char* to = static_cast<char*>(flat_piece.raw_data()) + static_cast<size_t>(o * length * inner) * es;
-          if (src.dtype() == DataType::kString) {
-            const auto* s = reinterpret_cast<const std::string*>(from);
-            auto* d = reinterpret_cast<std::string*>(to);
-            for (int64_t e = 0; e < length * inner; ++e) d[e] = s[e];
-          } else if (length * inner > 0) {
-            std::memcpy(to, from, static_cast<size_t>(length * inner) * es);
-          }
+        if (piece.size() > 0) {
+          const auto* from = static_cast<const char*>(src.raw_data()) +
+                             pos * strides[static_cast<size_t>(axis)] * static_cast<int64_t>(es);
+          StridedCopy(src.dtype(), from, piece_shape, strides, piece.raw_data());
         }
       }
       if (squeeze) {

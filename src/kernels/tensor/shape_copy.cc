@@ -81,6 +81,29 @@ CopyUsageNames::CopyUsageNames(std::string_view op) {
   }
 }
 
+void ConcatenateInto(std::span<const Tensor> parts, void* dst, std::span<const int64_t> dst_strides, int64_t axis) {
+  const auto a = static_cast<size_t>(axis);
+  Shape stacked_strides;  // dst_strides without `axis`, for parts of lower rank
+  int64_t offset = 0;     // position along `axis`
+  for (const Tensor& part : parts) {
+    const bool stacked = part.shape().size() < dst_strides.size();
+    if (part.size() > 0) {
+      std::span<const int64_t> strides = dst_strides;
+      if (stacked) {
+        if (stacked_strides.empty()) {
+          stacked_strides.assign(dst_strides.begin(), dst_strides.end());
+          stacked_strides.erase(stacked_strides.begin() + axis);
+        }
+        strides = stacked_strides;
+      }
+      auto* at = static_cast<std::byte*>(dst) +
+                 offset * dst_strides[a] * static_cast<int64_t>(ElementSize(part.dtype()));
+      StridedCopy(part.dtype(), part.raw_data(), part.shape(), part.strides(), at, strides);
+    }
+    offset += stacked ? 1 : part.dim(axis);
+  }
+}
+
 bool IsContiguousRun(std::span<const int64_t> shape, std::span<const int64_t> strides) {
   int64_t expected = 1;
   for (size_t d = shape.size(); d-- > 0;) {

@@ -35,6 +35,17 @@ class CopyUsageNames {
   std::array<std::string, 5> names_;
 };
 
+/// Copies `parts` one after another along `axis` into `dst`, laid out with element strides
+/// `dst_strides` (the shape of the parts joined along `axis`). A part whose rank is one less than
+/// `dst_strides` is stacked: it fills one position of `axis`. Parts may have any strides; each is
+/// one StridedCopy. Used by Concat, ConcatFromSequence and the Loop/Scan output stacking.
+void ConcatenateInto(std::span<const Tensor> parts, void* dst, std::span<const int64_t> dst_strides, int64_t axis);
+
+/// The same into the tensor `out` (contiguous or a view).
+inline void ConcatenateInto(std::span<const Tensor> parts, Tensor& out, int64_t axis) {
+  ConcatenateInto(parts, out.raw_data(), out.strides(), axis);
+}
+
 /// True when the elements StridedCopy would read with these strides form one contiguous run in
 /// source order (so the result can be a view of the source).
 bool IsContiguousRun(std::span<const int64_t> shape, std::span<const int64_t> strides);
