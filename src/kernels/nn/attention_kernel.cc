@@ -125,37 +125,34 @@ constexpr size_t kNumPaths = 4;  // blas, blas-gqa, blas-gqa-per-head, single-qu
 class AttentionKernel final : public KernelBase {
  public:
   explicit AttentionKernel(const KernelBuildInfo& info) {
-    const auto invalid = [&info](std::string_view what) {
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", info.Describe(), what));
-    };
     const int64_t causal = info.GetInt("is_causal", 0);
     if (causal != 0 && causal != 1)
-      invalid(fmt::format("is_causal must be 0 or 1, got {}", causal));
+      ThrowInvalid(info, "is_causal must be 0 or 1, got {}", causal);
     is_causal_ = causal == 1;
     qk_mode_ = info.GetInt("qk_matmul_output_mode", 0);
     if (qk_mode_ < 0 || qk_mode_ > 3) {
-      invalid(fmt::format("qk_matmul_output_mode must be 0, 1, 2 or 3, got {}", qk_mode_));
+      ThrowInvalid(info, "qk_matmul_output_mode must be 0, 1, 2 or 3, got {}", qk_mode_);
     }
     if (info.HasAttribute("scale")) scale_ = info.GetFloat("scale");
     softcap_ = info.GetFloat("softcap", 0.0f);
     if (info.HasAttribute("softmax_precision")) {
       const int64_t p = info.GetInt("softmax_precision");
       if (p != 1 && p != 10 && p != 11 && p != 16) {
-        invalid(fmt::format(
-            "softmax_precision must be a floating-point type (1, 10, 11 or 16), got {}", p));
+        ThrowInvalid(info, "softmax_precision must be a floating-point type (1, 10, 11 or 16), got {}",
+                     p);
       }
     }
     q_num_heads_ = info.GetInt("q_num_heads", 0);
     kv_num_heads_ = info.GetInt("kv_num_heads", 0);
     if (info.HasAttribute("q_num_heads") && q_num_heads_ <= 0) {
-      invalid(fmt::format("q_num_heads must be positive, got {}", q_num_heads_));
+      ThrowInvalid(info, "q_num_heads must be positive, got {}", q_num_heads_);
     }
     if (info.HasAttribute("kv_num_heads") && kv_num_heads_ <= 0) {
-      invalid(fmt::format("kv_num_heads must be positive, got {}", kv_num_heads_));
+      ThrowInvalid(info, "kv_num_heads must be positive, got {}", kv_num_heads_);
     }
     if (q_num_heads_ > 0 && kv_num_heads_ > 0 && q_num_heads_ % kv_num_heads_ != 0) {
-      invalid(fmt::format("q_num_heads ({}) must be a multiple of kv_num_heads ({})", q_num_heads_,
-                          kv_num_heads_));
+      ThrowInvalid(info, "q_num_heads ({}) must be a multiple of kv_num_heads ({})", q_num_heads_,
+                   kv_num_heads_);
     }
     const std::array<DataType, kNumTypes> types = {DataType::kFloat, DataType::kDouble,
                                                    DataType::kFloat16, DataType::kBFloat16};

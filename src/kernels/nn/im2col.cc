@@ -23,10 +23,6 @@ void CheckConvOperands(const RuntimeContext& rt, const Tensor& x, const Tensor& 
 
 namespace {
 
-[[noreturn]] void ThrowAttr(const KernelBuildInfo& info, const std::string& message) {
-  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", info.Describe(), message));
-}
-
 SpatialDims ReadDims(const KernelBuildInfo& info, std::string_view name) {
   std::vector<int64_t> v = info.GetInts(name, {});
   return SpatialDims(v.begin(), v.end());
@@ -108,11 +104,10 @@ WindowAttributes WindowAttributes::Parse(const KernelBuildInfo& info, bool requi
   } else if (auto_pad == "VALID") {
     a.auto_pad = AutoPad::kValid;
   } else {
-    ThrowAttr(info,
-              fmt::format("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '{}'", auto_pad));
+    ThrowInvalid(info, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '{}'", auto_pad);
   }
   if (require_kernel_shape && !info.HasAttribute("kernel_shape"))
-    ThrowAttr(info, "attribute kernel_shape is required");
+    ThrowInvalid(info, "attribute kernel_shape is required");
   a.kernel_shape = ReadDims(info, "kernel_shape");
   a.strides = ReadDims(info, "strides");
   a.dilations = ReadDims(info, "dilations");
@@ -120,22 +115,21 @@ WindowAttributes WindowAttributes::Parse(const KernelBuildInfo& info, bool requi
   a.ceil_mode = info.GetInt("ceil_mode", 0) != 0;
   for (int64_t v : a.kernel_shape) {
     if (v <= 0)
-      ThrowAttr(info,
-                fmt::format("kernel_shape values must be positive, got {}", ShapeToString(a.kernel_shape)));
+      ThrowInvalid(info, "kernel_shape values must be positive, got {}", ShapeToString(a.kernel_shape));
   }
   for (int64_t v : a.strides) {
-    if (v <= 0) ThrowAttr(info, fmt::format("strides must be positive, got {}", ShapeToString(a.strides)));
+    if (v <= 0) ThrowInvalid(info, "strides must be positive, got {}", ShapeToString(a.strides));
   }
   for (int64_t v : a.dilations) {
     if (v <= 0)
-      ThrowAttr(info, fmt::format("dilations must be positive, got {}", ShapeToString(a.dilations)));
+      ThrowInvalid(info, "dilations must be positive, got {}", ShapeToString(a.dilations));
   }
   for (int64_t v : a.pads) {
-    if (v < 0) ThrowAttr(info, fmt::format("pads must be non-negative, got {}", ShapeToString(a.pads)));
+    if (v < 0) ThrowInvalid(info, "pads must be non-negative, got {}", ShapeToString(a.pads));
   }
   if (a.pads.size() % 2 != 0) {
-    ThrowAttr(info, fmt::format("pads must have an even length (begin and end values), got {}",
-                                ShapeToString(a.pads)));
+    ThrowInvalid(info, "pads must have an even length (begin and end values), got {}",
+                 ShapeToString(a.pads));
   }
   // Lengths that must agree with each other; the spatial rank itself is checked at run time.
   const size_t rank = !a.kernel_shape.empty() ? a.kernel_shape.size()
@@ -145,10 +139,9 @@ WindowAttributes WindowAttributes::Parse(const KernelBuildInfo& info, bool requi
   if ((!a.strides.empty() && a.strides.size() != rank) ||
       (!a.dilations.empty() && a.dilations.size() != rank) ||
       (!a.pads.empty() && a.pads.size() != 2 * rank)) {
-    ThrowAttr(info,
-              fmt::format("attribute lengths disagree: kernel_shape {}, strides {}, dilations {}, pads {}",
-                          ShapeToString(a.kernel_shape), ShapeToString(a.strides), ShapeToString(a.dilations),
-                          ShapeToString(a.pads)));
+    ThrowInvalid(info, "attribute lengths disagree: kernel_shape {}, strides {}, dilations {}, pads {}",
+                 ShapeToString(a.kernel_shape), ShapeToString(a.strides), ShapeToString(a.dilations),
+                 ShapeToString(a.pads));
   }
   return a;
 }

@@ -12,19 +12,15 @@ namespace {
 class RotaryEmbeddingKernel final : public KernelBase {
  public:
   explicit RotaryEmbeddingKernel(const KernelBuildInfo& info) {
-    const auto invalid = [&info](std::string_view what) {
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", info.Describe(), what));
-    };
     const int64_t interleaved = info.GetInt("interleaved", 0);
     if (interleaved != 0 && interleaved != 1)
-      invalid(fmt::format("interleaved must be 0 or 1, got {}", interleaved));
+      ThrowInvalid(info, "interleaved must be 0 or 1, got {}", interleaved);
     interleaved_ = interleaved == 1;
     num_heads_ = info.GetInt("num_heads", 0);
-    if (num_heads_ < 0) invalid(fmt::format("num_heads must not be negative, got {}", num_heads_));
+    if (num_heads_ < 0) ThrowInvalid(info, "num_heads must not be negative, got {}", num_heads_);
     rotary_dim_ = info.GetInt("rotary_embedding_dim", 0);
     if (rotary_dim_ < 0 || rotary_dim_ % 2 != 0) {
-      invalid(fmt::format("rotary_embedding_dim must be a non-negative even number, got {}",
-                          rotary_dim_));
+      ThrowInvalid(info, "rotary_embedding_dim must be a non-negative even number, got {}", rotary_dim_);
     }
     const std::string_view impl = interleaved_ ? "interleaved" : "half-split";
     names_ = {KernelUsageName("RotaryEmbedding", DataType::kFloat, impl),

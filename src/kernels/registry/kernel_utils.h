@@ -24,6 +24,14 @@ template <typename... Args>
               fmt::format("{}: {}", rt.DescribeNode(), fmt::format(format, std::forward<Args>(args)...)));
 }
 
+/// Throws Error(kInvalidArgument) prefixed with the node being built: attribute checks in a
+/// kernel's constructor.
+template <typename... Args>
+[[noreturn]] void ThrowInvalid(const KernelBuildInfo& info, fmt::format_string<Args...> format, Args&&... args) {
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("{}: {}", info.Describe(), fmt::format(format, std::forward<Args>(args)...)));
+}
+
 /// Throws Error(kUnimplemented) naming the node, the input and its unsupported element type.
 [[noreturn]] void ThrowUnsupportedType(const RuntimeContext& rt, size_t input_index, DataType type);
 

@@ -11,10 +11,6 @@ namespace onnx_light::runtime {
 
 namespace {
 
-Error BuildError(const KernelBuildInfo& info, std::string_view message) {
-  return Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", info.Describe(), message));
-}
-
 template <typename T>
 Tensor MakeTensor(DataType type, Shape shape, const std::vector<T>& values) {
   Tensor t = Tensor::Allocate(type, std::move(shape), MakeCpuAllocator());
@@ -31,7 +27,7 @@ class ConstantKernel final : public KernelBase {
                              "value_ints", "value_string", "value_strings"}) {
       set += info.HasAttribute(name) ? 1 : 0;
     }
-    if (set != 1) throw BuildError(info, fmt::format("needs exactly one value attribute, got {}", set));
+    if (set != 1) ThrowInvalid(info, "needs exactly one value attribute, got {}", set);
     if (info.HasAttribute("value")) {
       value_ = info.GetTensor("value");
     } else if (info.HasAttribute("sparse_value")) {
@@ -86,8 +82,7 @@ class ConstantOfShapeKernel final : public KernelBase {
     if (info.HasAttribute("value")) {
       value_ = info.GetTensor("value");
       if (value_.size() != 1) {
-        throw BuildError(
-            info, fmt::format("value must hold one element, got shape {}", ShapeToString(value_.shape())));
+        ThrowInvalid(info, "value must hold one element, got shape {}", ShapeToString(value_.shape()));
       }
     } else {
       value_ = MakeTensor<float>(DataType::kFloat, {1}, {0.0f});
