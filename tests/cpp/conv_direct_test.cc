@@ -1,4 +1,4 @@
-// The AVX-512 direct convolution (kernels/conv_direct) against a plain loop: padding, column and
+// The AVX-512 direct convolution (kernels/nn/conv_direct) against a plain loop: padding, column and
 // channel tails, row tails, kernel shapes, bias and Relu.
 #include <gtest/gtest.h>
 

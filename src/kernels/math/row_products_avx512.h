@@ -1,6 +1,6 @@
 #pragma once
 // AVX-512 versions of the row products (row_products.h), for x86-64 builds with GCC or Clang.
-// Callers must check UseAvx512() (kernels/cpu_features.h) first: the functions are compiled for
+// Callers must check UseAvx512() (kernels/registry/cpu_features.h) first: the functions are compiled for
 // AVX-512 whatever the build's baseline, and fault on CPUs without it.
 
 #include <cstdint>
