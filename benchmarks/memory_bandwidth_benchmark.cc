@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "kernels/cpu_features.h"
+#include "kernels/registry/cpu_features.h"
 
 namespace {
 

@@ -3,8 +3,8 @@
 ``import onnx_light.runtime as runtime`` and
 ``from onnx_light.onnx_py._onnxpykernels import runtime`` give the same module object.
 
-Pure-Python helpers live beside it: ``onnx_light.trace`` (Chrome trace export, also reachable as
-``runtime.export_chrome_trace``), ``onnx_light.summary`` (tables from the event log),
+Python helpers live beside it: ``onnx_light.trace`` (Chrome trace export over the C++ exporter,
+also reachable as ``runtime.export_chrome_trace``), ``onnx_light.summary`` (tables from the event log),
 ``onnx_light.plots`` (memory over a decode loop) and ``onnx_light.cli`` (the ``onnx-light``
 command).
 """
@@ -17,8 +17,9 @@ _sys.modules[__name__ + ".runtime"] = runtime
 
 from onnx_light import trace as _trace  # noqa: E402  (needs the runtime module registered)
 
-# The runtime module is compiled; the trace writer is Python, attached so that
-# runtime.export_chrome_trace(events, path) works from either import path.
+# onnx_light.trace wraps the compiled Chrome trace exporter (it also takes dicts, a context and
+# file objects); attached so that runtime.export_chrome_trace(events, path) works from either
+# import path.
 runtime.export_chrome_trace = _trace.export_chrome_trace
 
 __all__ = ["runtime"]

@@ -293,4 +293,4 @@ def model_info(model: ModelSource) -> dict[str, Any]:
 def export_chrome_trace(events: Iterable[RuntimeEvent] | Iterable[Mapping[str, Any]] | RuntimeContext,
                         path: str | os.PathLike[str] | IO[str], *, include_value_events: bool = False) -> None:
     """Writes the events as a Chrome trace-event JSON file that Perfetto and chrome://tracing
-    open (implemented in onnx_light.trace)."""
+    open (onnx_light.trace, a wrapper over the C++ ExportChromeTrace)."""

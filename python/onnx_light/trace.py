@@ -5,7 +5,8 @@ chrome://tracing.
     session.run(context, feeds)
     runtime.export_chrome_trace(context.events(), "run.json")   # same as trace.export_chrome_trace
 
-The layout matches the C++ ExportChromeTrace (onnx_light/runtime/trace_export.h):
+Both functions wrap the C++ exporter (ExportChromeTrace in onnx_light/runtime/trace_export.h),
+so Python and C++ hosts write the same file:
 
 * each ``run_node`` event is a complete event (``"ph": "X"``) on the "nodes" track, named by its
   op type; ``args`` holds node_index, node_name, op_domain, inputs, subgraph_node_index,
@@ -28,93 +29,20 @@ import json
 import os
 from typing import IO, Any, Iterable, Union
 
-from onnx_light._events import STORAGE_FIELDS, records
+from onnx_light.onnx_py._onnxpykernels import runtime as _runtime
 
 __all__ = ["chrome_trace", "export_chrome_trace"]
 
-_PID = 1
-_NODES_TID = 1
-_STORAGE_TID = 2
-_VALUES_TID = 3
-_VALUE_ACTIONS = ("add", "replace", "remove")
+
+def _events_of(events: Any) -> Iterable[Any]:
+    """A context's log snapshot, or the events themselves."""
+    if hasattr(events, "events") and callable(events.events):
+        return events.events()
+    return events
 
 
-def _us(ns: int) -> float:
-    """Nanoseconds as microseconds, rounded to the nanosecond like the C++ writer."""
-    return round(ns / 1000.0, 3)
-
-
-def _location(e: dict) -> dict:
-    return {
-        "node_index": int(e["node_index"]),
-        "subgraph_node_index": int(e["subgraph_node_index"]),
-        "subgraph_attr_name": e["subgraph_attr_name"],
-    }
-
-
-def _node_event(e: dict, origin: int) -> dict:
-    return {
-        "name": e["op_type"],
-        "cat": "node",
-        "ph": "X",
-        "pid": _PID,
-        "tid": _NODES_TID,
-        "ts": _us(int(e["timestamp_ns"]) - origin),
-        "dur": _us(max(int(e["duration_ns"]), 0)),
-        "args": {
-            "node_name": e["name"],
-            "op_domain": e["op_domain"],
-            "inputs": list(e["inputs"]),
-            **_location(e),
-            "allocated_bytes": int(e["allocated_bytes"]),
-            "peak_bytes": int(e["peak_bytes"]),
-        },
-    }
-
-
-def _storage_event(e: dict, origin: int) -> dict:
-    return {
-        "name": e["name"] or "persistent_storage",
-        "cat": "persistent_storage",
-        "ph": "i",
-        "s": "t",
-        "pid": _PID,
-        "tid": _STORAGE_TID,
-        "ts": _us(int(e["timestamp_ns"]) - origin),
-        "args": {
-            "value": e["name"],
-            "kind": e["kind"],
-            "data_type": int(e["data_type"]),
-            "shape": [int(d) for d in e["shape"]],
-            **_location(e),
-            **{field: int(e[field]) for field in STORAGE_FIELDS},
-            "allocated_bytes": int(e["allocated_bytes"]),
-        },
-    }
-
-
-def _value_event(e: dict, origin: int) -> dict:
-    return {
-        "name": e["name"],
-        "cat": e["action"],
-        "ph": "i",
-        "s": "t",
-        "pid": _PID,
-        "tid": _VALUES_TID,
-        "ts": _us(int(e["timestamp_ns"]) - origin),
-        "args": {
-            "action": e["action"],
-            "kind": e["kind"],
-            "data_type": int(e["data_type"]),
-            "shape": [int(d) for d in e["shape"]],
-            **_location(e),
-            "allocated_bytes": int(e["allocated_bytes"]),
-        },
-    }
-
-
-def _thread_name(tid: int, name: str) -> dict:
-    return {"name": "thread_name", "ph": "M", "pid": _PID, "tid": tid, "args": {"name": name}}
+def _trace_json(events: Any, include_value_events: bool) -> str:
+    return _runtime._chrome_trace_json(_events_of(events), include_value_events)
 
 
 def chrome_trace(events: Iterable[Any], *, include_value_events: bool = False) -> dict:
@@ -123,49 +51,7 @@ def chrome_trace(events: Iterable[Any], *, include_value_events: bool = False) -
     ``events`` is a list of ``runtime.RuntimeEvent`` (as returned by ``context.events()``), their
     ``as_dict()`` dictionaries, or a ``RuntimeContext`` whose log is read.
     """
-    log = records(events)
-    origin = min((int(e["timestamp_ns"]) for e in log), default=0)
-
-    trace_events: list[dict] = [
-        {"name": "process_name", "ph": "M", "pid": _PID, "tid": 0, "args": {"name": "onnx-light runtime"}},
-        _thread_name(_NODES_TID, "nodes"),
-        _thread_name(_STORAGE_TID, "persistent storage"),
-    ]
-    if include_value_events:
-        trace_events.append(_thread_name(_VALUES_TID, "values"))
-
-    # Start order, enclosing (longer) nodes first at equal starts: a node is recorded after the
-    # nodes of its subgraphs, so recording order would list children before their parent.
-    shown = [e for e in log
-             if e["action"] in ("run_node", "persistent_storage")
-             or (include_value_events and e["action"] in _VALUE_ACTIONS)]
-    shown.sort(key=lambda e: (int(e["timestamp_ns"]), -int(e["duration_ns"])))
-    for e in shown:
-        if e["action"] == "run_node":
-            trace_events.append(_node_event(e, origin))
-        elif e["action"] == "persistent_storage":
-            trace_events.append(_storage_event(e, origin))
-        else:
-            trace_events.append(_value_event(e, origin))
-
-    # A run_node event is stamped with its start but sampled the allocator when the node ended.
-    samples = sorted(
-        ((int(e["timestamp_ns"]) + (max(int(e["duration_ns"]), 0) if e["action"] == "run_node" else 0),
-          int(e["allocated_bytes"])) for e in log),
-        key=lambda sample: sample[0])
-    last = None
-    for at, live in samples:
-        if live == last:
-            continue
-        last = live
-        trace_events.append({"name": "allocator", "ph": "C", "pid": _PID, "tid": 0, "ts": _us(at - origin),
-                             "args": {"live_bytes": live}})
-
-    return {
-        "displayTimeUnit": "ns",
-        "otherData": {"producer": "onnx-light runtime", "origin_timestamp_ns": origin, "event_count": len(log)},
-        "traceEvents": trace_events,
-    }
+    return json.loads(_trace_json(events, include_value_events))
 
 
 def export_chrome_trace(events: Iterable[Any], path: Union[str, os.PathLike, IO[str]], *,
@@ -176,9 +62,9 @@ def export_chrome_trace(events: Iterable[Any], path: Union[str, os.PathLike, IO[
     ``context.events()`` returns (or the context itself). Value add/replace/remove events are
     left out unless ``include_value_events`` is true.
     """
-    trace = chrome_trace(events, include_value_events=include_value_events)
+    text = _trace_json(events, include_value_events)
     if hasattr(path, "write"):
-        json.dump(trace, path)
+        path.write(text)
         return
     with open(os.fspath(path), "w", encoding="utf-8") as f:
-        json.dump(trace, f)
+        f.write(text)

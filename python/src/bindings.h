@@ -7,6 +7,7 @@
 #include <string>
 
 #include "onnx_light/runtime/model.h"
+#include "onnx_light/runtime/runtime_event.h"
 #include "onnx_light/runtime/runtime_value.h"
 
 namespace onnx_light::runtime::python {
@@ -19,6 +20,7 @@ void BindContext(py::module_& m);
 void BindSession(py::module_& m);
 void BindState(py::module_& m);
 void BindCustomKernels(py::module_& m);
+void BindTrace(py::module_& m);
 
 /// A feed as a Tensor, without copying: a C-contiguous aligned NumPy array, a runtime.Tensor or
 /// a DLPack producer on the CPU. NumPy string arrays are converted (strings cannot be viewed).
@@ -26,6 +28,9 @@ void BindCustomKernels(py::module_& m);
 Tensor TensorFromPython(py::handle object, const std::string& name);
 /// A feed as a RuntimeValue: a tensor as above, a list/tuple of tensors (a sequence) or None.
 RuntimeValue ValueFromPython(py::handle object, const std::string& name);
+/// A TensorKind from its name ("unknown", "initializer", "input", "intermediate", "output");
+/// anything else raises ValueError.
+TensorKind TensorKindFromString(const std::string& kind);
 /// A context value as Python: runtime.Tensor, list of runtime.Tensor, None or bytes.
 py::object ValueToPython(const RuntimeValue& value, const std::string& name);
 /// Serialized model bytes from a path, bytes-like object or onnx.ModelProto.

@@ -9,8 +9,6 @@
 
 namespace onnx_light::runtime::python {
 
-namespace {
-
 TensorKind TensorKindFromString(const std::string& kind) {
   for (TensorKind k : {TensorKind::kUnknown, TensorKind::kInitializer, TensorKind::kInput,
                        TensorKind::kIntermediate, TensorKind::kOutput}) {
@@ -19,6 +17,8 @@ TensorKind TensorKindFromString(const std::string& kind) {
   throw py::value_error(fmt::format(
       "kind must be one of 'unknown', 'initializer', 'input', 'intermediate', 'output', got '{}'", kind));
 }
+
+namespace {
 
 py::dict EventAsDict(const RuntimeEvent& e) {
   py::dict d;

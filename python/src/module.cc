@@ -14,4 +14,5 @@ PYBIND11_MODULE(_onnxpykernels, m) {
   rt::BindSession(runtime);
   rt::BindState(runtime);
   rt::BindCustomKernels(runtime);
+  rt::BindTrace(runtime);
 }

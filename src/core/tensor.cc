@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <limits>
 #include <new>
 
+#include "core/strided_copy.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime {
@@ -129,60 +129,11 @@ Tensor Tensor::Clone(const std::shared_ptr<Allocator>& allocator) const {
   return copy;
 }
 
-namespace {
-
-// Copies the innermost contiguous run at a time; the outer dimensions are walked with a counter.
-template <typename CopyRun>
-void ForEachRun(const Tensor& src, CopyRun&& copy_run) {
-  const Shape& shape = src.shape();
-  const Shape strides = src.strides();
-  const size_t rank = shape.size();
-  if (src.size() == 0) return;
-  // Merge trailing dimensions that are contiguous in the source.
-  int64_t run = 1;
-  size_t outer_rank = rank;
-  while (outer_rank > 0 && strides[outer_rank - 1] == run) {
-    run *= shape[outer_rank - 1];
-    --outer_rank;
-  }
-  std::vector<int64_t> index(outer_rank, 0);
-  int64_t dst_offset = 0;
-  while (true) {
-    int64_t src_offset = 0;
-    for (size_t d = 0; d < outer_rank; ++d) src_offset += index[d] * strides[d];
-    copy_run(src_offset, dst_offset, run);
-    dst_offset += run;
-    size_t d = outer_rank;
-    while (d > 0) {
-      --d;
-      if (++index[d] < shape[d]) break;
-      index[d] = 0;
-      if (d == 0) return;
-    }
-    if (outer_rank == 0) return;
-  }
-}
-
-}  // namespace
-
 void CopyElements(const Tensor& src, Tensor& dst) {
   if (src.dtype() != dst.dtype() || src.size() != dst.size() || !dst.is_contiguous()) {
     throw Error(ErrorCode::kInternal, "CopyElements needs a contiguous destination of equal type and size");
   }
-  if (src.dtype() == DataType::kString) {
-    const auto* s = src.data<std::string>();
-    auto* d = dst.data<std::string>();
-    ForEachRun(src, [&](int64_t so, int64_t dO, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) d[dO + i] = s[so + i];
-    });
-    return;
-  }
-  const size_t element = ElementSize(src.dtype());
-  const auto* s = static_cast<const std::byte*>(src.raw_data());
-  auto* d = static_cast<std::byte*>(dst.raw_data());
-  ForEachRun(src, [&](int64_t so, int64_t dO, int64_t n) {
-    std::memcpy(d + dO * element, s + so * element, static_cast<size_t>(n) * element);
-  });
+  StridedCopy(src.dtype(), src.raw_data(), src.shape(), src.strides(), dst.raw_data());
 }
 
 }  // namespace onnx_light::runtime

@@ -159,6 +159,16 @@ void WriteLocation(JsonWriter& w, const RuntimeEvent& e) {
   w.String(e.subgraph_attr_name);
 }
 
+// The value's kind, element type and shape, then where it was recorded.
+void WriteValueArgs(JsonWriter& w, const RuntimeEvent& e) {
+  w.Raw(R"(,"kind":)");
+  w.String(TensorKindName(e.kind));
+  w.Format(R"(,"data_type":{},"shape":)", e.data_type);
+  WriteShape(w, e.shape);
+  w.Raw(",");
+  WriteLocation(w, e);
+}
+
 void WriteNode(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
   w.NextEvent();
   w.Raw(R"({"name":)");
@@ -189,12 +199,7 @@ void WriteStorage(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
   WritePlace(w, kStorageTid, e.timestamp_ns, origin);
   w.Raw(R"(,"args":{"value":)");
   w.String(e.name);
-  w.Raw(R"(,"kind":)");
-  w.String(TensorKindName(e.kind));
-  w.Format(R"(,"data_type":{},"shape":)", e.data_type);
-  WriteShape(w, e.shape);
-  w.Raw(",");
-  WriteLocation(w, e);
+  WriteValueArgs(w, e);
   w.Format(
       R"(,"storage_allocations":{},"storage_allocated_bytes":{},"storage_prefix_copied_bytes":{},)"
       R"("storage_append_copied_bytes":{},"storage_reuse_count":{},"allocated_bytes":{}}}}})",
@@ -212,12 +217,7 @@ void WriteValue(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
   WritePlace(w, kValuesTid, e.timestamp_ns, origin);
   w.Raw(R"(,"args":{"action":)");
   w.String(RuntimeEventActionName(e.action));
-  w.Raw(R"(,"kind":)");
-  w.String(TensorKindName(e.kind));
-  w.Format(R"(,"data_type":{},"shape":)", e.data_type);
-  WriteShape(w, e.shape);
-  w.Raw(",");
-  WriteLocation(w, e);
+  WriteValueArgs(w, e);
   w.Format(R"(,"allocated_bytes":{}}}}})", e.allocated_bytes);
 }
 

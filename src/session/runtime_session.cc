@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/thread_pool.h"
-#include "kernels/kernel_tables.h"
+#include "kernels/registry/kernel_tables.h"
 #include "onnx_light/runtime/error.h"
 #include "session/graph_plan.h"
 #include "session/input_validation.h"

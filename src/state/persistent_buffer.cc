@@ -1,8 +1,8 @@
 #include "state/persistent_buffer.h"
 
-#include <cstring>
 #include <vector>
 
+#include "core/strided_copy.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime {
@@ -40,38 +40,7 @@ void CopyIntoView(const Tensor& src, Tensor& dst) {
   if (src.dtype() != dst.dtype() || src.shape() != dst.shape()) {
     throw Error(ErrorCode::kInternal, "CopyIntoView needs equal types and shapes");
   }
-  if (src.size() == 0) return;
-  const size_t element = ElementSize(src.dtype());
-  const Shape& shape = src.shape();
-  const Shape ss = src.strides();
-  const Shape ds = dst.strides();
-  const size_t rank = shape.size();
-  // The innermost run that is contiguous in both tensors is copied with one memcpy.
-  int64_t run = 1;
-  size_t outer = rank;
-  while (outer > 0 && ss[outer - 1] == run && ds[outer - 1] == run) {
-    run *= shape[outer - 1];
-    --outer;
-  }
-  const auto* s = static_cast<const std::byte*>(src.raw_data());
-  auto* d = static_cast<std::byte*>(dst.raw_data());
-  std::vector<int64_t> index(outer, 0);
-  while (true) {
-    int64_t so = 0, dO = 0;
-    for (size_t i = 0; i < outer; ++i) {
-      so += index[i] * ss[i];
-      dO += index[i] * ds[i];
-    }
-    std::memcpy(d + dO * element, s + so * element, static_cast<size_t>(run) * element);
-    size_t i = outer;
-    while (i > 0) {
-      --i;
-      if (++index[i] < shape[i]) break;
-      index[i] = 0;
-      if (i == 0) return;
-    }
-    if (outer == 0) return;
-  }
+  StridedCopy(src.dtype(), src.raw_data(), src.shape(), src.strides(), dst.raw_data(), dst.strides());
 }
 
 }  // namespace onnx_light::runtime

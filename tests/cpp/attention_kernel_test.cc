@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "kernels/attention_core.h"
+#include "kernels/nn/attention_core.h"
 #include "test_util.h"
 
 namespace onnx_light::runtime::attention {

@@ -1,11 +1,11 @@
-// The AVX-512 direct convolution (kernels/conv_direct) against a plain loop: padding, column and
+// The AVX-512 direct convolution (kernels/nn/conv_direct) against a plain loop: padding, column and
 // channel tails, row tails, kernel shapes, bias and Relu.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "kernels/conv_direct.h"
+#include "kernels/nn/conv_direct.h"
 #include "test_util.h"
 
 namespace onnx_light::runtime {

@@ -1,6 +1,6 @@
 // BroadcastPlan (dimension merging, strided views, paths) and the fast float32 math and
 // half-precision conversions used by the elementwise kernels.
-#include "kernels/elementwise_loops.h"
+#include "kernels/elementwise/elementwise_loops.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/fast_math.h"
+#include "kernels/elementwise/fast_math.h"
 
 namespace onnx_light::runtime {
 namespace {

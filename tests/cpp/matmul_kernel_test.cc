@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/linalg_util.h"
+#include "kernels/math/linalg_util.h"
 #include "onnx_light/runtime/float16.h"
 #include "onnx_light/runtime/runtime_session.h"
 

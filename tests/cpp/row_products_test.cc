@@ -1,7 +1,7 @@
 // RowDots and WeightedRowSum (the dispatched and the portable versions; float32, float16 and
 // bfloat16 rows) against plain double-precision loops, over widths that exercise every block,
 // panel and tail, and rows with spare capacity between them.
-#include "kernels/row_products.h"
+#include "kernels/math/row_products.h"
 
 #include <gtest/gtest.h>
 

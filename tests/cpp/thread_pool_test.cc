@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/linalg_util.h"
+#include "kernels/math/linalg_util.h"
 #include "test_util.h"
 
 namespace onnx_light::runtime {

@@ -210,3 +210,26 @@ def test_loop_body_nodes_carry_the_body_attribute(tmp_path):
     assert all(e["args"]["subgraph_attr_name"] == "body" for e in adds)
     (loop,) = [e for e in phase(data, "X") if e["name"] == "Loop"]
     assert all(loop["ts"] <= e["ts"] <= loop["ts"] + loop["dur"] for e in adds)
+
+
+def test_partial_dicts_take_the_event_defaults():
+    # Hand-written records: missing fields read as RuntimeEvent's defaults, actions by name or code.
+    data = trace.chrome_trace([
+        {"action": 3, "timestamp_ns": 5000, "duration_ns": 1500, "op_type": "Relu", "allocated_bytes": 64},
+        {"action": "persistent_storage", "timestamp_ns": 2000, "name": "past", "storage_reuse_count": 2},
+        {"action": "bogus", "timestamp_ns": 1000, "allocated_bytes": 8},
+    ])
+    (node,) = phase(data, "X")
+    assert (node["name"], node["ts"], node["dur"]) == ("Relu", 4.0, 1.5)
+    assert node["args"]["node_index"] == -1 and node["args"]["inputs"] == []
+    (storage,) = phase(data, "i")
+    assert storage["args"]["storage_reuse_count"] == 2 and storage["args"]["kind"] == "unknown"
+    assert [c["args"]["live_bytes"] for c in phase(data, "C")] == [8, 0, 64]
+    assert data["otherData"]["event_count"] == 3
+
+
+def test_records_that_are_not_events_are_refused():
+    with pytest.raises(TypeError, match="RuntimeEvent"):
+        trace.chrome_trace([object()])
+    with pytest.raises(ValueError, match="kind must be one of"):
+        trace.chrome_trace([{"action": "add", "kind": "weights"}])

@@ -16,7 +16,8 @@
 //     track, named by the value, with the five storage_* counters in "args";
 //   - with ChromeTraceOptions::include_value_events, add/replace/remove events as instant events
 //     on the "values" track.
-// The Python function onnx_light.trace.export_chrome_trace writes the same layout.
+// Python reaches this exporter through onnx_light.trace.export_chrome_trace and chrome_trace
+// (runtime._chrome_trace_json underneath), so both languages write the same file.
 
 #include <filesystem>
 #include <iosfwd>

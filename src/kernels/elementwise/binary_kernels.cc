@@ -1,0 +1,369 @@
+// Binary arithmetic with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod, and the integer bit
+// operators BitwiseAnd, BitwiseOr, BitwiseXor, BitShift.
+//
+// Integers wrap on overflow (computed in unsigned arithmetic). Integer division truncates toward
+// zero like C; dividing by zero gives 0 (as NumPy does) instead of trapping.
+#include <cmath>
+
+#include "kernels/elementwise/elementwise_loops.h"
+#include "kernels/registry/kernel_tables.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+struct AddOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(a) + WrapType<C>(b));
+    else
+      return a + b;
+  }
+};
+
+struct SubOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(a) - WrapType<C>(b));
+    else
+      return a - b;
+  }
+};
+
+struct MulOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(WrapType<C>(a) * WrapType<C>(b));
+    else
+      return a * b;
+  }
+};
+
+struct DivOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return static_cast<C>(WrapType<C>(0) - WrapType<C>(a));  // INT_MIN / -1 wraps
+      }
+      return static_cast<C>(a / b);
+    } else {
+      return a / b;
+    }
+  }
+};
+
+// fmod=0: the result takes the divisor's sign (Python / numpy.mod).
+struct ModFloorOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return 0;
+        C r = static_cast<C>(a % b);
+        if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<C>(r + b);
+        return r;
+      } else {
+        return static_cast<C>(a % b);
+      }
+    } else {
+      C r = std::fmod(a, b);
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
+  }
+};
+
+// fmod=1: the result takes the dividend's sign (C fmod / numpy.fmod).
+struct ModTruncOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return 0;
+      }
+      return static_cast<C>(a % b);
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+
+// Integer power by squaring with wrap-around; negative exponents truncate 1/a^n toward zero.
+template <typename C>
+C IntPow(C base, int64_t exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if constexpr (std::is_signed_v<C>) {
+      if (base == -1) return (exponent & 1) ? C(-1) : C(1);
+    }
+    return 0;
+  }
+  WrapType<C> result = 1;
+  WrapType<C> b = static_cast<WrapType<C>>(base);
+  for (uint64_t e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+    if (e & 1) result *= b;
+    b *= b;
+  }
+  return static_cast<C>(result);
+}
+
+// Base of compute type C, exponent of type E (C itself, or double when the types differ).
+struct PowOp {
+  template <typename C, typename E>
+  C operator()(C a, E b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if constexpr (std::is_integral_v<E>) {
+        return IntPow<C>(a, static_cast<int64_t>(b));
+      } else {
+        const double e = static_cast<double>(b);
+        if (e == std::trunc(e) && std::abs(e) < 9.0e18)
+          return IntPow<C>(a, static_cast<int64_t>(e));
+        return FloatToInt<C>(std::pow(static_cast<double>(a), e));
+      }
+    } else {
+      using P = std::common_type_t<C, E>;  // float base with a double exponent computes in double
+      return static_cast<C>(std::pow(static_cast<P>(a), static_cast<P>(b)));
+    }
+  }
+};
+
+struct BitwiseAndOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a & b);
+  }
+};
+struct BitwiseOrOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a | b);
+  }
+};
+struct BitwiseXorOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a ^ b);
+  }
+};
+
+// Unsigned types only; shifting by the bit width or more gives 0 (as NumPy does).
+struct ShiftLeftOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return b >= sizeof(C) * 8 ? C(0) : static_cast<C>(a << b);
+  }
+};
+struct ShiftRightOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return b >= sizeof(C) * 8 ? C(0) : static_cast<C>(a >> b);
+  }
+};
+
+using IntegerTypes = TypeList<ONNX_LIGHT_INT_TYPES>;
+using UnsignedTypes = TypeList<uint8_t, uint16_t, uint32_t, uint64_t>;
+
+template <typename Op>
+class BitwiseKernel final : public KernelBase {
+ public:
+  explicit BitwiseKernel(std::string name) : name_(std::move(name)) {}
+
+  void Run(RuntimeContext& rt) const override {
+    RunBinaryNode<false>(rt, name_, IntegerTypes{}, Op{}, rt.Input(0), rt.Input(1));
+  }
+
+ private:
+  std::string name_;
+};
+
+class BitShiftKernel final : public KernelBase {
+ public:
+  explicit BitShiftKernel(const KernelBuildInfo& info) {
+    const std::string direction = info.GetString("direction", "");
+    if (direction == "LEFT") {
+      left_ = true;
+    } else if (direction != "RIGHT") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"{}\"",
+                              info.Describe(), direction));
+    }
+  }
+
+  void Run(RuntimeContext& rt) const override {
+    if (left_) {
+      RunBinaryNode<false>(rt, "BitShift", UnsignedTypes{}, ShiftLeftOp{}, rt.Input(0), rt.Input(1),
+                           "left-");
+    } else {
+      RunBinaryNode<false>(rt, "BitShift", UnsignedTypes{}, ShiftRightOp{}, rt.Input(0),
+                           rt.Input(1), "right-");
+    }
+  }
+
+ private:
+  bool left_ = false;
+};
+
+template <typename Op>
+class ArithmeticKernel final : public KernelBase {
+ public:
+  ArithmeticKernel(const KernelBuildInfo& info, std::string name)
+      : legacy_(ReadLegacyBroadcast(info)), name_(std::move(name)) {}
+
+  void Run(RuntimeContext& rt) const override {
+    const Tensor& a = rt.Input(0);
+    if (legacy_.enabled) {
+      const Tensor b = ApplyLegacyBroadcast(rt, legacy_, a, rt.Input(1));
+      RunBinaryNode<false>(rt, name_, NumericTypes{}, Op{}, a, b);
+    } else {
+      RunBinaryNode<false>(rt, name_, NumericTypes{}, Op{}, a, rt.Input(1));
+    }
+  }
+
+ private:
+  LegacyBroadcast legacy_;
+  std::string name_;
+};
+
+class ModKernel final : public KernelBase {
+ public:
+  explicit ModKernel(const KernelBuildInfo& info) : fmod_(info.GetInt("fmod", 0)) {
+    if (fmod_ != 0 && fmod_ != 1) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          fmt::format("{}: attribute 'fmod' must be 0 or 1, got {}", info.Describe(), fmod_));
+    }
+  }
+
+  void Run(RuntimeContext& rt) const override {
+    if (fmod_ == 1) {
+      RunBinaryNode<false>(rt, "Mod", NumericTypes{}, ModTruncOp{}, rt.Input(0), rt.Input(1),
+                           "fmod-");
+    } else {
+      RunBinaryNode<false>(rt, "Mod", NumericTypes{}, ModFloorOp{}, rt.Input(0), rt.Input(1));
+    }
+  }
+
+ private:
+  int64_t fmod_;
+};
+
+// Pow: the exponent may have another numeric type than the base. Then it is read as double
+// (a small copy: exponents are usually scalars), so only base types x {same, double} are
+// instantiated. A scalar exponent of 1, 2 or 0.5 takes a dedicated loop.
+class PowKernel final : public KernelBase {
+ public:
+  explicit PowKernel(const KernelBuildInfo& info) : legacy_(ReadLegacyBroadcast(info)) {}
+
+  void Run(RuntimeContext& rt) const override {
+    const Tensor& a = rt.Input(0);
+    Tensor b = legacy_.enabled ? ApplyLegacyBroadcast(rt, legacy_, a, rt.Input(1)) : rt.Input(1);
+    using BaseTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t, int8_t, int16_t,
+                               uint8_t, uint16_t, uint32_t, uint64_t>;
+    const bool same_type = a.dtype() == b.dtype();
+    if (!same_type) {
+      DispatchList(BaseTypes{}, rt, 0, a.dtype(), [](auto) {});  // unsupported base first
+      b = ExponentAsDouble(rt, b);
+    }
+    const Tensor* operands[] = {&a, &b};
+    const BroadcastPlan plan = BroadcastPlan::Make(rt, operands);
+    Tensor& y = rt.AllocateOutput(
+        0, a.dtype(), Shape(plan.output_shape().begin(), plan.output_shape().end()));
+    std::string_view path = plan.PathName();
+    DispatchList(BaseTypes{}, rt, 0, a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_integral_v<T>) {
+        if (b.size() == 1 && plan.inner_stride(1) == 0 && plan.single_run() && a.is_contiguous()) {
+          const double e = same_type ? static_cast<double>(Load(*b.data<T>())) : *b.data<double>();
+          if (RunScalarExponent(a.data<T>(), y.data<T>(), y.size(), e, path)) return;
+        }
+      }
+      if (same_type) {
+        RunBinary(plan, a.data<T>(), b.data<T>(), y.data<T>(), PowOp{});
+      } else {
+        RunBinary(plan, a.data<T>(), b.data<double>(), y.data<T>(), PowOp{});
+      }
+    });
+    RecordUsage(rt, "Pow", a.dtype(), path);
+  }
+
+ private:
+  template <typename T>
+  static bool RunScalarExponent(const T* x, T* y, int64_t n, double e, std::string_view& path) {
+    using C = ComputeType<T>;
+    if (e == 2.0) {
+      for (int64_t i = 0; i < n; ++i) {
+        const C v = Load(x[i]);
+        y[i] = Store<T>(v * v);
+      }
+      path = "square";
+    } else if (e == 1.0) {
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+      path = "copy";
+    } else if (e == 0.5) {
+      for (int64_t i = 0; i < n; ++i) {
+        const C v = Load(x[i]);
+        y[i] = Store<T>(std::isinf(v) ? std::abs(v) : std::sqrt(v));  // pow(-inf, 0.5) is +inf
+      }
+      path = "sqrt";
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  static Tensor ExponentAsDouble(RuntimeContext& rt, const Tensor& b) {
+    const Tensor src = b.Contiguous(rt.allocator());
+    Tensor out = Tensor::Allocate(DataType::kDouble, src.shape(), rt.allocator());
+    double* dst = out.data<double>();
+    DispatchList(NumericTypes{}, rt, 1, src.dtype(), [&](auto tag) {
+      using E = decltype(tag);
+      const E* s = src.data<E>();
+      for (int64_t i = 0; i < src.size(); ++i) dst[i] = static_cast<double>(Load(s[i]));
+    });
+    return out;
+  }
+
+  LegacyBroadcast legacy_;
+};
+
+template <typename Op>
+void RegisterArithmetic(KernelRegistry& registry, const char* name) {
+  registry.Register("", name, 1, [name](const KernelBuildInfo& info) {
+    return std::make_unique<ArithmeticKernel<Op>>(info, name);
+  });
+}
+
+template <typename Op>
+void RegisterBitwise(KernelRegistry& registry, const char* name) {
+  registry.Register("", name, 18, [name](const KernelBuildInfo&) {
+    return std::make_unique<BitwiseKernel<Op>>(name);
+  });
+}
+
+}  // namespace
+
+void RegisterBinaryKernels(KernelRegistry& registry) {
+  RegisterArithmetic<AddOp>(registry, "Add");
+  RegisterArithmetic<SubOp>(registry, "Sub");
+  RegisterArithmetic<MulOp>(registry, "Mul");
+  RegisterArithmetic<DivOp>(registry, "Div");
+  registry.Register("", "Pow", 1,
+                    [](const KernelBuildInfo& info) { return std::make_unique<PowKernel>(info); });
+  registry.Register("", "Mod", 10,
+                    [](const KernelBuildInfo& info) { return std::make_unique<ModKernel>(info); });
+  RegisterBitwise<BitwiseAndOp>(registry, "BitwiseAnd");
+  RegisterBitwise<BitwiseOrOp>(registry, "BitwiseOr");
+  RegisterBitwise<BitwiseXorOp>(registry, "BitwiseXor");
+  registry.Register("", "BitShift", 11, [](const KernelBuildInfo& info) {
+    return std::make_unique<BitShiftKernel>(info);
+  });
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,109 @@
+#include "kernels/math/half_precision.h"
+
+#include <absl/container/inlined_vector.h>
+
+#include "core/dispatch_frame.h"
+#include "kernels/registry/cpu_features.h"
+#include "kernels/elementwise/fast_math.h"
+#include "kernels/registry/kernel_utils.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+bool IsHalf(DataType type) { return type == DataType::kFloat16 || type == DataType::kBFloat16; }
+
+class HalfPrecisionKernel final : public KernelBase {
+ public:
+  HalfPrecisionKernel(std::unique_ptr<KernelBase> inner, std::string op_type)
+      : inner_(std::move(inner)), op_type_(std::move(op_type)) {}
+
+  void Run(RuntimeContext& rt) const override {
+    DataType half = DataType::kUndefined;
+    for (size_t i = 0; i < rt.num_inputs() && half == DataType::kUndefined; ++i) {
+      const RuntimeValue* v = rt.has_input(i) ? &rt.InputValue(i) : nullptr;
+      if (v != nullptr && v->is_tensor() && IsHalf(v->tensor().dtype())) half = v->tensor().dtype();
+    }
+    if (half == DataType::kUndefined) {
+      inner_->Run(rt);
+      return;
+    }
+    rt.RecordKernelUsage(KernelUsageName(op_type_, half, "float32-scratch"));
+    RuntimeContext scratch = rt.CreateChild(ChildContextKind::kHalfPrecisionScratch);
+    const DispatchFrame& outer = *rt.dispatch_frame();
+    absl::InlinedVector<RuntimeValue, 8> converted(rt.num_inputs());
+    absl::InlinedVector<const RuntimeValue*, 8> inputs(rt.num_inputs(), nullptr);
+    for (size_t i = 0; i < rt.num_inputs(); ++i) {
+      if (!rt.has_input(i)) continue;
+      const RuntimeValue& v = rt.InputValue(i);
+      if (v.is_tensor() && IsHalf(v.tensor().dtype())) {
+        converted[i] = CastFloatTensor(v.tensor(), DataType::kFloat, scratch.allocator());
+        inputs[i] = &converted[i];
+      } else {
+        inputs[i] = &v;
+      }
+    }
+    absl::InlinedVector<RuntimeValue, 4> results(rt.num_outputs());
+    absl::InlinedVector<RuntimeValue*, 4> outputs(rt.num_outputs(), nullptr);
+    for (size_t i = 0; i < rt.num_outputs(); ++i) {
+      if (rt.output_requested(i)) outputs[i] = &results[i];
+    }
+    DispatchFrame frame = outer;
+    frame.inputs = inputs;
+    frame.outputs = outputs;
+    frame.reusable_inputs = 0;  // the inputs are scratch copies or the outer frame's values
+    scratch.set_dispatch_frame(&frame);
+    inner_->Run(scratch);
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (!results[i].has_value()) continue;
+      if (results[i].is_tensor() && results[i].tensor().dtype() == DataType::kFloat) {
+        rt.SetOutput(i, CastFloatTensor(results[i].tensor(), half, rt.allocator()));
+      } else {
+        rt.SetOutput(i, std::move(results[i]));
+      }
+    }
+  }
+
+ private:
+  std::unique_ptr<KernelBase> inner_;
+  std::string op_type_;
+};
+
+}  // namespace
+
+ONNX_LIGHT_CPU_CLONES void ConvertToFloat(const Float16* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = fast_math::HalfToFloat(src[i].bits);
+}
+ONNX_LIGHT_CPU_CLONES void ConvertToFloat(const BFloat16* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = fast_math::BFloat16ToFloat(src[i].bits);
+}
+ONNX_LIGHT_CPU_CLONES void ConvertFromFloat(const float* src, int64_t n, Float16* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i].bits = fast_math::FloatToHalf(src[i]);
+}
+ONNX_LIGHT_CPU_CLONES void ConvertFromFloat(const float* src, int64_t n, BFloat16* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i].bits = fast_math::FloatToBFloat16(src[i]);
+}
+
+Tensor CastFloatTensor(const Tensor& input, DataType to, const std::shared_ptr<Allocator>& allocator) {
+  const Tensor src = input.Contiguous(allocator);
+  Tensor out = Tensor::Allocate(to, src.shape(), allocator);
+  const int64_t n = src.size();
+  if (to == DataType::kFloat) {
+    if (src.dtype() == DataType::kFloat16) {
+      ConvertToFloat(src.data<Float16>(), n, out.data<float>());
+    } else {
+      ConvertToFloat(src.data<BFloat16>(), n, out.data<float>());
+    }
+  } else if (to == DataType::kFloat16) {
+    ConvertFromFloat(src.data<float>(), n, out.data<Float16>());
+  } else {
+    ConvertFromFloat(src.data<float>(), n, out.data<BFloat16>());
+  }
+  return out;
+}
+
+std::unique_ptr<KernelBase> WithHalfPrecision(std::unique_ptr<KernelBase> float_kernel, std::string op_type) {
+  return std::make_unique<HalfPrecisionKernel>(std::move(float_kernel), std::move(op_type));
+}
+
+}  // namespace onnx_light::runtime

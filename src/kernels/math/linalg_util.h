@@ -1,0 +1,60 @@
+#pragma once
+// Matrix-product and layout helpers shared by MatMul, Gemm, Einsum and the convolutions.
+// Floating-point products go to OpenBLAS; integer products use a plain blocked loop (BLAS has
+// no integer GEMM).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "onnx_light/runtime/tensor.h"
+
+namespace onnx_light::runtime {
+
+class ThreadPool;
+
+/// C[M,N] = alpha * op(A) * op(B) + beta * C, all row-major. op(A) is M x K (A stored K x M
+/// when trans_a), op(B) is K x N (B stored N x K when trans_b). lda/ldb/ldc are the row
+/// strides in elements. Handles M, N or K == 0 (K == 0 scales C by beta). Instantiated for
+/// float and double (OpenBLAS) and for int32, int64, uint32, uint64 (blocked loop, wrapping
+/// arithmetic; alpha and beta are applied in double when they are not 1 and 0/1).
+/// With a `pool`, a product large enough to be worth it is split into column (or row) panels
+/// computed on the pool's threads, each by a single-threaded BLAS call.
+template <typename T>
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, double beta, T* c, int64_t ldc, ThreadPool* pool = nullptr);
+
+/// Per-product sizes (m * n * k) at or below which batched callers use SmallGemm: for tiny
+/// products a BLAS call costs far more than the arithmetic.
+inline constexpr int64_t kSmallGemmWork = 32;
+
+/// C[M,N] = op(A) * op(B) by a direct loop, for products of at most kSmallGemmWork
+/// multiply-adds (same layout conventions and instantiations as Gemm).
+template <typename T>
+void SmallGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T* c, int64_t ldc);
+
+/// How a stored rows x cols matrix whose elements lie at i * row_stride + j * col_stride can be
+/// handed to BLAS: row-major with leading dimension `ld` (trans == false) or column-major, i.e.
+/// the transpose of a row-major cols x rows matrix (trans == true).
+struct BlasMatrix {
+  bool trans = false;
+  int64_t ld = 1;
+};
+
+/// False when neither layout fits (for example both strides differ from 1); the caller then
+/// copies the operand to contiguous memory.
+bool FindBlasLayout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride, BlasMatrix* out);
+
+/// The 2-D tensor `t` ready for BLAS with its layout in `layout`: `t` itself when its strides fit,
+/// otherwise a contiguous copy from `allocator`.
+Tensor BlasOperand(const Tensor& t, const std::shared_ptr<Allocator>& allocator, BlasMatrix* layout);
+
+/// Copies the contiguous array `src` of `shape` into `dst` so that dst is the row-major array of
+/// shape[perm[0]], shape[perm[1]], ... (numpy `src.transpose(perm)`): one StridedCopy through
+/// permuted strides.
+void PermuteCopy(DataType type, const void* src, std::span<const int64_t> shape, std::span<const int64_t> perm,
+                 void* dst);
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,275 @@
+// MatMul with numpy semantics: 1-D operands are promoted (and the promoted axis dropped from the
+// result), leading batch axes broadcast. Floating-point products go to OpenBLAS; when B is shared
+// by every batch the batch folds into M for a single GEMM. Strided operands are handed to BLAS
+// through their leading dimension when the innermost (or second innermost) stride is 1.
+// float16/bfloat16 products of one or two rows stream B in its own type (HalfRowMatMulKernel);
+// other half products compute in float32 through WithHalfPrecision.
+#include <absl/container/inlined_vector.h>
+
+#include <algorithm>
+
+#include "core/thread_pool.h"
+#include "kernels/math/half_precision.h"
+#include "kernels/registry/kernel_tables.h"
+#include "kernels/registry/kernel_utils.h"
+#include "kernels/math/linalg_util.h"
+#include "kernels/math/row_products.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+using Dims = absl::InlinedVector<int64_t, 6>;
+
+// One operand seen as a batch of rows x cols matrices in BLAS layout.
+struct Operand {
+  Tensor storage;  // the tensor read (the input itself or a contiguous copy)
+  BlasMatrix layout;
+  Dims batch_strides;  // per output batch axis; 0 where the operand is broadcast
+};
+
+// How a 1-D operand was promoted to a matrix.
+enum class Promotion { kNone, kRow /* A: [K] -> [1, K] */, kColumn /* B: [K] -> [K, 1] */ };
+
+// Describes `t` (shape already promoted to >= 2-D as `shape`, no empty axis) against
+// `out_batch`; copies it to contiguous memory when the matrix part has no BLAS layout.
+Operand MakeOperand(const Tensor& t, std::span<const int64_t> shape, Promotion promotion,
+                    std::span<const int64_t> out_batch, const std::shared_ptr<Allocator>& allocator) {
+  const size_t r = shape.size();
+  Operand op;
+  op.storage = t;
+  // Strides of the promoted shape: a promoted 1-D operand has one stride for its real axis.
+  auto promoted_strides = [&] {
+    const Shape strides = op.storage.strides();
+    Dims promoted(r, 0);
+    if (promotion == Promotion::kColumn) {
+      promoted[0] = strides[0];
+    } else {
+      const size_t offset = r - strides.size();
+      for (size_t i = 0; i < strides.size(); ++i) promoted[i + offset] = strides[i];
+    }
+    return promoted;
+  };
+  Dims promoted = promoted_strides();
+  if (!FindBlasLayout(shape[r - 2], shape[r - 1], promoted[r - 2], promoted[r - 1], &op.layout)) {
+    op.storage = t.Contiguous(allocator);
+    promoted = promoted_strides();
+    op.layout = {.trans = false, .ld = std::max<int64_t>(shape[r - 1], 1)};
+  }
+  const size_t batch_rank = r - 2;
+  op.batch_strides.assign(out_batch.size(), 0);
+  for (size_t i = 0; i < batch_rank; ++i) {
+    op.batch_strides[i + (out_batch.size() - batch_rank)] = shape[i] == 1 ? 0 : promoted[i];
+  }
+  return op;
+}
+
+class MatMulKernel final : public KernelBase {
+ public:
+  void Run(RuntimeContext& rt) const override {
+    const Tensor& a = rt.Input(0);
+    const Tensor& b = rt.Input(1);
+    if (a.dtype() != b.dtype()) {
+      ThrowInvalid(rt, "inputs A ({}) and B ({}) must have the same element type", DataTypeName(a.dtype()),
+                   DataTypeName(b.dtype()));
+    }
+    if (a.rank() == 0 || b.rank() == 0) {
+      ThrowInvalid(rt, "inputs must have rank >= 1, got A {} and B {}", ShapeToString(a.shape()),
+                   ShapeToString(b.shape()));
+    }
+    Dims a_shape(a.shape().begin(), a.shape().end());
+    Dims b_shape(b.shape().begin(), b.shape().end());
+    if (a.rank() == 1) a_shape.insert(a_shape.begin(), 1);
+    if (b.rank() == 1) b_shape.push_back(1);
+    const int64_t m = a_shape[a_shape.size() - 2];
+    const int64_t k = a_shape.back();
+    const int64_t n = b_shape.back();
+    if (b_shape[b_shape.size() - 2] != k) {
+      ThrowInvalid(rt, "A {} and B {} cannot be multiplied: A has {} columns but B has {} rows",
+                   ShapeToString(a.shape()), ShapeToString(b.shape()), k, b_shape[b_shape.size() - 2]);
+    }
+    const Shape batch = BroadcastShapes(rt, std::span(a_shape.data(), a_shape.size() - 2),
+                                        std::span(b_shape.data(), b_shape.size() - 2));
+    Shape out_shape = batch;
+    if (a.rank() > 1) out_shape.push_back(m);
+    if (b.rank() > 1) out_shape.push_back(n);
+    Tensor& y = rt.AllocateOutput(0, a.dtype(), out_shape);
+
+    switch (a.dtype()) {
+      case DataType::kFloat:
+        return RunTyped<float>(rt, a, b, a_shape, b_shape, batch, y, "blas");
+      case DataType::kDouble:
+        return RunTyped<double>(rt, a, b, a_shape, b_shape, batch, y, "blas");
+      case DataType::kInt32:
+        return RunTyped<int32_t>(rt, a, b, a_shape, b_shape, batch, y, "loop");
+      case DataType::kInt64:
+        return RunTyped<int64_t>(rt, a, b, a_shape, b_shape, batch, y, "loop");
+      case DataType::kUInt32:
+        return RunTyped<uint32_t>(rt, a, b, a_shape, b_shape, batch, y, "loop");
+      case DataType::kUInt64:
+        return RunTyped<uint64_t>(rt, a, b, a_shape, b_shape, batch, y, "loop");
+      default:
+        ThrowUnsupportedType(rt, 0, a.dtype());
+    }
+  }
+
+ private:
+  template <typename T>
+  static void RunTyped(RuntimeContext& rt, const Tensor& a, const Tensor& b, const Dims& a_shape,
+                       const Dims& b_shape, const Shape& batch, Tensor& y, std::string_view impl) {
+    const size_t ra = a_shape.size();
+    const int64_t m = a_shape[ra - 2];
+    const int64_t k = a_shape[ra - 1];
+    const int64_t n = b_shape.back();
+    int64_t batch_count = 1;
+    for (int64_t d : batch) batch_count *= d;
+    T* out = y.data<T>();
+    if (y.size() == 0 || k == 0) {
+      // Nothing to read: an empty output, or sums over an empty axis (zeros).
+      Record(rt, a.dtype(), impl, "");
+      std::fill(out, out + y.size(), T{0});
+      return;
+    }
+    const Operand oa =
+        MakeOperand(a, a_shape, a.rank() == 1 ? Promotion::kRow : Promotion::kNone, batch, rt.allocator());
+    const Operand ob =
+        MakeOperand(b, b_shape, b.rank() == 1 ? Promotion::kColumn : Promotion::kNone, batch, rt.allocator());
+    const T* pa = oa.storage.template data<T>();
+    const T* pb = ob.storage.template data<T>();
+
+    if (batch_count == 1) {
+      Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0, out,
+              n, rt.thread_pool());
+      Record(rt, a.dtype(), impl, "");
+      return;
+    }
+    // B shared by every batch and A's batches stacked at a uniform row pitch: one GEMM with
+    // batch * M rows.
+    bool b_shared = true;
+    for (int64_t s : ob.batch_strides) b_shared = b_shared && s == 0;
+    if (b_shared && !oa.layout.trans) {
+      bool foldable = true;
+      int64_t expected = m * oa.layout.ld;
+      for (size_t i = batch.size(); i-- > 0;) {
+        if (batch[i] == 1) continue;
+        foldable = foldable && oa.batch_strides[i] == expected;
+        expected *= batch[i];
+      }
+      if (foldable) {
+        Gemm<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0,
+                out, n, rt.thread_pool());
+        Record(rt, a.dtype(), impl, "-folded");
+        return;
+      }
+    }
+    const bool small = m * n * k <= kSmallGemmWork;
+    Dims index(batch.size(), 0);
+    int64_t off_a = 0;
+    int64_t off_b = 0;
+    for (int64_t bi = 0; bi < batch_count; ++bi) {
+      if (small) {
+        SmallGemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa + off_a, oa.layout.ld, pb + off_b,
+                     ob.layout.ld, out + bi * m * n, n);
+      } else {
+        Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa + off_a, oa.layout.ld, pb + off_b,
+                ob.layout.ld, 0.0, out + bi * m * n, n, rt.thread_pool());
+      }
+      for (size_t d = batch.size(); d-- > 0;) {
+        off_a += oa.batch_strides[d];
+        off_b += ob.batch_strides[d];
+        if (++index[d] < batch[d]) break;
+        off_a -= oa.batch_strides[d] * batch[d];
+        off_b -= ob.batch_strides[d] * batch[d];
+        index[d] = 0;
+      }
+    }
+    if (small) {
+      Record(rt, a.dtype(), "small-batched", "-loop");
+    } else {
+      Record(rt, a.dtype(), impl, "-batched");
+    }
+  }
+
+  static void Record(RuntimeContext& rt, DataType type, std::string_view impl, std::string_view suffix) {
+    if (!rt.kernel_usage_enabled()) return;
+    rt.RecordKernelUsage(KernelUsageName("MatMul", type, fmt::format("{}{}", impl, suffix)));
+  }
+};
+
+// A float16/bfloat16 MatMul of one or two rows by a 2-D B (a decode step times a weight
+// matrix) streams B once in its own type, converting as it reads. The general half path would
+// first convert all of B to float32: three passes over the weights per step instead of one.
+// Everything else goes to `general`.
+class HalfRowMatMulKernel final : public KernelBase {
+ public:
+  explicit HalfRowMatMulKernel(std::unique_ptr<KernelBase> general) : general_(std::move(general)) {}
+
+  void Run(RuntimeContext& rt) const override {
+    const Tensor& a = rt.Input(0);
+    const Tensor& b = rt.Input(1);
+    if (a.dtype() == DataType::kFloat16 && b.dtype() == DataType::kFloat16 && TryRun<Float16>(rt, a, b)) return;
+    if (a.dtype() == DataType::kBFloat16 && b.dtype() == DataType::kBFloat16 && TryRun<BFloat16>(rt, a, b)) return;
+    general_->Run(rt);
+  }
+
+ private:
+  static constexpr int64_t kMaxRows = 2;
+
+  template <typename H>
+  static bool TryRun(RuntimeContext& rt, const Tensor& a, const Tensor& b) {
+    if (a.rank() < 1 || b.rank() != 2) return false;
+    const int64_t k = a.shape().back();
+    const int64_t n = b.dim(1);
+    if (b.dim(0) != k || k == 0 || n == 0 || a.size() == 0 || a.size() / k > kMaxRows) return false;
+    const Shape bs = b.strides();
+    const bool rows_of_b = bs[1] == 1 && bs[0] >= n;      // B stored [K, N]: out = sum_k a_k B_k
+    const bool columns_of_b = bs[0] == 1 && bs[1] >= k;  // B stored as Bᵀ [N, K]: out_j = a · Bᵀ_j
+    if (!rows_of_b && !columns_of_b) return false;
+
+    Shape out_shape(a.shape().begin(), a.shape().end() - 1);
+    out_shape.push_back(n);
+    Tensor& y = rt.AllocateOutput(0, a.dtype(), out_shape);
+    if (rt.kernel_usage_enabled()) {
+      rt.RecordKernelUsage(KernelUsageName("MatMul", a.dtype(), rows_of_b ? "row-stream" : "column-stream"));
+    }
+    const Tensor ac = a.Contiguous(rt.allocator());
+    const H* pa = ac.data<H>();
+    const H* pb = b.data<H>();
+    H* py = y.data<H>();
+    // float32 copies of one row of A and of Y, from the context's allocator like other scratch.
+    Tensor row_scratch = Tensor::Allocate(DataType::kFloat, {k}, rt.allocator());
+    Tensor out_scratch = Tensor::Allocate(DataType::kFloat, {n}, rt.allocator());
+    float* row = row_scratch.data<float>();
+    float* out = out_scratch.data<float>();
+    // Output columns in 64-wide panels over the session's threads when B is large enough.
+    constexpr int64_t kPanel = 64;
+    const int64_t panels = (n + kPanel - 1) / kPanel;
+    const int64_t min_panels = std::max<int64_t>(1, (int64_t{1} << 17) / std::max<int64_t>(1, k * kPanel));
+    for (int64_t r = 0; r < ac.size() / k; ++r) {
+      ConvertToFloat(pa + r * k, k, row);
+      ParallelFor(rt.thread_pool(), panels, min_panels, [&](int64_t first, int64_t last) {
+        const int64_t lo = first * kPanel;
+        const int64_t hi = std::min(n, last * kPanel);
+        if (rows_of_b) {
+          WeightedRowSum(pb + lo, bs[0], k, hi - lo, row, out + lo);
+        } else {
+          RowDots(pb + lo * bs[1], bs[1], hi - lo, k, row, 1.0f, out + lo);
+        }
+      });
+      ConvertFromFloat(out, n, py + r * n);
+    }
+    return true;
+  }
+
+  std::unique_ptr<KernelBase> general_;
+};
+
+}  // namespace
+
+void RegisterMatMulKernels(KernelRegistry& registry) {
+  registry.Register("", "MatMul", 1, [](const KernelBuildInfo&) {
+    return std::make_unique<HalfRowMatMulKernel>(WithHalfPrecision(std::make_unique<MatMulKernel>(), "MatMul"));
+  });
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,246 @@
+#include "kernels/nn/attention_core.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "core/thread_pool.h"
+#include "kernels/elementwise/fast_math.h"
+#include "kernels/math/linalg_util.h"
+#include "kernels/math/row_products.h"
+
+namespace onnx_light::runtime::attention {
+
+float ExpShiftedSum(float* x, int64_t n, float shift) {
+  for (int64_t j = 0; j < n; ++j) x[j] = fast_math::Exp(x[j] - shift);
+  // Eight partial sums keep the reduction vectorizable without reassociation flags.
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) acc[l] += x[j + l];
+  }
+  float sum = 0;
+  for (; j < n; ++j) sum += x[j];
+  for (float a : acc) sum += a;
+  return sum;
+}
+
+double ExpShiftedSum(double* x, int64_t n, double shift) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - shift));
+  return sum;
+}
+
+namespace {
+
+// Row-major C[m, n] = alpha * A[m, k] · op(B), with op(B) = Bᵀ (B is [n, k]) or B ([k, n]).
+// Leading dimensions of single-row operands are irrelevant to the product, but BLAS checks them,
+// so they are widened to the legal minimum. One query row (a decode step) becomes a GEMV there.
+template <typename T>
+void Gemm(bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if (m == 1) {
+    lda = std::max<int64_t>(lda, k);
+    ldc = std::max<int64_t>(ldc, n);
+  }
+  if (transpose_b ? n == 1 : k == 1) ldb = std::max<int64_t>(ldb, transpose_b ? k : n);
+  runtime::Gemm<T>(false, transpose_b, m, n, k, alpha, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+// The stride between consecutive rows of `rows` rows that cover `heads` heads of `seq` rows each,
+// or -1 when those rows are not evenly spaced (or overlap) and cannot form one matrix.
+template <typename T>
+int64_t UniformRowStride(const HeadView<T>& view, int64_t heads, int64_t seq, int64_t width) {
+  const int64_t rows = heads * seq;
+  if (rows <= 1) return width;
+  int64_t stride;
+  if (heads == 1)
+    stride = view.row_stride;
+  else if (seq == 1)
+    stride = view.head_stride;
+  else if (view.head_stride == seq * view.row_stride)
+    stride = view.row_stride;
+  else
+    return -1;
+  return stride >= width ? stride : -1;
+}
+
+template <typename T>
+void CopyRow(const T* src, int64_t n, T* dst) {
+  if (dst != nullptr) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+}
+
+// Turns one row of scaled scores into probabilities in place, filling the requested
+// qk_output row on the way. `bias` yields the mask's additive bias for key j (only called for
+// keys the causal frontier and the mask width allow).
+template <typename T, typename Bias>
+void FinishRow(T* s, int64_t n, int64_t allowed_end, const AttentionOptions& o, T* qk_row,
+               Bias&& bias) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  if (o.qk_mode == 0) CopyRow(s, n, qk_row);
+  if (o.softcap > 0) {
+    const T cap = static_cast<T>(o.softcap);
+    const T inv = T(1) / cap;
+    for (int64_t j = 0; j < n; ++j) s[j] = cap * std::tanh(s[j] * inv);
+  }
+  if (o.qk_mode == 1) CopyRow(s, n, qk_row);
+  bool any_allowed = false;
+  for (int64_t j = 0; j < allowed_end; ++j) {
+    const T b = bias(j);
+    any_allowed |= b != kNegInf;
+    s[j] += b;
+  }
+  for (int64_t j = allowed_end; j < n; ++j) s[j] = kNegInf;
+  if (o.qk_mode == 2) CopyRow(s, n, qk_row);
+  // A row whose bias disallows every key has no attendable key: its probabilities are zero.
+  // Keys past allowed_end hold -inf, so only [0, allowed_end) needs the exponential.
+  T max = kNegInf;
+  if (any_allowed) {
+    for (int64_t j = 0; j < allowed_end; ++j) max = std::max(max, s[j]);
+  }
+  if (max == kNegInf) {
+    std::fill_n(s, n, T(0));
+  } else {
+    const T inv = T(1) / ExpShiftedSum(s, allowed_end, max);
+    for (int64_t j = 0; j < allowed_end; ++j) s[j] *= inv;
+    std::fill(s + allowed_end, s + n, T(0));
+  }
+  if (o.qk_mode == 3) CopyRow(s, n, qk_row);
+}
+
+template <typename T, typename KV>
+void ScoresToProbabilities(const AttentionArgs<T, KV>& args, int64_t b, int64_t first_head,
+                           int64_t heads, T* scores) {
+  const AttentionDims& d = args.dims;
+  const AttentionOptions& o = args.options;
+  const MaskView<T>& mask = args.mask;
+  const int64_t n = d.kv_seq;
+  const int64_t mask_end = mask.present() ? std::min(mask.columns, n) : n;
+  for (int64_t hh = 0; hh < heads; ++hh) {
+    const int64_t h = first_head + hh;
+    for (int64_t i = 0; i < d.q_seq; ++i) {
+      T* s = scores + (hh * d.q_seq + i) * n;
+      T* qk_row = args.qk_output == nullptr
+                      ? nullptr
+                      : args.qk_output + ((b * d.q_heads + h) * d.q_seq + i) * n;
+      int64_t end = mask_end;
+      if (o.is_causal) end = std::clamp<int64_t>(i + o.causal_offset + 1, 0, end);
+      if (mask.bool_data != nullptr) {
+        const bool* m =
+            mask.bool_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
+        const int64_t cs = mask.col_stride;
+        FinishRow(s, n, end, o, qk_row, [m, cs](int64_t j) {
+          return m[j * cs] ? T(0) : -std::numeric_limits<T>::infinity();
+        });
+      } else if (mask.float_data != nullptr) {
+        const T* m =
+            mask.float_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
+        const int64_t cs = mask.col_stride;
+        FinishRow(s, n, end, o, qk_row, [m, cs](int64_t j) { return m[j * cs]; });
+      } else {
+        FinishRow(s, n, end, o, qk_row, [](int64_t) { return T(0); });
+      }
+    }
+  }
+}
+
+// Calls fn(b, kv_head, scratch_slot) for every (batch, key/value head) pair, spread over `pool`
+// (when the work is worth it) with one scratch slot of AttentionScratchSize(d) per task.
+template <typename T, typename Fn>
+void ForEachKvHead(const AttentionDims& d, ThreadPool* pool, T* scratch, Fn&& fn) {
+  constexpr int64_t kMinParallelElements = int64_t{1} << 16;
+  const int64_t units = d.batch * d.kv_heads;
+  const int64_t per_slot = AttentionScratchSize(d);
+  const bool worth_it = units * d.kv_seq * std::max(d.head_size, d.q_seq) >= kMinParallelElements;
+  ParallelForSlots(pool, units, worth_it ? AttentionScratchSlots(d, pool) : 1, [&](int64_t u, int64_t slot) {
+    fn(u / d.kv_heads, u % d.kv_heads, scratch + slot * per_slot);
+  });
+}
+
+}  // namespace
+
+int64_t AttentionScratchSize(const AttentionDims& d) {
+  const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
+  return group * d.q_seq * d.kv_seq;
+}
+
+int64_t AttentionScratchSlots(const AttentionDims& d, const ThreadPool* pool) {
+  return ParallelSlots(pool, d.batch * d.kv_heads);
+}
+
+template <typename T>
+AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool* pool) {
+  const AttentionDims& d = args.dims;
+  const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
+  const T alpha = static_cast<T>(args.options.scale);
+  const int64_t n = d.kv_seq;
+  // One matrix per group needs evenly spaced query rows and output rows across its heads.
+  const int64_t q_stride = UniformRowStride(args.q, group, d.q_seq, d.head_size);
+  const int64_t y_stride = UniformRowStride(args.y, group, d.q_seq, d.v_head_size);
+  const bool grouped = group > 1 && q_stride >= 0 && y_stride >= 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (d.q_seq == 1) {
+      RunSingleQueryAttention<float>(args, scratch, pool);
+      return AttentionPath::kSingleQuery;
+    }
+  }
+  ForEachKvHead(d, pool, scratch, [&](int64_t b, int64_t kh, T* scratch) {
+      const int64_t h0 = kh * group;
+      const T* k = args.k.Row(b, kh, 0);
+      const T* v = args.v.Row(b, kh, 0);
+      if (grouped) {
+        Gemm<T>(true, group * d.q_seq, n, d.head_size, alpha, args.q.Row(b, h0, 0), q_stride, k,
+                args.k.row_stride, scratch, n);
+      } else {
+        for (int64_t g = 0; g < group; ++g) {
+          Gemm<T>(true, d.q_seq, n, d.head_size, alpha, args.q.Row(b, h0 + g, 0), args.q.row_stride,
+                  k, args.k.row_stride, scratch + g * d.q_seq * n, n);
+        }
+      }
+      ScoresToProbabilities(args, b, h0, group, scratch);
+      if (grouped) {
+        Gemm<T>(false, group * d.q_seq, d.v_head_size, n, T(1), scratch, n, v, args.v.row_stride,
+                args.y.Row(b, h0, 0), y_stride);
+      } else {
+        for (int64_t g = 0; g < group; ++g) {
+          Gemm<T>(false, d.q_seq, d.v_head_size, n, T(1), scratch + g * d.q_seq * n, n, v,
+                  args.v.row_stride, args.y.Row(b, h0 + g, 0), args.y.row_stride);
+        }
+      }
+  });
+  return grouped ? AttentionPath::kGrouped : AttentionPath::kPerHead;
+}
+
+// A decode step reads every cached key and value once for a single row of scores: BLAS would
+// pack the cache (GEMM) or run a GEMV that is slow for 64-wide rows. Each key/value head is at
+// most a few hundred KiB per query head, so the rest of a group re-reads it from cache.
+template <typename KV>
+void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratch, ThreadPool* pool) {
+  const AttentionDims& d = args.dims;
+  const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
+  const float alpha = static_cast<float>(args.options.scale);
+  const int64_t n = d.kv_seq;
+  ForEachKvHead(d, pool, scratch, [&](int64_t b, int64_t kh, float* scratch) {
+      const int64_t h0 = kh * group;
+      for (int64_t g = 0; g < group; ++g) {
+        RowDots(args.k.Row(b, kh, 0), args.k.row_stride, n, d.head_size, args.q.Row(b, h0 + g, 0), alpha,
+                scratch + g * n);
+      }
+      ScoresToProbabilities(args, b, h0, group, scratch);
+      for (int64_t g = 0; g < group; ++g) {
+        WeightedRowSum(args.v.Row(b, kh, 0), args.v.row_stride, n, d.v_head_size, scratch + g * n,
+                       args.y.Row(b, h0 + g, 0));
+      }
+  });
+}
+
+template AttentionPath RunAttention<float>(const AttentionArgs<float>&, float*, ThreadPool*);
+template void RunSingleQueryAttention<float>(const AttentionArgs<float, float>&, float*, ThreadPool*);
+template void RunSingleQueryAttention<Float16>(const AttentionArgs<float, Float16>&, float*, ThreadPool*);
+template void RunSingleQueryAttention<BFloat16>(const AttentionArgs<float, BFloat16>&, float*, ThreadPool*);
+template AttentionPath RunAttention<double>(const AttentionArgs<double>&, double*, ThreadPool*);
+
+}  // namespace onnx_light::runtime::attention

@@ -1,0 +1,465 @@
+// Attention (opset 23): scaled dot-product attention with optional mask, causal masking, key/value
+// cache (past_key/past_value -> present_key/present_value, appended in place inside a
+// PersistentValueState call), grouped- and multi-query heads, softcap and the qk_matmul_output
+// debug output. float32/double compute through BLAS in attention_core; float16/bfloat16 nodes
+// build the cache in their own type and compute in float32 in a half-precision scratch context.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "core/strided_copy.h"
+#include "kernels/nn/attention_core.h"
+#include "kernels/math/half_precision.h"
+#include "kernels/registry/kernel_tables.h"
+#include "kernels/registry/kernel_utils.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+using attention::AttentionArgs;
+using attention::AttentionPath;
+using attention::HeadView;
+using attention::MaskView;
+
+constexpr size_t kQ = 0, kK = 1, kV = 2, kMask = 3, kPastKey = 4, kPastValue = 5;
+constexpr size_t kPresentKey = 1, kPresentValue = 2, kQkOutput = 3;
+
+// [batch, seq, heads * head] seen as [batch, heads, seq, head] without copying.
+Tensor SplitHeads(const Tensor& t, int64_t heads) {
+  const Shape s = t.strides();
+  const int64_t head = heads > 0 ? t.dim(2) / heads : 0;
+  return t.View({t.dim(0), heads, t.dim(1), head}, const_cast<void*>(t.raw_data()),
+                {s[0], head * s[2], s[1], s[2]});
+}
+
+// Copies the rows of a 4-D [b, h, rows, cols] tensor (any strides) into `dst`, a buffer with the
+// same batch, head and column extents and element strides `dst_strides`, from row `dst_first` on.
+void CopyHeadRows(const Tensor& src, char* dst, const Shape& dst_strides, int64_t dst_first) {
+  if (src.size() == 0) return;
+  const auto element = static_cast<int64_t>(ElementSize(src.dtype()));
+  StridedCopy(src.dtype(), src.raw_data(), src.shape(), src.strides(), dst + dst_first * dst_strides[2] * element,
+              dst_strides);
+}
+
+/// present = concat(past, current) along the sequence axis (axis 2 of [batch, heads, seq, head]).
+/// `current` is a 4-D (possibly strided) view. Produces output `output_index` when the node asks
+/// for it and returns the tensor attention reads keys/values from. This is the single place that
+/// builds the key/value cache: inside a PersistentValueState call whose state holds `past`, only
+/// the new rows are written, after past in the state's buffer (`*appended` becomes true).
+Tensor ConcatPast(RuntimeContext& rt, size_t output_index, const Tensor* past,
+                  const Tensor& current, bool* appended) {
+  const bool wanted = rt.output_requested(output_index);
+  if (past == nullptr) {
+    if (!wanted) return current;
+    if (current.is_contiguous()) {
+      rt.SetOutput(output_index, current);
+      return current;
+    }
+    Tensor& out = rt.AllocateOutput(output_index, current.dtype(), current.shape());
+    CopyElements(current, out);
+    return out;
+  }
+  if (wanted && rt.persistent_append_sink() != nullptr) {
+    PersistentAppendReservation r =
+        rt.ReservePersistentAppend(rt.output_name(output_index), *past, 2, current.dim(2));
+    if (r) {
+      CopyHeadRows(current, static_cast<char*>(r.append.raw_data()), r.append.strides(), 0);
+      rt.CommitPersistentAppend(r);
+      rt.SetOutput(output_index, r.full);
+      *appended = true;
+      return r.full;
+    }
+  }
+  Shape shape = current.shape();
+  shape[2] += past->dim(2);
+  Tensor out = wanted ? rt.AllocateOutput(output_index, current.dtype(), shape)
+                      : Tensor::Allocate(current.dtype(), shape, rt.allocator());
+  const Shape strides = out.strides();
+  auto* dst = static_cast<char*>(out.raw_data());
+  CopyHeadRows(*past, dst, strides, 0);
+  CopyHeadRows(current, dst, strides, past->dim(2));
+  return out;
+}
+
+// A view the core can read: last axis contiguous, rows not overlapping, no negative strides.
+template <typename T>
+HeadView<const T> ReadableView(const RuntimeContext& rt, Tensor& t) {
+  const Shape s = t.strides();
+  const bool ok = std::all_of(s.begin(), s.end(), [](int64_t v) { return v >= 0; }) &&
+                  (t.dim(3) <= 1 || s[3] == 1) && (t.dim(2) <= 1 || s[2] >= t.dim(3));
+  if (!ok) t = t.Clone(rt.allocator());
+  const Shape c = t.strides();
+  return {t.data<T>(), c[0], c[1], c[2]};
+}
+
+template <typename T>
+Tensor CastMask(const RuntimeContext& rt, const Tensor& mask) {
+  const Tensor src = mask.Contiguous(rt.allocator());
+  Tensor out = Tensor::Allocate(DataTypeOf<T>(), src.shape(), rt.allocator());
+  T* dst = out.data<T>();
+  DispatchTypes<ONNX_LIGHT_NUMERIC_TYPES>(rt, kMask, src.dtype(), [&](auto tag) {
+    using M = decltype(tag);
+    const M* from = src.data<M>();
+    for (int64_t i = 0; i < src.size(); ++i) dst[i] = static_cast<T>(ToCompute(from[i]));
+  });
+  return out;
+}
+
+// The node's inputs, validated and seen as [batch, heads, seq, head] (views, no copies).
+struct Operands {
+  Tensor q, k, v;
+  const Tensor* past_key = nullptr;
+  const Tensor* past_value = nullptr;
+  int64_t rank = 4;
+  attention::AttentionDims dims;  // kv_seq = past + current
+  int64_t past = 0;
+};
+
+// Computation types, in the order of the kernel's name tables.
+enum TypeIndex : size_t { kF32, kF64, kF16, kBF16, kNumTypes };
+constexpr size_t kNumPaths = 4;  // blas, blas-gqa, blas-gqa-per-head, single-query-stream
+
+class AttentionKernel final : public KernelBase {
+ public:
+  explicit AttentionKernel(const KernelBuildInfo& info) {
+    const int64_t causal = info.GetInt("is_causal", 0);
+    if (causal != 0 && causal != 1)
+      ThrowInvalid(info, "is_causal must be 0 or 1, got {}", causal);
+    is_causal_ = causal == 1;
+    qk_mode_ = info.GetInt("qk_matmul_output_mode", 0);
+    if (qk_mode_ < 0 || qk_mode_ > 3) {
+      ThrowInvalid(info, "qk_matmul_output_mode must be 0, 1, 2 or 3, got {}", qk_mode_);
+    }
+    if (info.HasAttribute("scale")) scale_ = info.GetFloat("scale");
+    softcap_ = info.GetFloat("softcap", 0.0f);
+    if (info.HasAttribute("softmax_precision")) {
+      const int64_t p = info.GetInt("softmax_precision");
+      if (p != 1 && p != 10 && p != 11 && p != 16) {
+        ThrowInvalid(info, "softmax_precision must be a floating-point type (1, 10, 11 or 16), got {}",
+                     p);
+      }
+    }
+    q_num_heads_ = info.GetInt("q_num_heads", 0);
+    kv_num_heads_ = info.GetInt("kv_num_heads", 0);
+    if (info.HasAttribute("q_num_heads") && q_num_heads_ <= 0) {
+      ThrowInvalid(info, "q_num_heads must be positive, got {}", q_num_heads_);
+    }
+    if (info.HasAttribute("kv_num_heads") && kv_num_heads_ <= 0) {
+      ThrowInvalid(info, "kv_num_heads must be positive, got {}", kv_num_heads_);
+    }
+    if (q_num_heads_ > 0 && kv_num_heads_ > 0 && q_num_heads_ % kv_num_heads_ != 0) {
+      ThrowInvalid(info, "q_num_heads ({}) must be a multiple of kv_num_heads ({})", q_num_heads_,
+                   kv_num_heads_);
+    }
+    const std::array<DataType, kNumTypes> types = {DataType::kFloat, DataType::kDouble,
+                                                   DataType::kFloat16, DataType::kBFloat16};
+    const std::array<std::string_view, kNumPaths> impl = {"blas", "blas-gqa", "blas-gqa-per-head",
+                                                          "single-query-stream"};
+    for (size_t t = 0; t < kNumTypes; ++t) {
+      for (size_t i = 0; i < impl.size(); ++i) {
+        names_[t][i] = KernelUsageName("Attention", types[t], impl[i]);
+      }
+      append_names_[t] = KernelUsageName("Attention", types[t], "persistent-append");
+      scratch_names_[t] = KernelUsageName("Attention", types[t], "float32-scratch");
+    }
+  }
+
+  // Keys and values are concatenated (or appended in place) in the node's own type; float16 and
+  // bfloat16 then compute in float32 in a scratch context: on converted copies of Q and the full
+  // present K/V, except for a single query row, which reads K/V in place.
+  void Run(RuntimeContext& rt) const override {
+    const DataType type = rt.Input(kQ).dtype();
+    TypeIndex index = kNumTypes;
+    if (type == DataType::kFloat) index = kF32;
+    if (type == DataType::kDouble) index = kF64;
+    if (type == DataType::kFloat16) index = kF16;
+    if (type == DataType::kBFloat16) index = kBF16;
+    if (index == kNumTypes) ThrowUnsupportedType(rt, kQ, type);
+
+    Operands op = Validate(rt);
+    const Tensor* mask = rt.OptionalInput(kMask);
+    bool appended = false;
+    Tensor present_key = ConcatPast(rt, kPresentKey, op.past_key, op.k, &appended);
+    Tensor present_value = ConcatPast(rt, kPresentValue, op.past_value, op.v, &appended);
+    if (appended && rt.kernel_usage_enabled()) rt.RecordKernelUsage(append_names_[index]);
+
+    const Shape y_shape =
+        op.rank == 3 ? Shape{op.dims.batch, op.dims.q_seq, op.dims.q_heads * op.dims.v_head_size}
+                     : Shape{op.dims.batch, op.dims.q_heads, op.dims.q_seq, op.dims.v_head_size};
+    const Shape qk_shape = {op.dims.batch, op.dims.q_heads, op.dims.q_seq, op.dims.kv_seq};
+    const bool want_qk = rt.output_requested(kQkOutput);
+    if (index == kF32 || index == kF64) {
+      Tensor y = rt.AllocateOutput(0, type, y_shape);
+      Tensor qk = want_qk ? rt.AllocateOutput(kQkOutput, type, qk_shape) : Tensor();
+      AttentionPath path;
+      if (index == kF32) {
+        path = Compute<float>(rt, op, op.q, present_key, present_value, mask, y, qk);
+      } else {
+        path = Compute<double>(rt, op, op.q, present_key, present_value, mask, y, qk);
+      }
+      RecordPath(rt, index, op, path);
+      return;
+    }
+    RuntimeContext scratch = rt.CreateChild(ChildContextKind::kHalfPrecisionScratch);
+    const std::shared_ptr<Allocator>& alloc = scratch.allocator();
+    Tensor y = Tensor::Allocate(DataType::kFloat, y_shape, alloc);
+    Tensor qk = want_qk ? Tensor::Allocate(DataType::kFloat, qk_shape, alloc) : Tensor();
+    Tensor q = CastFloatTensor(op.q, DataType::kFloat, alloc);
+    if (op.dims.q_seq == 1) {
+      // A decode step reads the half-precision cache as it is: converting it whole would copy
+      // the entire cache every step.
+      if (index == kF16) {
+        Compute<float, Float16>(scratch, op, q, present_key, present_value, mask, y, qk);
+      } else {
+        Compute<float, BFloat16>(scratch, op, q, present_key, present_value, mask, y, qk);
+      }
+      RecordPath(rt, index, op, AttentionPath::kSingleQuery);
+    } else {
+      if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(scratch_names_[index]);
+      const AttentionPath path = Compute<float>(scratch, op, q, CastFloatTensor(present_key, DataType::kFloat, alloc),
+                                                CastFloatTensor(present_value, DataType::kFloat, alloc), mask, y, qk);
+      RecordPath(rt, kF32, op, path);
+    }
+    rt.SetOutput(0, CastFloatTensor(y, type, rt.allocator()));
+    if (want_qk) rt.SetOutput(kQkOutput, CastFloatTensor(qk, type, rt.allocator()));
+  }
+
+ private:
+  // Checks ranks, shapes, types and the past inputs; splits 3-D inputs into heads.
+  Operands Validate(const RuntimeContext& rt) const {
+    const Tensor& q_in = rt.Input(kQ);
+    const Tensor& k_in = rt.Input(kK);
+    const Tensor& v_in = rt.Input(kV);
+    if (k_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kK, k_in.dtype());
+    if (v_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kV, v_in.dtype());
+    Operands op;
+    op.rank = q_in.rank();
+    if ((op.rank != 3 && op.rank != 4) || k_in.rank() != op.rank || v_in.rank() != op.rank) {
+      ThrowInvalid(rt, "Q, K and V must all be 3-D or all 4-D, got Q {}, K {}, V {}",
+                   ShapeToString(q_in.shape()), ShapeToString(k_in.shape()),
+                   ShapeToString(v_in.shape()));
+    }
+    if (op.rank == 3) {
+      if (q_num_heads_ <= 0 || kv_num_heads_ <= 0) {
+        ThrowInvalid(rt, "3-D Q, K and V need the q_num_heads and kv_num_heads attributes");
+      }
+      const auto check_split = [&](const Tensor& t, const char* name, int64_t heads,
+                                   const char* attr) {
+        if (t.dim(2) % heads != 0) {
+          ThrowInvalid(rt, "input {} hidden size {} (shape {}) is not divisible by {} = {}", name,
+                       t.dim(2), ShapeToString(t.shape()), attr, heads);
+        }
+      };
+      check_split(q_in, "Q", q_num_heads_, "q_num_heads");
+      check_split(k_in, "K", kv_num_heads_, "kv_num_heads");
+      check_split(v_in, "V", kv_num_heads_, "kv_num_heads");
+      op.q = SplitHeads(q_in, q_num_heads_);
+      op.k = SplitHeads(k_in, kv_num_heads_);
+      op.v = SplitHeads(v_in, kv_num_heads_);
+    } else {
+      op.q = q_in;
+      op.k = k_in;
+      op.v = v_in;
+      if (q_num_heads_ > 0 && q_num_heads_ != op.q.dim(1)) {
+        ThrowInvalid(rt, "q_num_heads = {} does not match Q heads {} (shape {})", q_num_heads_,
+                     op.q.dim(1), ShapeToString(op.q.shape()));
+      }
+      if (kv_num_heads_ > 0 && kv_num_heads_ != op.k.dim(1)) {
+        ThrowInvalid(rt, "kv_num_heads = {} does not match K heads {} (shape {})", kv_num_heads_,
+                     op.k.dim(1), ShapeToString(op.k.shape()));
+      }
+    }
+    const Tensor &q = op.q, &k = op.k, &v = op.v;
+    const int64_t batch = q.dim(0), q_heads = q.dim(1), q_seq = q.dim(2), head_size = q.dim(3);
+    const int64_t kv_heads = k.dim(1), kv_seq = k.dim(2), v_head_size = v.dim(3);
+    if (k.dim(0) != batch || v.dim(0) != batch) {
+      ThrowInvalid(rt, "batch sizes differ: Q {}, K {}, V {}", ShapeToString(q_in.shape()),
+                   ShapeToString(k_in.shape()), ShapeToString(v_in.shape()));
+    }
+    if (v.dim(1) != kv_heads || v.dim(2) != kv_seq) {
+      ThrowInvalid(rt, "K and V must have the same heads and sequence length, got K {} and V {}",
+                   ShapeToString(k_in.shape()), ShapeToString(v_in.shape()));
+    }
+    if (k.dim(3) != head_size) {
+      ThrowInvalid(rt, "head size of K ({}) must equal the head size of Q ({}); Q {}, K {}",
+                   k.dim(3), head_size, ShapeToString(q_in.shape()), ShapeToString(k_in.shape()));
+    }
+    if (kv_heads == 0 ? q_heads != 0 : q_heads % kv_heads != 0) {
+      ThrowInvalid(rt, "query heads ({}) must be a multiple of key/value heads ({})", q_heads,
+                   kv_heads);
+    }
+
+    op.past_key = rt.OptionalInput(kPastKey);
+    op.past_value = rt.OptionalInput(kPastValue);
+    const Tensor* past_key = op.past_key;
+    const Tensor* past_value = op.past_value;
+    if ((past_key == nullptr) != (past_value == nullptr)) {
+      ThrowInvalid(rt, "past_key and past_value must be given together");
+    }
+    if (past_key != nullptr) {
+      op.past = past_key->rank() == 4 ? past_key->dim(2) : -1;
+      const Shape want_k = {batch, kv_heads, op.past, head_size};
+      const Shape want_v = {batch, kv_heads, op.past, v_head_size};
+      if (past_key->shape() != want_k) {
+        ThrowInvalid(
+            rt,
+            "past_key must have shape [batch, kv_heads, past, head_size] = [{}, {}, *, {}], got {}",
+            batch, kv_heads, head_size, ShapeToString(past_key->shape()));
+      }
+      if (past_value->shape() != want_v) {
+        ThrowInvalid(rt, "past_value must have shape {}, got {}", ShapeToString(want_v),
+                     ShapeToString(past_value->shape()));
+      }
+      if (past_key->dtype() != q.dtype()) ThrowUnsupportedType(rt, kPastKey, past_key->dtype());
+      if (past_value->dtype() != q.dtype())
+        ThrowUnsupportedType(rt, kPastValue, past_value->dtype());
+    }
+    const int64_t total = op.past + kv_seq;
+    constexpr int64_t kBlasLimit = std::numeric_limits<int32_t>::max();
+    if (std::max({total, head_size, v_head_size, q_heads * q_seq}) > kBlasLimit) {
+      ThrowInvalid(rt, "attention dimensions are too large (Q {}, K {})",
+                   ShapeToString(q_in.shape()), ShapeToString(k_in.shape()));
+    }
+    op.dims = {batch, q_heads, kv_heads, q_seq, total, head_size, v_head_size};
+    if (const Tensor* mask = rt.OptionalInput(kMask)) CheckMaskShape(rt, *mask, op.dims);
+    return op;
+  }
+
+  // Y (and qk) from Q and the full present K/V; `y` and `qk` (undefined when not wanted) are
+  // contiguous tensors of T shaped like the node's outputs. K/V are read in their stored type KV,
+  // which differs from T only for a single query row (RunSingleQueryAttention).
+  template <typename T, typename KV = T>
+  AttentionPath Compute(const RuntimeContext& rt, const Operands& op, Tensor q, Tensor k, Tensor v,
+                        const Tensor* mask, Tensor& y, Tensor& qk) const {
+    AttentionArgs<T, KV> args;
+    args.dims = op.dims;
+    const int64_t head_size = op.dims.head_size;
+    args.options.scale =
+        scale_.has_value() ? *scale_ : (head_size > 0 ? 1.0 / std::sqrt(double(head_size)) : 1.0);
+    args.options.softcap = softcap_;
+    args.options.is_causal = is_causal_;
+    args.options.causal_offset = op.past;
+    args.options.qk_mode = static_cast<int>(qk_mode_);
+    args.q = ReadableView<T>(rt, q);
+    args.k = ReadableView<KV>(rt, k);
+    args.v = ReadableView<KV>(rt, v);
+    constexpr int64_t kBlasLimit = std::numeric_limits<int32_t>::max();
+    for (const int64_t stride : {args.q.row_stride, args.q.head_stride, args.k.row_stride, args.k.head_stride,
+                                 args.v.row_stride, args.v.head_stride}) {
+      if (stride > kBlasLimit) {
+        ThrowInvalid(rt, "attention strides are too large for BLAS");
+      }
+    }
+    Tensor mask_holder;
+    if (mask != nullptr) args.mask = MakeMask<T>(rt, *mask, args.dims, mask_holder);
+
+    const int64_t q_heads = op.dims.q_heads, q_seq = op.dims.q_seq, vh = op.dims.v_head_size;
+    if (op.rank == 3) {
+      args.y = {y.data<T>(), q_seq * q_heads * vh, vh, q_heads * vh};
+    } else {
+      args.y = {y.data<T>(), q_heads * q_seq * vh, q_seq * vh, vh};
+    }
+    if (qk.defined()) args.qk_output = qk.data<T>();
+    ThreadPool* pool = rt.thread_pool();
+    const int64_t slots = attention::AttentionScratchSlots(args.dims, pool);
+    Tensor scratch = Tensor::Allocate(DataTypeOf<T>(), {attention::AttentionScratchSize(args.dims) * slots},
+                                      rt.allocator());
+    if constexpr (std::is_same_v<T, KV>) {
+      return attention::RunAttention<T>(args, scratch.data<T>(), pool);
+    } else {
+      attention::RunSingleQueryAttention<KV>(args, scratch.data<T>(), pool);
+      return AttentionPath::kSingleQuery;
+    }
+  }
+
+  void RecordPath(RuntimeContext& rt, TypeIndex index, const Operands& op,
+                  AttentionPath path) const {
+    if (!rt.kernel_usage_enabled()) return;
+    const size_t impl = path == AttentionPath::kSingleQuery       ? 3
+                        : op.dims.q_heads == op.dims.kv_heads ? 0
+                        : path == AttentionPath::kGrouped     ? 1
+                                                              : 2;
+    rt.RecordKernelUsage(names_[index][impl]);
+  }
+
+  // attn_mask must broadcast to [batch, q_heads, q_seq, total_seq] (it may have fewer columns).
+  static void CheckMaskShape(const RuntimeContext& rt, const Tensor& mask,
+                             const attention::AttentionDims& d) {
+    const int64_t rank = mask.rank();
+    if (rank < 1 || rank > 4) {
+      ThrowInvalid(rt,
+                   "attn_mask must have rank 1 to 4 (broadcastable to [batch, q_heads, q_seq, "
+                   "total_seq]), got {}",
+                   ShapeToString(mask.shape()));
+    }
+    const int64_t columns = mask.dim(rank - 1);
+    if (columns > d.kv_seq) {
+      ThrowInvalid(
+          rt, "attn_mask last dimension {} exceeds the total key sequence length {} (shape {})",
+          columns, d.kv_seq, ShapeToString(mask.shape()));
+    }
+    const std::array<int64_t, 3> target = {d.batch, d.q_heads, d.q_seq};
+    for (int64_t axis = std::max<int64_t>(0, 4 - rank); axis < 3; ++axis) {
+      const int64_t dim = mask.dim(rank - 4 + axis);
+      if (dim != target[axis] && dim != 1) {
+        ThrowInvalid(rt,
+                     "attn_mask shape {} is not broadcastable to [batch, q_heads, q_seq, "
+                     "total_seq] = [{}, {}, {}, {}]",
+                     ShapeToString(mask.shape()), d.batch, d.q_heads, d.q_seq, d.kv_seq);
+      }
+    }
+  }
+
+  // The (checked) mask broadcast to [batch, q_heads, q_seq, mask columns]; `holder` keeps a
+  // converted copy.
+  template <typename T>
+  static MaskView<T> MakeMask(const RuntimeContext& rt, const Tensor& mask,
+                              const attention::AttentionDims& d, Tensor& holder) {
+    const int64_t rank = mask.rank();
+    MaskView<T> view;
+    if (mask.dtype() == DataType::kBool) {
+      holder = mask;
+      view.bool_data = holder.data<bool>();
+    } else {
+      holder = mask.dtype() == DataTypeOf<T>() ? mask : CastMask<T>(rt, mask);
+      view.float_data = holder.data<T>();
+    }
+    const Shape strides = holder.strides();
+    const std::array<int64_t, 3> target = {d.batch, d.q_heads, d.q_seq};
+    std::array<int64_t, 3> bcast = {0, 0, 0};
+    for (int64_t axis = std::max<int64_t>(0, 4 - rank); axis < 3; ++axis) {
+      const int64_t m = rank - 4 + axis;  // the mask axis aligned with target axis `axis`
+      bcast[axis] = mask.dim(m) == target[axis] && mask.dim(m) != 1 ? strides[m] : 0;
+    }
+    view.batch_stride = bcast[0];
+    view.head_stride = bcast[1];
+    view.row_stride = bcast[2];
+    view.col_stride = strides[rank - 1];
+    view.columns = mask.dim(rank - 1);
+    return view;
+  }
+
+  bool is_causal_ = false;
+  int64_t qk_mode_ = 0;
+  std::optional<double> scale_;
+  double softcap_ = 0;
+  int64_t q_num_heads_ = 0;
+  int64_t kv_num_heads_ = 0;
+  // Only Q decides the type, so a float32 node with a float16 mask computes in float32.
+  std::array<std::array<std::string, kNumPaths>, kNumTypes> names_;
+  std::array<std::string, kNumTypes> append_names_;
+  std::array<std::string, kNumTypes> scratch_names_;
+};
+
+}  // namespace
+
+void RegisterAttentionKernels(KernelRegistry& registry) {
+  registry.Register("", "Attention", 23, [](const KernelBuildInfo& info) {
+    return std::make_unique<AttentionKernel>(info);
+  });
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,193 @@
+#include "kernels/nn/conv_direct.h"
+
+#include "kernels/registry/cpu_features.h"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define ONNX_LIGHT_DIRECT_CONV 1
+#else
+#define ONNX_LIGHT_DIRECT_CONV 0
+#endif
+
+namespace onnx_light::runtime {
+
+namespace {
+
+constexpr int64_t kBlock = 16;  // output channels per accumulator block, and floats per vector
+
+struct Padded {
+  int64_t h;      // rows of a padded plane
+  int64_t pitch;  // floats per padded row
+  int64_t plane;  // floats per padded plane
+};
+
+Padded PaddedGeometry(const WindowGeometry& g) {
+  Padded p;
+  p.h = g.output[0] + g.kernel[0] - 1;
+  p.pitch = g.output[1] + g.kernel[1] - 1;
+  p.plane = p.h * p.pitch;
+  return p;
+}
+
+// The image with its padding made explicit (zeros), so the inner loop has no bounds checks.
+void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const Padded& p, float* out) {
+  const int64_t ih_n = g.input[0];
+  const int64_t iw_n = g.input[1];
+  for (int64_t c = 0; c < channels; ++c) {
+    float* plane = out + c * p.plane;
+    for (int64_t r = 0; r < p.h; ++r) {
+      float* row = plane + r * p.pitch;
+      const int64_t ih = r - g.pad_begin[0];
+      if (ih < 0 || ih >= ih_n) {
+        std::fill(row, row + p.pitch, 0.0f);
+        continue;
+      }
+      // Columns [pad_begin, pad_begin + iw_n) of the padded row hold the input row, clipped to
+      // the padded width (the end padding may cut the input short when an output is dropped).
+      const int64_t lo = std::min(g.pad_begin[1], p.pitch);
+      const int64_t hi = std::min(g.pad_begin[1] + iw_n, p.pitch);
+      std::fill(row, row + lo, 0.0f);
+      if (hi > lo) {
+        std::memcpy(row + lo, x + (c * ih_n + ih) * iw_n, static_cast<size_t>(hi - lo) * sizeof(float));
+      }
+      std::fill(row + std::max(hi, lo), row + p.pitch, 0.0f);
+    }
+  }
+  // Slack after the last plane: full-width vector loads of the last row block may run past it.
+  std::fill(out + channels * p.plane, out + channels * p.plane + kBlock, 0.0f);
+}
+
+#if ONNX_LIGHT_DIRECT_CONV
+
+// One tile: kRows output rows x 16 columns (lanes) x kChannels output channels, accumulated over
+// every (c, kh, kw) tap. Each broadcast weight feeds kRows FMAs and each input load kChannels.
+template <int kRows, int kChannels>
+__attribute__((target("avx512f"), always_inline)) inline void DirectTile(
+    const float* xpad, int64_t channels, int64_t kh_n, int64_t kw_n, const Padded& p, const float* wb,
+    const float* bias, int64_t live, bool relu, int64_t oh, int64_t ow0, __mmask16 mask, int64_t out_size,
+    int64_t ow_n, float* y) {
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 acc[kRows][kChannels];
+#pragma GCC unroll 16
+  for (int j = 0; j < kChannels; ++j) {
+    const __m512 b = bias != nullptr && j < live ? _mm512_set1_ps(bias[j]) : zero;
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) acc[r][j] = b;
+  }
+  const float* wk = wb;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t kh = 0; kh < kh_n; ++kh) {
+      const float* row = xpad + c * p.plane + (oh + kh) * p.pitch + ow0;
+      for (int64_t kw = 0; kw < kw_n; ++kw, wk += kBlock) {
+        __m512 xv[kRows];
+#pragma GCC unroll 4
+        for (int r = 0; r < kRows; ++r) xv[r] = _mm512_loadu_ps(row + r * p.pitch + kw);
+#pragma GCC unroll 16
+        for (int j = 0; j < kChannels; ++j) {
+          const __m512 w = _mm512_set1_ps(wk[j]);
+#pragma GCC unroll 4
+          for (int r = 0; r < kRows; ++r) acc[r][j] = _mm512_fmadd_ps(w, xv[r], acc[r][j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < kChannels; ++j) {
+    if (j >= live) break;
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      // v < 0 ? 0 : v, like Relu (NaN compares false, so it passes through).
+      const __m512 v =
+          relu ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc[r][j], zero, _CMP_LT_OQ), acc[r][j], zero)
+               : acc[r][j];
+      _mm512_mask_storeu_ps(y + j * out_size + (oh + r) * ow_n + ow0, mask, v);
+    }
+  }
+}
+
+// Channels go in halves of a packed block of 16 (8 accumulators per row), rows in threes.
+constexpr int kTileChannels = 8;
+constexpr int kTileRows = 3;
+
+__attribute__((target("avx512f"))) void DirectConvAvx512(const float* xpad, int64_t channels,
+                                                         const WindowGeometry& g, const Padded& p,
+                                                         const float* packed_w, int64_t m, const float* bias,
+                                                         bool relu, float* y) {
+  const int64_t kh_n = g.kernel[0];
+  const int64_t kw_n = g.kernel[1];
+  const int64_t oh_n = g.output[0];
+  const int64_t ow_n = g.output[1];
+  const int64_t out_size = oh_n * ow_n;
+  const int64_t k = channels * kh_n * kw_n;
+  for (int64_t m0 = 0; m0 < m; m0 += kTileChannels) {
+    // Weights of channels [m0, m0 + 8): half of the packed block of 16 they belong to.
+    const float* wb = packed_w + (m0 / kBlock) * k * kBlock + m0 % kBlock;
+    const float* b = bias != nullptr ? bias + m0 : nullptr;
+    const int64_t live = std::min<int64_t>(kTileChannels, m - m0);
+    float* ym = y + m0 * out_size;
+    for (int64_t ow0 = 0; ow0 < ow_n; ow0 += kBlock) {
+      const int64_t width = std::min(kBlock, ow_n - ow0);
+      const __mmask16 mask = static_cast<__mmask16>(width == kBlock ? 0xFFFF : (1u << width) - 1);
+      int64_t oh = 0;
+      for (; oh + kTileRows <= oh_n; oh += kTileRows) {
+        DirectTile<kTileRows, kTileChannels>(xpad, channels, kh_n, kw_n, p, wb, b, live, relu, oh, ow0, mask,
+                                             out_size, ow_n, ym);
+      }
+      for (; oh < oh_n; ++oh) {
+        DirectTile<1, kTileChannels>(xpad, channels, kh_n, kw_n, p, wb, b, live, relu, oh, ow0, mask, out_size,
+                                     ow_n, ym);
+      }
+    }
+  }
+}
+
+#endif
+
+}  // namespace
+
+bool DirectConvAvailable() {
+#if ONNX_LIGHT_DIRECT_CONV
+  return UseAvx512();
+#else
+  return false;
+#endif
+}
+
+bool DirectConvApplies(const WindowGeometry& g) {
+  return g.rank() == 2 && g.stride[0] == 1 && g.stride[1] == 1 && g.dilation[0] == 1 && g.dilation[1] == 1 &&
+         g.output[1] >= 8 && g.output[0] > 0;
+}
+
+int64_t DirectConvPackedSize(int64_t m, int64_t k) { return (m + kBlock - 1) / kBlock * kBlock * k; }
+
+void PackDirectConvWeights(const float* w, int64_t m, int64_t k, float* packed) {
+  for (int64_t mb = 0; mb * kBlock < m; ++mb) {
+    for (int64_t t = 0; t < k; ++t) {
+      float* dst = packed + (mb * k + t) * kBlock;
+      for (int64_t j = 0; j < kBlock; ++j) {
+        const int64_t oc = mb * kBlock + j;
+        dst[j] = oc < m ? w[oc * k + t] : 0.0f;
+      }
+    }
+  }
+}
+
+int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g) {
+  return channels * PaddedGeometry(g).plane + kBlock;
+}
+
+void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, const float* packed_w, int64_t m,
+                  const float* bias, bool relu, float* scratch, float* y) {
+#if ONNX_LIGHT_DIRECT_CONV
+  const Padded p = PaddedGeometry(g);
+  PadImage(x, channels, g, p, scratch);
+  DirectConvAvx512(scratch, channels, g, p, packed_w, m, bias, relu, y);
+#else
+  (void)x, (void)channels, (void)g, (void)packed_w, (void)m, (void)bias, (void)relu, (void)scratch, (void)y;
+#endif
+}
+
+}  // namespace onnx_light::runtime

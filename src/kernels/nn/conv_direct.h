@@ -1,0 +1,36 @@
+#pragma once
+// A direct 2-D float32 convolution for stride 1 without dilation, written for AVX-512 and chosen
+// at run time: the library is built for the baseline x86-64 ISA, and this path is only taken on
+// CPUs that report AVX-512F. Sixteen adjacent output columns sit in one vector and sixteen output
+// channels in sixteen accumulators, so every input load feeds sixteen FMAs and the output is
+// written straight into NCHW with the bias and optional Relu applied.
+
+#include <cstdint>
+
+#include "kernels/nn/im2col.h"
+
+namespace onnx_light::runtime {
+
+/// True when this build has the direct kernel and UseAvx512() (kernels/registry/cpu_features.h).
+bool DirectConvAvailable();
+
+/// Whether DirectConv2d handles this geometry: 2-D, unit strides and dilations, outputs at least
+/// 8 columns wide (narrower rows would leave most vector lanes idle).
+bool DirectConvApplies(const WindowGeometry& g);
+
+/// Floats PackDirectConvWeights writes for `m` output channels of `k` (= C * KH * KW) taps.
+int64_t DirectConvPackedSize(int64_t m, int64_t k);
+
+/// Rearranges W [m, k] into blocks of 16 output channels, [ceil(m / 16)][k][16], zero-padded.
+void PackDirectConvWeights(const float* w, int64_t m, int64_t k, float* packed);
+
+/// Floats of scratch DirectConv2d needs for one image of `channels` channels.
+int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g);
+
+/// y[m, oh, ow] = relu?(bias[m] + sum over c, kh, kw of W[m, c, kh, kw] * x[c, oh + kh - pad, ow + kw - pad])
+/// for one image x [channels, H, W] into y [m, OH, OW]; `bias` may be null. Requires
+/// DirectConvAvailable() and DirectConvApplies(g).
+void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, const float* packed_w, int64_t m,
+                  const float* bias, bool relu, float* scratch, float* y);
+
+}  // namespace onnx_light::runtime

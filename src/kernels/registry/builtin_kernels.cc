@@ -1,0 +1,46 @@
+#include "kernels/registry/kernel_tables.h"
+
+namespace onnx_light::runtime {
+
+const KernelRegistry& BuiltinKernels() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    RegisterIdentityKernels(r);
+    RegisterBinaryKernels(r);
+    RegisterUnaryKernels(r);
+    RegisterActivationKernels(r);
+    RegisterCompareLogicKernels(r);
+    RegisterVariadicKernels(r);
+    RegisterCastKernels(r);
+    RegisterReshapeKernels(r);
+    RegisterTransposeKernels(r);
+    RegisterConcatSplitKernels(r);
+    RegisterSliceKernels(r);
+    RegisterGatherScatterKernels(r);
+    RegisterPadTileKernels(r);
+    RegisterGeneratorKernels(r);
+    RegisterResizeKernels(r);
+    RegisterIfKernels(r);
+    RegisterLoopKernels(r);
+    RegisterScanKernels(r);
+    RegisterSequenceKernels(r);
+    RegisterOptionalKernels(r);
+    RegisterReduceKernels(r);
+    RegisterArgTopKKernels(r);
+    RegisterSoftmaxKernels(r);
+    RegisterNormalizationKernels(r);
+    RegisterDropoutKernels(r);
+    RegisterAttentionKernels(r);
+    RegisterRotaryEmbeddingKernels(r);
+    RegisterMatMulKernels(r);
+    RegisterGemmKernels(r);
+    RegisterEinsumKernels(r);
+    RegisterConvKernels(r);
+    RegisterConvTransposeKernels(r);
+    RegisterPoolKernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,178 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <tuple>
+
+#include "core/describe_node.h"
+#include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/kernel_base.h"
+
+namespace onnx_light::runtime {
+
+std::string_view CanonicalDomain(std::string_view domain) noexcept {
+  return domain == "ai.onnx" ? std::string_view() : domain;
+}
+
+OpsetId DefaultOpset(int64_t version) {
+  if (version < 1 || version > kMaxOnnxOpset) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("opset version {} is outside the supported range [1, {}]", version,
+                            kMaxOnnxOpset));
+  }
+  return OpsetId{"", version};
+}
+
+KernelContext::KernelContext(OpsetId opset)
+    : opset_(std::move(opset)), custom_kernels_(std::make_shared<KernelRegistry>()) {}
+
+void KernelRegistry::Register(std::string domain, std::string op_type, int64_t since_version,
+                              KernelFactory factory) {
+  domain = std::string(CanonicalDomain(domain));
+  // A later registration for the same key replaces the earlier one (custom overrides).
+  auto same = [&](const Entry& e) {
+    return e.domain == domain && e.op_type == op_type && e.since_version == since_version;
+  };
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(), same), entries_.end());
+  entries_.push_back({std::move(domain), std::move(op_type), since_version, std::move(factory)});
+  ++generation_;
+}
+
+const KernelFactory* KernelRegistry::Find(std::string_view domain, std::string_view op_type,
+                                          int64_t opset_version) const {
+  domain = CanonicalDomain(domain);
+  const Entry* best = nullptr;
+  for (const Entry& e : entries_) {
+    if (e.domain == domain && e.op_type == op_type && e.since_version <= opset_version &&
+        (best == nullptr || e.since_version > best->since_version)) {
+      best = &e;
+    }
+  }
+  return best ? &best->factory : nullptr;
+}
+
+std::vector<KernelRegistry::Key> KernelRegistry::Keys() const {
+  std::vector<Key> keys;
+  keys.reserve(entries_.size());
+  for (const Entry& e : entries_) keys.push_back({e.domain, e.op_type, e.since_version});
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    return std::tie(a.domain, a.op_type, a.since_version) <
+           std::tie(b.domain, b.op_type, b.since_version);
+  });
+  return keys;
+}
+
+namespace {
+std::mutex& GlobalMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::shared_ptr<const KernelRegistry>& GlobalSlot() {
+  static std::shared_ptr<const KernelRegistry> slot = std::make_shared<KernelRegistry>();
+  return slot;
+}
+}  // namespace
+
+std::shared_ptr<const KernelRegistry> GlobalKernels() {
+  std::lock_guard lock(GlobalMutex());
+  return GlobalSlot();
+}
+
+void RegisterGlobalKernel(std::string domain, std::string op_type, KernelFactory factory,
+                          int64_t since_version) {
+  std::lock_guard lock(GlobalMutex());
+  // Copy on write: sessions being built keep reading the snapshot they took.
+  auto next = std::make_shared<KernelRegistry>(*GlobalSlot());
+  next->Register(std::move(domain), std::move(op_type), since_version, std::move(factory));
+  GlobalSlot() = std::move(next);
+}
+
+void RegisterContextKernel(KernelContext& kernel_context, std::string domain, std::string op_type,
+                           KernelFactory factory, int64_t since_version) {
+  kernel_context.custom_kernels()->Register(std::move(domain), std::move(op_type), since_version,
+                                            std::move(factory));
+}
+
+// ---- KernelBuildInfo ---------------------------------------------------------------------------
+
+namespace {
+std::string_view AttributeTypeName(AttributeType type) {
+  switch (type) {
+    case AttributeType::kFloat: return "float";
+    case AttributeType::kInt: return "int";
+    case AttributeType::kString: return "string";
+    case AttributeType::kTensor: return "tensor";
+    case AttributeType::kGraph: return "graph";
+    case AttributeType::kFloats: return "floats";
+    case AttributeType::kInts: return "ints";
+    case AttributeType::kStrings: return "strings";
+    case AttributeType::kTensors: return "tensors";
+    case AttributeType::kGraphs: return "graphs";
+    default: return "other";
+  }
+}
+}  // namespace
+
+std::string KernelBuildInfo::Describe() const { return DescribeNode(node_.name, node_.op_type); }
+
+const Attribute& KernelBuildInfo::Require(std::string_view name, AttributeType type) const {
+  const Attribute* attr = node_.FindAttribute(name);
+  if (attr == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: required attribute '{}' is missing", Describe(), name));
+  }
+  if (attr->type != type) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: attribute '{}' must be {}, got {}", Describe(), name,
+                            AttributeTypeName(type), AttributeTypeName(attr->type)));
+  }
+  return *attr;
+}
+
+int64_t KernelBuildInfo::GetInt(std::string_view name) const {
+  return Require(name, AttributeType::kInt).i;
+}
+int64_t KernelBuildInfo::GetInt(std::string_view name, int64_t default_value) const {
+  return HasAttribute(name) ? GetInt(name) : default_value;
+}
+float KernelBuildInfo::GetFloat(std::string_view name) const {
+  return Require(name, AttributeType::kFloat).f;
+}
+float KernelBuildInfo::GetFloat(std::string_view name, float default_value) const {
+  return HasAttribute(name) ? GetFloat(name) : default_value;
+}
+std::string KernelBuildInfo::GetString(std::string_view name) const {
+  return Require(name, AttributeType::kString).s;
+}
+std::string KernelBuildInfo::GetString(std::string_view name, std::string default_value) const {
+  return HasAttribute(name) ? GetString(name) : default_value;
+}
+std::vector<int64_t> KernelBuildInfo::GetInts(std::string_view name) const {
+  return Require(name, AttributeType::kInts).ints;
+}
+std::vector<int64_t> KernelBuildInfo::GetInts(std::string_view name,
+                                              std::vector<int64_t> default_value) const {
+  return HasAttribute(name) ? GetInts(name) : default_value;
+}
+std::vector<float> KernelBuildInfo::GetFloats(std::string_view name,
+                                              std::vector<float> default_value) const {
+  return HasAttribute(name) ? Require(name, AttributeType::kFloats).floats : default_value;
+}
+std::vector<std::string> KernelBuildInfo::GetStrings(std::string_view name,
+                                                     std::vector<std::string> default_value) const {
+  return HasAttribute(name) ? Require(name, AttributeType::kStrings).strings : default_value;
+}
+const Tensor& KernelBuildInfo::GetTensor(std::string_view name) const {
+  return Require(name, AttributeType::kTensor).t;
+}
+const SubgraphRunner& KernelBuildInfo::GetSubgraph(std::string_view name) const {
+  Require(name, AttributeType::kGraph);
+  const SubgraphRunner* runner = subgraphs_ ? subgraphs_(name) : nullptr;
+  if (runner == nullptr) {
+    throw Error(ErrorCode::kInternal,
+                fmt::format("{}: graph attribute '{}' was not compiled", Describe(), name));
+  }
+  return *runner;
+}
+
+}  // namespace onnx_light::runtime
