@@ -95,23 +95,25 @@ def _build_session(runtime, path: str, threads: int):
 # ---- info ------------------------------------------------------------------------------------
 
 
-def operator_support(info: dict, supported: Sequence[tuple[str, str, int]]) -> list[dict]:
+def operator_support(info: dict, supported: Sequence[tuple[str, str, int, int]]) -> list[dict]:
     """Each operator of ``model_info`` with ``status``: 'supported' (and ``since_version`` of the
-    kernel that serves it), 'function' (a model-local function) or 'unsupported'."""
-    kernels: dict[tuple[str, str], list[int]] = {}
-    for domain, op, since in supported:
-        kernels.setdefault((domain, op), []).append(int(since))
+    kernel that serves it), 'function' (a model-local function) or 'unsupported' (no kernel, or
+    none for the opset version the model imports)."""
+    kernels: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for domain, op, since, until in supported:
+        kernels.setdefault((domain, op), []).append((int(since), int(until)))
     functions = {(domain, name) for domain, name in info["functions"]}
     rows = []
     for op in info["operators"]:
         key = (op["domain"], op["op_type"])
         row = dict(op, status="unsupported", since_version=None)
-        versions = [v for v in kernels.get(key, []) if 0 < v <= op["opset_version"]]
+        version = op["opset_version"]
+        serving = [since for since, until in kernels.get(key, []) if since <= version <= until]
         if key in functions:
             row["status"] = "function"
-        elif versions:
+        elif serving:
             row["status"] = "supported"
-            row["since_version"] = max(versions)
+            row["since_version"] = max(serving)
         rows.append(row)
     return rows
 

@@ -26,11 +26,16 @@ _ONNX_DOMAINS = ("", "ai.onnx")
 _MAX_ROUNDS = 8  # nested calls: each round inlines the calls the previous round produced
 
 
-def supported_operator_names() -> set[str]:
-    """The runtime's built-in operators as "op" (ai.onnx) or "domain::op" names."""
+def supported_operator_names(onnx_opset: int | None = None) -> set[str]:
+    """The runtime's built-in operators as "op" (ai.onnx) or "domain::op" names; with
+    `onnx_opset`, only the ai.onnx operators whose kernel serves that opset version."""
     from onnx_light.onnx_py._onnxpykernels import runtime
 
-    return {op if not domain else f"{domain}::{op}" for domain, op, _ in runtime.supported_operators()}
+    return {
+        op if not domain else f"{domain}::{op}"
+        for domain, op, since, until in runtime.supported_operators()
+        if domain or onnx_opset is None or since <= onnx_opset <= until
+    }
 
 
 def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
@@ -124,7 +129,7 @@ def expand_schema_functions(
     not copied). Operators without a function body are left as they are.
     """
     if supported is None:
-        supported = supported_operator_names()
+        supported = supported_operator_names(_onnx_opset(model))
     ops = _to_expand(model, supported)
     if not ops:
         return None

@@ -32,7 +32,8 @@ empty optional."""
 TensorKindName = Literal["unknown", "initializer", "input", "intermediate", "output"]
 
 MAX_ONNX_OPSET: int
-"""Highest ai.onnx opset version the built-in kernels target (23)."""
+"""Newest ai.onnx opset version a model may import (28, as in the pinned onnx). Each operator
+is served only for the opset versions its kernel implements (see supported_operators())."""
 
 class OpsetId:
     """An operator-set id: a domain ('' is ai.onnx) and its version."""
@@ -279,9 +280,9 @@ def register_kernel(domain: str, op_type: str, fn: Callable[..., Any], kernel_co
     every session built afterwards, or, with kernel_context, only for runs whose context was
     built from that KernelContext. Overrides built-in kernels."""
 
-def supported_operators() -> list[tuple[str, str, int]]:
-    """The built-in kernels as (domain, op_type, since_version) tuples, sorted; domain '' is
-    ai.onnx."""
+def supported_operators() -> list[tuple[str, str, int, int]]:
+    """The built-in kernels as (domain, op_type, since, until) tuples, sorted; domain '' is
+    ai.onnx. A kernel serves the opset versions since..until of its domain."""
 
 def model_info(model: ModelSource) -> dict[str, Any]:
     """Describes a model without compiling it: ir_version, producer_name, producer_version,

@@ -175,12 +175,13 @@ void BindSession(py::module_& m) {
         [] {
           py::list out;
           for (const KernelRegistry::Key& key : BuiltinKernels().Keys()) {
-            out.append(py::make_tuple(key.domain, key.op_type, key.since_version));
+            out.append(py::make_tuple(key.domain, key.op_type, key.versions.since, key.versions.until));
           }
           return out;
         },
-        "The built-in kernels as (domain, op_type, since_version) tuples, sorted; domain '' is "
-        "ai.onnx. A kernel serves its operator from since_version up to the next entry's.");
+        "The built-in kernels as (domain, op_type, since, until) tuples, sorted; domain '' is "
+        "ai.onnx. A kernel serves the opset versions since..until of its domain; a model that "
+        "imports another version of the operator's domain is refused when the session is built.");
   m.def("model_info", [](py::handle model) { return DescribeModel(*ModelFromPython(model)); },
         py::arg("model"),
         "Reads a model (path, bytes or onnx.ModelProto) and describes it without compiling it: "

@@ -188,9 +188,21 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       }
       factory = sources.builtin_kernels->Find(node.domain, node.op_type, version);
       if (factory == nullptr) {
+        const std::string op_name =
+            (node.domain.empty() ? "" : node.domain + "::") + node.op_type;
+        const std::string versions =
+            sources.builtin_kernels->DescribeVersions(node.domain, node.op_type);
+        if (versions.empty()) {
+          throw Error(ErrorCode::kUnimplemented,
+                      fmt::format("{}: no kernel for operator '{}' at opset {}", where, op_name,
+                                  version));
+        }
+        // Never run another version's semantics: the model's opset decides the operator version.
         throw Error(ErrorCode::kUnimplemented,
-                    fmt::format("{}: no kernel for operator '{}{}' at opset {}", where,
-                                node.domain.empty() ? "" : node.domain + "::", node.op_type, version));
+                    fmt::format("{}: the model imports {} opset {}, and onnx-light implements "
+                                "operator '{}' only for opset versions {}",
+                                where, node.domain.empty() ? "ai.onnx" : node.domain,
+                                version, op_name, versions));
       }
     }
     if (function != nullptr) {

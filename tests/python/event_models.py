@@ -73,7 +73,7 @@ def run_concat_decode(steps: int = 6, capacity: int = 2, context=None):
 
 
 def has_kernels(*ops: str) -> bool:
-    available = {op for domain, op, _ in runtime.supported_operators() if domain == ""}
+    available = {op for domain, op, *_ in runtime.supported_operators() if domain == ""}
     return all(op in available for op in ops)
 
 

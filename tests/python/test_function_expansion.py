@@ -44,7 +44,8 @@ def nll_inputs(shape, classes, with_weight, seed=0, ignore=None):
 def test_supported_operators_table():
     ops = runtime.supported_operators()
     assert ops == sorted(ops)
-    assert all(isinstance(d, str) and isinstance(o, str) and isinstance(v, int) for d, o, v in ops)
+    assert all(isinstance(d, str) and isinstance(o, str) and isinstance(since, int) and isinstance(until, int)
+               and 1 <= since <= until for d, o, since, until in ops)
     names = supported_operator_names()
     assert "Add" in names and "Conv" in names
 

@@ -86,33 +86,52 @@ class KernelBuildInfo {
 
 using KernelFactory = std::function<std::unique_ptr<KernelBase>(const KernelBuildInfo&)>;
 
-/// Kernels by (domain, op type, first opset version). Resolve picks the entry with the highest
-/// `since_version` not above the model's version.
+/// The opset versions of one operator's domain that a kernel implements: every version v with
+/// since <= v <= until. A built-in kernel states both ends; `until` stops before the next version
+/// of the operator whose semantics the kernel does not implement.
+struct OpsetRange {
+  int64_t since = 1;
+  int64_t until = kOpenEndedOpset;
+  /// `until` of a registration that serves every later version (custom kernels).
+  static constexpr int64_t kOpenEndedOpset = INT64_MAX;
+  bool Contains(int64_t version) const noexcept { return since <= version && version <= until; }
+};
+
+/// Kernels by (domain, op type, opset range). Find picks, among the registrations whose range
+/// contains the model's version, the one with the highest `since` (so a later custom
+/// registration can take over from some version on).
 /// Threading: Register is not thread-safe against lookups; lookups are thread-safe.
 class KernelRegistry {
  public:
-  void Register(std::string domain, std::string op_type, int64_t since_version, KernelFactory factory);
-  /// Nullptr when nothing matches.
+  void Register(std::string domain, std::string op_type, OpsetRange versions, KernelFactory factory);
+  /// Serves every version from `since_version` on (the form custom kernels use).
+  void Register(std::string domain, std::string op_type, int64_t since_version, KernelFactory factory) {
+    Register(std::move(domain), std::move(op_type), OpsetRange{since_version}, std::move(factory));
+  }
+  /// Nullptr when no registration covers `opset_version`.
   const KernelFactory* Find(std::string_view domain, std::string_view op_type,
                             int64_t opset_version) const;
+  /// Whether any registration exists for (domain, op_type), whatever its versions.
+  bool Contains(std::string_view domain, std::string_view op_type) const;
   bool empty() const noexcept { return entries_.empty(); }
   /// Incremented by every Register, so cached resolutions can tell they are stale.
   uint64_t generation() const noexcept { return generation_; }
-  /// One registration: the kernel serves opset versions from `since_version` up to the next
-  /// registration of the same (domain, op_type).
   struct Key {
     std::string domain;  // "" for ai.onnx
     std::string op_type;
-    int64_t since_version;
+    OpsetRange versions;
   };
-  /// Every registration, sorted by domain, op type and since_version.
+  /// Every registration, sorted by domain, op type and since.
   std::vector<Key> Keys() const;
+  /// The ranges registered for (domain, op_type), sorted, as text: "1-12, 13-23" ("13+" when
+  /// open-ended); empty when there is none.
+  std::string DescribeVersions(std::string_view domain, std::string_view op_type) const;
 
  private:
   struct Entry {
     std::string domain;
     std::string op_type;
-    int64_t since_version;
+    OpsetRange versions;
     KernelFactory factory;
   };
   std::vector<Entry> entries_;

@@ -15,8 +15,11 @@ struct OpsetId {
   int64_t version = 0;
 };
 
-/// Highest ai.onnx opset version the built-in kernels target.
-inline constexpr int64_t kMaxOnnxOpset = 23;
+/// Newest ai.onnx opset version a model may import: the newest that the pinned onnx release
+/// defines. Each operator is served only for the opset versions its kernel implements (see
+/// KernelRegistry); a model needing another version of an operator is refused when the session
+/// is built.
+inline constexpr int64_t kMaxOnnxOpset = 28;
 
 /// The ai.onnx opset `version`. Throws Error(kInvalidArgument) outside [1, kMaxOnnxOpset].
 OpsetId DefaultOpset(int64_t version);

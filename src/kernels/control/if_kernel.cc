@@ -50,7 +50,7 @@ class IfKernel final : public KernelBase {
 
 void RegisterIfKernels(KernelRegistry& registry) {
   // Versions 1 through 23 only widen the allowed types; the semantics are unchanged.
-  registry.Register("", "If", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "If", {1, 23}, [](const KernelBuildInfo& info) {
     return std::make_unique<IfKernel>(info);
   });
 }

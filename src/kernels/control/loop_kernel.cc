@@ -155,7 +155,7 @@ class LoopKernel final : public KernelBase {
 void RegisterLoopKernels(KernelRegistry& registry) {
   // Versions 1 through 23 widen the allowed types (sequences from 13, optionals from 16); the
   // iteration semantics are unchanged.
-  registry.Register("", "Loop", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "Loop", {1, 23}, [](const KernelBuildInfo& info) {
     return std::make_unique<LoopKernel>(info);
   });
 }

@@ -348,11 +348,11 @@ class Scan8Kernel final : public KernelBase {
 }  // namespace
 
 void RegisterScanKernels(KernelRegistry& registry) {
-  registry.Register("", "Scan", 8, [](const KernelBuildInfo& info) {
+  registry.Register("", "Scan", {8, 8}, [](const KernelBuildInfo& info) {
     return std::make_unique<Scan8Kernel>(info);
   });
   // 9 dropped the batch axis; 11 allowed negative axes; later versions only widen types.
-  registry.Register("", "Scan", 9, [](const KernelBuildInfo& info) {
+  registry.Register("", "Scan", {9, 23}, [](const KernelBuildInfo& info) {
     return std::make_unique<ScanKernel>(info);
   });
 }

@@ -112,9 +112,9 @@ struct MishOp {
 };
 
 template <typename Op>
-void RegisterWith(KernelRegistry& registry, const char* name, int64_t since_version,
+void RegisterWith(KernelRegistry& registry, const char* name, OpsetRange versions,
                   Op (*make)(const KernelBuildInfo&)) {
-  registry.Register("", name, since_version, [name, make](const KernelBuildInfo& info) {
+  registry.Register("", name, versions, [name, make](const KernelBuildInfo& info) {
     return std::make_unique<UnaryKernel<Op, FloatTypes>>(name, make(info));
   });
 }
@@ -263,24 +263,24 @@ ONNX_LIGHT_FLOAT_LOOP(GeluTanhOp)
 }  // namespace
 
 void RegisterActivationKernels(KernelRegistry& registry) {
-  RegisterUnary<ReluOp, SignedNumericTypes>(registry, "Relu");
-  RegisterWith<LeakyReluOp>(registry, "LeakyRelu", 1, [](const KernelBuildInfo& info) {
+  RegisterUnary<ReluOp, SignedNumericTypes>(registry, "Relu", {1, 28});
+  RegisterWith<LeakyReluOp>(registry, "LeakyRelu", {1, 28}, [](const KernelBuildInfo& info) {
     return LeakyReluOp{info.GetFloat("alpha", 0.01f)};
   });
-  RegisterWith<EluOp>(registry, "Elu", 1, [](const KernelBuildInfo& info) {
+  RegisterWith<EluOp>(registry, "Elu", {1, 28}, [](const KernelBuildInfo& info) {
     return EluOp{info.GetFloat("alpha", 1.0f)};
   });
-  RegisterWith<SeluOp>(registry, "Selu", 1, [](const KernelBuildInfo& info) {
+  RegisterWith<SeluOp>(registry, "Selu", {1, 28}, [](const KernelBuildInfo& info) {
     return SeluOp{info.GetFloat("alpha", 1.67326319217681884765625f),
                   info.GetFloat("gamma", 1.05070102214813232421875f)};
   });
-  RegisterWith<HardSigmoidOp>(registry, "HardSigmoid", 1, [](const KernelBuildInfo& info) {
+  RegisterWith<HardSigmoidOp>(registry, "HardSigmoid", {1, 28}, [](const KernelBuildInfo& info) {
     return HardSigmoidOp{info.GetFloat("alpha", 0.2f), info.GetFloat("beta", 0.5f)};
   });
-  RegisterUnary<SoftplusOp, FloatTypes>(registry, "Softplus");
-  RegisterUnary<HardSwishOp, FloatTypes>(registry, "HardSwish", 14);
-  RegisterUnary<MishOp, FloatTypes>(registry, "Mish", 18);
-  registry.Register("", "Gelu", 20, [](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
+  RegisterUnary<SoftplusOp, FloatTypes>(registry, "Softplus", {1, 28});
+  RegisterUnary<HardSwishOp, FloatTypes>(registry, "HardSwish", {14, 28});
+  RegisterUnary<MishOp, FloatTypes>(registry, "Mish", {18, 28});
+  registry.Register("", "Gelu", {20, 28}, [](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
     const std::string approximate = info.GetString("approximate", "none");
     if (approximate == "none") return std::make_unique<UnaryKernel<GeluOp, FloatTypes>>("Gelu");
     if (approximate == "tanh")
@@ -289,9 +289,9 @@ void RegisterActivationKernels(KernelRegistry& registry) {
                 fmt::format("{}: attribute 'approximate' must be 'none' or 'tanh', got '{}'",
                             info.Describe(), approximate));
   });
-  registry.Register("", "PRelu", 1,
+  registry.Register("", "PRelu", {1, 28},
                     [](const KernelBuildInfo&) { return std::make_unique<PReluKernel>(); });
-  registry.Register("", "Clip", 1,
+  registry.Register("", "Clip", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<ClipKernel>(info); });
 }
 

@@ -334,15 +334,15 @@ class PowKernel final : public KernelBase {
 };
 
 template <typename Op>
-void RegisterArithmetic(KernelRegistry& registry, const char* name) {
-  registry.Register("", name, 1, [name](const KernelBuildInfo& info) {
+void RegisterArithmetic(KernelRegistry& registry, const char* name, OpsetRange versions) {
+  registry.Register("", name, versions, [name](const KernelBuildInfo& info) {
     return std::make_unique<ArithmeticKernel<Op>>(info, name);
   });
 }
 
 template <typename Op>
-void RegisterBitwise(KernelRegistry& registry, const char* name) {
-  registry.Register("", name, 18, [name](const KernelBuildInfo&) {
+void RegisterBitwise(KernelRegistry& registry, const char* name, OpsetRange versions) {
+  registry.Register("", name, versions, [name](const KernelBuildInfo&) {
     return std::make_unique<BitwiseKernel<Op>>(name);
   });
 }
@@ -350,18 +350,18 @@ void RegisterBitwise(KernelRegistry& registry, const char* name) {
 }  // namespace
 
 void RegisterBinaryKernels(KernelRegistry& registry) {
-  RegisterArithmetic<AddOp>(registry, "Add");
-  RegisterArithmetic<SubOp>(registry, "Sub");
-  RegisterArithmetic<MulOp>(registry, "Mul");
-  RegisterArithmetic<DivOp>(registry, "Div");
-  registry.Register("", "Pow", 1,
+  RegisterArithmetic<AddOp>(registry, "Add", {1, 28});
+  RegisterArithmetic<SubOp>(registry, "Sub", {1, 28});
+  RegisterArithmetic<MulOp>(registry, "Mul", {1, 28});
+  RegisterArithmetic<DivOp>(registry, "Div", {1, 28});
+  registry.Register("", "Pow", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<PowKernel>(info); });
-  registry.Register("", "Mod", 10,
+  registry.Register("", "Mod", {10, 27},
                     [](const KernelBuildInfo& info) { return std::make_unique<ModKernel>(info); });
-  RegisterBitwise<BitwiseAndOp>(registry, "BitwiseAnd");
-  RegisterBitwise<BitwiseOrOp>(registry, "BitwiseOr");
-  RegisterBitwise<BitwiseXorOp>(registry, "BitwiseXor");
-  registry.Register("", "BitShift", 11, [](const KernelBuildInfo& info) {
+  RegisterBitwise<BitwiseAndOp>(registry, "BitwiseAnd", {18, 28});
+  RegisterBitwise<BitwiseOrOp>(registry, "BitwiseOr", {18, 28});
+  RegisterBitwise<BitwiseXorOp>(registry, "BitwiseXor", {18, 28});
+  registry.Register("", "BitShift", {11, 27}, [](const KernelBuildInfo& info) {
     return std::make_unique<BitShiftKernel>(info);
   });
 }

@@ -281,10 +281,10 @@ class CastKernel final : public KernelBase {
 }  // namespace
 
 void RegisterCastKernels(KernelRegistry& registry) {
-  registry.Register("", "Cast", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "Cast", {1, 23}, [](const KernelBuildInfo& info) {
     return std::make_unique<CastKernel>(info, false);
   });
-  registry.Register("", "CastLike", 15, [](const KernelBuildInfo& info) {
+  registry.Register("", "CastLike", {15, 23}, [](const KernelBuildInfo& info) {
     return std::make_unique<CastKernel>(info, true);
   });
 }

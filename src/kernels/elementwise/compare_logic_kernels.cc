@@ -74,8 +74,8 @@ class CompareKernel final : public KernelBase {
 };
 
 template <typename Op, typename Types>
-void RegisterCompare(KernelRegistry& registry, const char* name, int64_t since_version = 1) {
-  registry.Register("", name, since_version, [name](const KernelBuildInfo& info) {
+void RegisterCompare(KernelRegistry& registry, const char* name, OpsetRange versions) {
+  registry.Register("", name, versions, [name](const KernelBuildInfo& info) {
     return std::make_unique<CompareKernel<Op, Types>>(info, name);
   });
 }
@@ -188,22 +188,22 @@ class WhereKernel final : public KernelBase {
 }  // namespace
 
 void RegisterCompareLogicKernels(KernelRegistry& registry) {
-  RegisterCompare<EqualOp, EqualTypes>(registry, "Equal");
-  RegisterCompare<LessOp, NumericTypes>(registry, "Less");
-  RegisterCompare<LessOrEqualOp, NumericTypes>(registry, "LessOrEqual", 12);
-  RegisterCompare<GreaterOp, NumericTypes>(registry, "Greater");
-  RegisterCompare<GreaterOrEqualOp, NumericTypes>(registry, "GreaterOrEqual", 12);
-  RegisterCompare<AndOp, BoolTypes>(registry, "And");
-  RegisterCompare<OrOp, BoolTypes>(registry, "Or");
-  RegisterCompare<XorOp, BoolTypes>(registry, "Xor");
-  RegisterUnary<NotOp, BoolTypes>(registry, "Not");
-  RegisterUnary<IsNaNOp, FloatTypes, true>(registry, "IsNaN", 9);
-  registry.Register("", "IsInf", 10, [](const KernelBuildInfo& info) {
+  RegisterCompare<EqualOp, EqualTypes>(registry, "Equal", {1, 28});
+  RegisterCompare<LessOp, NumericTypes>(registry, "Less", {1, 28});
+  RegisterCompare<LessOrEqualOp, NumericTypes>(registry, "LessOrEqual", {12, 28});
+  RegisterCompare<GreaterOp, NumericTypes>(registry, "Greater", {1, 28});
+  RegisterCompare<GreaterOrEqualOp, NumericTypes>(registry, "GreaterOrEqual", {12, 28});
+  RegisterCompare<AndOp, BoolTypes>(registry, "And", {1, 28});
+  RegisterCompare<OrOp, BoolTypes>(registry, "Or", {1, 28});
+  RegisterCompare<XorOp, BoolTypes>(registry, "Xor", {1, 28});
+  RegisterUnary<NotOp, BoolTypes>(registry, "Not", {1, 28});
+  RegisterUnary<IsNaNOp, FloatTypes, true>(registry, "IsNaN", {9, 28});
+  registry.Register("", "IsInf", {10, 28}, [](const KernelBuildInfo& info) {
     const IsInfOp op{info.GetInt("detect_positive", 1) != 0,
                      info.GetInt("detect_negative", 1) != 0};
     return std::make_unique<UnaryKernel<IsInfOp, FloatTypes, true>>("IsInf", op);
   });
-  registry.Register("", "Where", 9,
+  registry.Register("", "Where", {9, 28},
                     [](const KernelBuildInfo&) { return std::make_unique<WhereKernel>(); });
 }
 

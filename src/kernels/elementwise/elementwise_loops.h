@@ -369,8 +369,8 @@ class UnaryKernel final : public KernelBase {
 };
 
 template <typename Op, typename Types, bool kBoolOutput = false>
-void RegisterUnary(KernelRegistry& registry, const char* name, int64_t since_version = 1) {
-  registry.Register("", name, since_version, [name](const KernelBuildInfo&) {
+void RegisterUnary(KernelRegistry& registry, const char* name, OpsetRange versions) {
+  registry.Register("", name, versions, [name](const KernelBuildInfo&) {
     return std::make_unique<UnaryKernel<Op, Types, kBoolOutput>>(name);
   });
 }

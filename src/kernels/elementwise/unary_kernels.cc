@@ -211,31 +211,31 @@ ONNX_LIGHT_FLOAT_LOOP(SigmoidOp)
 }  // namespace
 
 void RegisterUnaryKernels(KernelRegistry& registry) {
-  RegisterUnary<NegOp, SignedNumericTypes>(registry, "Neg");
-  RegisterUnary<AbsOp, NumericTypes>(registry, "Abs");
-  RegisterUnary<SignOp, NumericTypes>(registry, "Sign", 9);
-  RegisterUnary<SqrtOp, FloatTypes>(registry, "Sqrt");
-  RegisterUnary<ReciprocalOp, FloatTypes>(registry, "Reciprocal");
-  RegisterUnary<ExpOp, FloatTypes>(registry, "Exp");
-  RegisterUnary<LogOp, FloatTypes>(registry, "Log");
-  RegisterUnary<FloorOp, FloatTypes>(registry, "Floor");
-  RegisterUnary<CeilOp, FloatTypes>(registry, "Ceil");
-  RegisterUnary<RoundOp, FloatTypes>(registry, "Round", 11);
-  RegisterUnary<ErfOp, NumericTypes>(registry, "Erf", 9);
-  RegisterUnary<SinOp, FloatTypes>(registry, "Sin", 7);
-  RegisterUnary<CosOp, FloatTypes>(registry, "Cos", 7);
-  RegisterUnary<TanOp, FloatTypes>(registry, "Tan", 7);
-  RegisterUnary<AsinOp, FloatTypes>(registry, "Asin", 7);
-  RegisterUnary<AcosOp, FloatTypes>(registry, "Acos", 7);
-  RegisterUnary<AtanOp, FloatTypes>(registry, "Atan", 7);
-  RegisterUnary<SinhOp, FloatTypes>(registry, "Sinh", 9);
-  RegisterUnary<CoshOp, FloatTypes>(registry, "Cosh", 9);
-  RegisterUnary<AsinhOp, FloatTypes>(registry, "Asinh", 9);
-  RegisterUnary<AcoshOp, FloatTypes>(registry, "Acosh", 9);
-  RegisterUnary<AtanhOp, FloatTypes>(registry, "Atanh", 9);
-  RegisterUnary<BitwiseNotOp, TypeList<ONNX_LIGHT_INT_TYPES>>(registry, "BitwiseNot", 18);
-  RegisterUnary<TanhOp, FloatTypes>(registry, "Tanh");
-  RegisterUnary<SigmoidOp, FloatTypes>(registry, "Sigmoid");
+  RegisterUnary<NegOp, SignedNumericTypes>(registry, "Neg", {1, 28});
+  RegisterUnary<AbsOp, NumericTypes>(registry, "Abs", {1, 28});
+  RegisterUnary<SignOp, NumericTypes>(registry, "Sign", {9, 28});
+  RegisterUnary<SqrtOp, FloatTypes>(registry, "Sqrt", {1, 28});
+  RegisterUnary<ReciprocalOp, FloatTypes>(registry, "Reciprocal", {1, 28});
+  RegisterUnary<ExpOp, FloatTypes>(registry, "Exp", {1, 28});
+  RegisterUnary<LogOp, FloatTypes>(registry, "Log", {1, 28});
+  RegisterUnary<FloorOp, FloatTypes>(registry, "Floor", {1, 28});
+  RegisterUnary<CeilOp, FloatTypes>(registry, "Ceil", {1, 28});
+  RegisterUnary<RoundOp, FloatTypes>(registry, "Round", {11, 28});
+  RegisterUnary<ErfOp, NumericTypes>(registry, "Erf", {9, 28});
+  RegisterUnary<SinOp, FloatTypes>(registry, "Sin", {7, 28});
+  RegisterUnary<CosOp, FloatTypes>(registry, "Cos", {7, 28});
+  RegisterUnary<TanOp, FloatTypes>(registry, "Tan", {7, 28});
+  RegisterUnary<AsinOp, FloatTypes>(registry, "Asin", {7, 28});
+  RegisterUnary<AcosOp, FloatTypes>(registry, "Acos", {7, 28});
+  RegisterUnary<AtanOp, FloatTypes>(registry, "Atan", {7, 28});
+  RegisterUnary<SinhOp, FloatTypes>(registry, "Sinh", {9, 28});
+  RegisterUnary<CoshOp, FloatTypes>(registry, "Cosh", {9, 28});
+  RegisterUnary<AsinhOp, FloatTypes>(registry, "Asinh", {9, 28});
+  RegisterUnary<AcoshOp, FloatTypes>(registry, "Acosh", {9, 28});
+  RegisterUnary<AtanhOp, FloatTypes>(registry, "Atanh", {9, 28});
+  RegisterUnary<BitwiseNotOp, TypeList<ONNX_LIGHT_INT_TYPES>>(registry, "BitwiseNot", {18, 28});
+  RegisterUnary<TanhOp, FloatTypes>(registry, "Tanh", {1, 28});
+  RegisterUnary<SigmoidOp, FloatTypes>(registry, "Sigmoid", {1, 28});
 }
 
 }  // namespace onnx_light::runtime

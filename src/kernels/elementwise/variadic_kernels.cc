@@ -92,8 +92,8 @@ class VariadicKernel final : public KernelBase {
 };
 
 template <typename Op, typename Types, bool kMean = false>
-void RegisterVariadic(KernelRegistry& registry, const char* name) {
-  registry.Register("", name, 1, [name](const KernelBuildInfo&) {
+void RegisterVariadic(KernelRegistry& registry, const char* name, OpsetRange versions) {
+  registry.Register("", name, versions, [name](const KernelBuildInfo&) {
     return std::make_unique<VariadicKernel<Op, Types, kMean>>(name);
   });
 }
@@ -101,10 +101,10 @@ void RegisterVariadic(KernelRegistry& registry, const char* name) {
 }  // namespace
 
 void RegisterVariadicKernels(KernelRegistry& registry) {
-  RegisterVariadic<MinOp, NumericTypes>(registry, "Min");
-  RegisterVariadic<MaxOp, NumericTypes>(registry, "Max");
-  RegisterVariadic<SumOp, FloatTypes>(registry, "Sum");
-  RegisterVariadic<SumOp, FloatTypes, true>(registry, "Mean");
+  RegisterVariadic<MinOp, NumericTypes>(registry, "Min", {1, 28});
+  RegisterVariadic<MaxOp, NumericTypes>(registry, "Max", {1, 28});
+  RegisterVariadic<SumOp, FloatTypes>(registry, "Sum", {1, 28});
+  RegisterVariadic<SumOp, FloatTypes, true>(registry, "Mean", {1, 28});
 }
 
 }  // namespace onnx_light::runtime

@@ -569,7 +569,7 @@ class EinsumKernel final : public KernelBase {
 }  // namespace
 
 void RegisterEinsumKernels(KernelRegistry& registry) {
-  registry.Register("", "Einsum", 12, [](const KernelBuildInfo& info) {
+  registry.Register("", "Einsum", {12, 27}, [](const KernelBuildInfo& info) {
     return WithHalfPrecision(std::make_unique<EinsumKernel>(info), "Einsum");
   });
 }

@@ -121,7 +121,7 @@ class GemmKernel final : public KernelBase {
 }  // namespace
 
 void RegisterGemmKernels(KernelRegistry& registry) {
-  registry.Register("", "Gemm", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "Gemm", {1, 28}, [](const KernelBuildInfo& info) {
     return WithHalfPrecision(std::make_unique<GemmKernel>(info), "Gemm");
   });
 }

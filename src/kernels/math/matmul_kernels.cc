@@ -267,7 +267,7 @@ class HalfRowMatMulKernel final : public KernelBase {
 }  // namespace
 
 void RegisterMatMulKernels(KernelRegistry& registry) {
-  registry.Register("", "MatMul", 1, [](const KernelBuildInfo&) {
+  registry.Register("", "MatMul", {1, 28}, [](const KernelBuildInfo&) {
     return std::make_unique<HalfRowMatMulKernel>(WithHalfPrecision(std::make_unique<MatMulKernel>(), "MatMul"));
   });
 }

@@ -408,8 +408,9 @@ class ReduceKernel final : public KernelBase {
   std::vector<int64_t> axes_;
 };
 
-void RegisterReduce(KernelRegistry& registry, const char* name, ReduceOp op, int64_t axes_input_since) {
-  registry.Register("", name, 1, [name, op, axes_input_since](const KernelBuildInfo& info) {
+void RegisterReduce(KernelRegistry& registry, const char* name, OpsetRange versions, ReduceOp op,
+                    int64_t axes_input_since) {
+  registry.Register("", name, versions, [name, op, axes_input_since](const KernelBuildInfo& info) {
     return std::make_unique<ReduceKernel>(info, op, name, info.opset_version() >= axes_input_since);
   });
 }
@@ -417,16 +418,16 @@ void RegisterReduce(KernelRegistry& registry, const char* name, ReduceOp op, int
 }  // namespace
 
 void RegisterReduceKernels(KernelRegistry& registry) {
-  RegisterReduce(registry, "ReduceSum", ReduceOp::kSum, 13);
-  RegisterReduce(registry, "ReduceMean", ReduceOp::kMean, 18);
-  RegisterReduce(registry, "ReduceMax", ReduceOp::kMax, 18);
-  RegisterReduce(registry, "ReduceMin", ReduceOp::kMin, 18);
-  RegisterReduce(registry, "ReduceProd", ReduceOp::kProd, 18);
-  RegisterReduce(registry, "ReduceL1", ReduceOp::kL1, 18);
-  RegisterReduce(registry, "ReduceL2", ReduceOp::kL2, 18);
-  RegisterReduce(registry, "ReduceSumSquare", ReduceOp::kSumSquare, 18);
-  RegisterReduce(registry, "ReduceLogSum", ReduceOp::kLogSum, 18);
-  RegisterReduce(registry, "ReduceLogSumExp", ReduceOp::kLogSumExp, 18);
+  RegisterReduce(registry, "ReduceSum", {1, 28}, ReduceOp::kSum, 13);
+  RegisterReduce(registry, "ReduceMean", {1, 28}, ReduceOp::kMean, 18);
+  RegisterReduce(registry, "ReduceMax", {1, 28}, ReduceOp::kMax, 18);
+  RegisterReduce(registry, "ReduceMin", {1, 28}, ReduceOp::kMin, 18);
+  RegisterReduce(registry, "ReduceProd", {1, 28}, ReduceOp::kProd, 18);
+  RegisterReduce(registry, "ReduceL1", {1, 28}, ReduceOp::kL1, 18);
+  RegisterReduce(registry, "ReduceL2", {1, 28}, ReduceOp::kL2, 18);
+  RegisterReduce(registry, "ReduceSumSquare", {1, 28}, ReduceOp::kSumSquare, 18);
+  RegisterReduce(registry, "ReduceLogSum", {1, 27}, ReduceOp::kLogSum, 18);
+  RegisterReduce(registry, "ReduceLogSumExp", {1, 27}, ReduceOp::kLogSumExp, 18);
 }
 
 }  // namespace onnx_light::runtime

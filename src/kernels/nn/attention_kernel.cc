@@ -457,7 +457,7 @@ class AttentionKernel final : public KernelBase {
 }  // namespace
 
 void RegisterAttentionKernels(KernelRegistry& registry) {
-  registry.Register("", "Attention", 23, [](const KernelBuildInfo& info) {
+  registry.Register("", "Attention", {23, 23}, [](const KernelBuildInfo& info) {
     return std::make_unique<AttentionKernel>(info);
   });
 }

@@ -313,7 +313,7 @@ std::unique_ptr<KernelBase> MakeConvBatchNormKernel(const KernelBuildInfo& conv_
 }
 
 void RegisterConvKernels(KernelRegistry& registry) {
-  registry.Register("", "Conv", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "Conv", {1, 28}, [](const KernelBuildInfo& info) {
     return WithHalfPrecision(std::make_unique<ConvKernel>(info), "Conv");
   });
 }

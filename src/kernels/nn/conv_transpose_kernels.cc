@@ -196,7 +196,7 @@ class ConvTransposeKernel final : public KernelBase {
 }  // namespace
 
 void RegisterConvTransposeKernels(KernelRegistry& registry) {
-  registry.Register("", "ConvTranspose", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "ConvTranspose", {1, 28}, [](const KernelBuildInfo& info) {
     return WithHalfPrecision(std::make_unique<ConvTransposeKernel>(info), "ConvTranspose");
   });
 }

@@ -65,7 +65,7 @@ class DropoutKernel final : public KernelBase {
 }  // namespace
 
 void RegisterDropoutKernels(KernelRegistry& registry) {
-  registry.Register("", "Dropout", 1, [](const KernelBuildInfo& info) { return std::make_unique<DropoutKernel>(info); });
+  registry.Register("", "Dropout", {1, 28}, [](const KernelBuildInfo& info) { return std::make_unique<DropoutKernel>(info); });
 }
 
 }  // namespace onnx_light::runtime

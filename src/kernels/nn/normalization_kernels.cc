@@ -378,19 +378,19 @@ class LayerNormKernel final : public KernelBase {
 }  // namespace
 
 void RegisterNormalizationKernels(KernelRegistry& registry) {
-  registry.Register("", "BatchNormalization", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "BatchNormalization", {1, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<BatchNormKernel>(info);
   });
-  registry.Register("", "InstanceNormalization", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "InstanceNormalization", {1, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<GroupNormKernel>(info, /*instance=*/true);
   });
-  registry.Register("", "GroupNormalization", 18, [](const KernelBuildInfo& info) {
+  registry.Register("", "GroupNormalization", {18, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<GroupNormKernel>(info, /*instance=*/false);
   });
-  registry.Register("", "LayerNormalization", 17, [](const KernelBuildInfo& info) {
+  registry.Register("", "LayerNormalization", {17, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<LayerNormKernel>(info, /*rms=*/false);
   });
-  registry.Register("", "RMSNormalization", 23, [](const KernelBuildInfo& info) {
+  registry.Register("", "RMSNormalization", {23, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<LayerNormKernel>(info, /*rms=*/true);
   });
 }

@@ -497,16 +497,16 @@ class GlobalPoolKernel final : public KernelBase {
 }  // namespace
 
 void RegisterPoolKernels(KernelRegistry& registry) {
-  registry.Register("", "MaxPool", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "MaxPool", {1, 28}, [](const KernelBuildInfo& info) {
     return WithHalfPrecision(std::make_unique<PoolKernel>(info, PoolKind::kMax), "MaxPool");
   });
-  registry.Register("", "AveragePool", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "AveragePool", {1, 28}, [](const KernelBuildInfo& info) {
     return WithHalfPrecision(std::make_unique<PoolKernel>(info, PoolKind::kAverage), "AveragePool");
   });
-  registry.Register("", "GlobalMaxPool", 1, [](const KernelBuildInfo&) {
+  registry.Register("", "GlobalMaxPool", {1, 28}, [](const KernelBuildInfo&) {
     return WithHalfPrecision(std::make_unique<GlobalPoolKernel>(PoolKind::kMax), "GlobalMaxPool");
   });
-  registry.Register("", "GlobalAveragePool", 1, [](const KernelBuildInfo&) {
+  registry.Register("", "GlobalAveragePool", {1, 28}, [](const KernelBuildInfo&) {
     return WithHalfPrecision(std::make_unique<GlobalPoolKernel>(PoolKind::kAverage), "GlobalAveragePool");
   });
 }

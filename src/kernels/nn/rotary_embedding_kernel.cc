@@ -174,7 +174,7 @@ class RotaryEmbeddingKernel final : public KernelBase {
 }  // namespace
 
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry) {
-  registry.Register("", "RotaryEmbedding", 23, [](const KernelBuildInfo& info) {
+  registry.Register("", "RotaryEmbedding", {23, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<RotaryEmbeddingKernel>(info);
   });
 }

@@ -151,8 +151,9 @@ class SoftmaxKernel final : public KernelBase {
   int64_t axis_;
 };
 
-void RegisterMode(KernelRegistry& registry, const char* name, SoftmaxMode mode) {
-  registry.Register("", name, 1, [name, mode](const KernelBuildInfo& info) {
+void RegisterMode(KernelRegistry& registry, const char* name, OpsetRange versions,
+                  SoftmaxMode mode) {
+  registry.Register("", name, versions, [name, mode](const KernelBuildInfo& info) {
     return std::make_unique<SoftmaxKernel>(info, mode, name);
   });
 }
@@ -160,9 +161,9 @@ void RegisterMode(KernelRegistry& registry, const char* name, SoftmaxMode mode) 
 }  // namespace
 
 void RegisterSoftmaxKernels(KernelRegistry& registry) {
-  RegisterMode(registry, "Softmax", SoftmaxMode::kSoftmax);
-  RegisterMode(registry, "LogSoftmax", SoftmaxMode::kLogSoftmax);
-  RegisterMode(registry, "Hardmax", SoftmaxMode::kHardmax);
+  RegisterMode(registry, "Softmax", {1, 28}, SoftmaxMode::kSoftmax);
+  RegisterMode(registry, "LogSoftmax", {1, 28}, SoftmaxMode::kLogSoftmax);
+  RegisterMode(registry, "Hardmax", {1, 28}, SoftmaxMode::kHardmax);
 }
 
 }  // namespace onnx_light::runtime

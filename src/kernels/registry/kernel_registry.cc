@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <mutex>
@@ -26,15 +27,21 @@ OpsetId DefaultOpset(int64_t version) {
 KernelContext::KernelContext(OpsetId opset)
     : opset_(std::move(opset)), custom_kernels_(std::make_shared<KernelRegistry>()) {}
 
-void KernelRegistry::Register(std::string domain, std::string op_type, int64_t since_version,
+void KernelRegistry::Register(std::string domain, std::string op_type, OpsetRange versions,
                               KernelFactory factory) {
+  if (versions.since < 1 || versions.until < versions.since) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("kernel registration for '{}': opset range [{}, {}] is empty or starts "
+                            "below 1",
+                            op_type, versions.since, versions.until));
+  }
   domain = std::string(CanonicalDomain(domain));
   // A later registration for the same key replaces the earlier one (custom overrides).
   auto same = [&](const Entry& e) {
-    return e.domain == domain && e.op_type == op_type && e.since_version == since_version;
+    return e.domain == domain && e.op_type == op_type && e.versions.since == versions.since;
   };
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(), same), entries_.end());
-  entries_.push_back({std::move(domain), std::move(op_type), since_version, std::move(factory)});
+  entries_.push_back({std::move(domain), std::move(op_type), versions, std::move(factory)});
   ++generation_;
 }
 
@@ -43,23 +50,48 @@ const KernelFactory* KernelRegistry::Find(std::string_view domain, std::string_v
   domain = CanonicalDomain(domain);
   const Entry* best = nullptr;
   for (const Entry& e : entries_) {
-    if (e.domain == domain && e.op_type == op_type && e.since_version <= opset_version &&
-        (best == nullptr || e.since_version > best->since_version)) {
+    if (e.domain == domain && e.op_type == op_type && e.versions.Contains(opset_version) &&
+        (best == nullptr || e.versions.since > best->versions.since)) {
       best = &e;
     }
   }
   return best ? &best->factory : nullptr;
 }
 
+bool KernelRegistry::Contains(std::string_view domain, std::string_view op_type) const {
+  domain = CanonicalDomain(domain);
+  return std::any_of(entries_.begin(), entries_.end(), [&](const Entry& e) {
+    return e.domain == domain && e.op_type == op_type;
+  });
+}
+
 std::vector<KernelRegistry::Key> KernelRegistry::Keys() const {
   std::vector<Key> keys;
   keys.reserve(entries_.size());
-  for (const Entry& e : entries_) keys.push_back({e.domain, e.op_type, e.since_version});
+  for (const Entry& e : entries_) keys.push_back({e.domain, e.op_type, e.versions});
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::tie(a.domain, a.op_type, a.since_version) <
-           std::tie(b.domain, b.op_type, b.since_version);
+    return std::tie(a.domain, a.op_type, a.versions.since) <
+           std::tie(b.domain, b.op_type, b.versions.since);
   });
   return keys;
+}
+
+std::string KernelRegistry::DescribeVersions(std::string_view domain,
+                                             std::string_view op_type) const {
+  domain = CanonicalDomain(domain);
+  std::vector<std::string> ranges;
+  for (const Key& key : Keys()) {
+    if (key.domain != domain || key.op_type != op_type) continue;
+    const OpsetRange& r = key.versions;
+    if (r.until == OpsetRange::kOpenEndedOpset) {
+      ranges.push_back(fmt::format("{}+", r.since));
+    } else if (r.until == r.since) {
+      ranges.push_back(fmt::format("{}", r.since));
+    } else {
+      ranges.push_back(fmt::format("{}-{}", r.since, r.until));
+    }
+  }
+  return fmt::format("{}", fmt::join(ranges, ", "));
 }
 
 namespace {

@@ -318,14 +318,14 @@ class CumSumKernel final : public KernelBase {
 }  // namespace
 
 void RegisterArgTopKKernels(KernelRegistry& registry) {
-  registry.Register("", "ArgMax", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "ArgMax", {1, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<ArgKernel>(info, /*is_max=*/true);
   });
-  registry.Register("", "ArgMin", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "ArgMin", {1, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<ArgKernel>(info, /*is_max=*/false);
   });
-  registry.Register("", "TopK", 1, [](const KernelBuildInfo& info) { return std::make_unique<TopKKernel>(info); });
-  registry.Register("", "CumSum", 11, [](const KernelBuildInfo& info) {
+  registry.Register("", "TopK", {1, 23}, [](const KernelBuildInfo& info) { return std::make_unique<TopKKernel>(info); });
+  registry.Register("", "CumSum", {11, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<CumSumKernel>(info);
   });
 }

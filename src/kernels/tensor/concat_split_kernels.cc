@@ -177,9 +177,9 @@ class SplitKernel final : public KernelBase {
 }  // namespace
 
 void RegisterConcatSplitKernels(KernelRegistry& registry) {
-  registry.Register("", "Concat", 1,
+  registry.Register("", "Concat", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<ConcatKernel>(info); });
-  registry.Register("", "Split", 1,
+  registry.Register("", "Split", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<SplitKernel>(info); });
 }
 

@@ -380,19 +380,19 @@ class ScatterNDKernel final : public KernelBase {
 }  // namespace
 
 void RegisterGatherScatterKernels(KernelRegistry& registry) {
-  registry.Register("", "Gather", 1,
+  registry.Register("", "Gather", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<GatherKernel>(info); });
-  registry.Register("", "GatherElements", 11,
+  registry.Register("", "GatherElements", {11, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<GatherElementsKernel>(info); });
-  registry.Register("", "GatherND", 11,
+  registry.Register("", "GatherND", {11, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<GatherNDKernel>(info); });
-  registry.Register("", "ScatterElements", 11, [](const KernelBuildInfo& info) {
+  registry.Register("", "ScatterElements", {11, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<ScatterElementsKernel>(info);
   });
-  registry.Register("", "Scatter", 9, [](const KernelBuildInfo& info) {
+  registry.Register("", "Scatter", {9, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<ScatterElementsKernel>(info);
   });
-  registry.Register("", "ScatterND", 11,
+  registry.Register("", "ScatterND", {11, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<ScatterNDKernel>(info); });
 }
 

@@ -307,17 +307,17 @@ class TriluKernel final : public KernelBase {
 }  // namespace
 
 void RegisterGeneratorKernels(KernelRegistry& registry) {
-  registry.Register("", "Constant", 1,
+  registry.Register("", "Constant", {1, 23},
                     [](const KernelBuildInfo& info) { return std::make_unique<ConstantKernel>(info); });
-  registry.Register("", "ConstantOfShape", 9, [](const KernelBuildInfo& info) {
+  registry.Register("", "ConstantOfShape", {9, 23}, [](const KernelBuildInfo& info) {
     return std::make_unique<ConstantOfShapeKernel>(info);
   });
-  registry.Register("", "Range", 11, [](const KernelBuildInfo&) { return std::make_unique<RangeKernel>(); });
-  registry.Register("", "OneHot", 9,
+  registry.Register("", "Range", {11, 26}, [](const KernelBuildInfo&) { return std::make_unique<RangeKernel>(); });
+  registry.Register("", "OneHot", {9, 27},
                     [](const KernelBuildInfo& info) { return std::make_unique<OneHotKernel>(info); });
-  registry.Register("", "NonZero", 9,
+  registry.Register("", "NonZero", {9, 28},
                     [](const KernelBuildInfo&) { return std::make_unique<NonZeroKernel>(); });
-  registry.Register("", "Trilu", 14,
+  registry.Register("", "Trilu", {14, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<TriluKernel>(info); });
 }
 

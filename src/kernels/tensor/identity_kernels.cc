@@ -14,7 +14,7 @@ class IdentityKernel final : public KernelBase {
 }  // namespace
 
 void RegisterIdentityKernels(KernelRegistry& registry) {
-  registry.Register("", "Identity", 1, [](const KernelBuildInfo&) {
+  registry.Register("", "Identity", {1, 23}, [](const KernelBuildInfo&) {
     return std::make_unique<IdentityKernel>();
   });
 }

@@ -68,15 +68,15 @@ class OptionalGetElementKernel final : public KernelBase {
 }  // namespace
 
 void RegisterOptionalKernels(KernelRegistry& registry) {
-  registry.Register("", "Optional", 15, [](const KernelBuildInfo& info) {
+  registry.Register("", "Optional", {15, 27}, [](const KernelBuildInfo& info) {
     return std::make_unique<OptionalKernel>(info);
   });
   // Version 18 made the input of OptionalHasElement optional and let both ops take plain
   // tensors and sequences; treating a plain value as a full optional serves 15 and 18 alike.
-  registry.Register("", "OptionalHasElement", 15, [](const KernelBuildInfo&) {
+  registry.Register("", "OptionalHasElement", {15, 27}, [](const KernelBuildInfo&) {
     return std::make_unique<OptionalHasElementKernel>();
   });
-  registry.Register("", "OptionalGetElement", 15, [](const KernelBuildInfo&) {
+  registry.Register("", "OptionalGetElement", {15, 27}, [](const KernelBuildInfo&) {
     return std::make_unique<OptionalGetElementKernel>();
   });
 }

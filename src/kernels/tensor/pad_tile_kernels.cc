@@ -197,9 +197,9 @@ class TileKernel final : public KernelBase {
 
 void RegisterPadTileKernels(KernelRegistry& registry) {
   // Both kernels check the opset themselves (attributes before Pad-11, tiles/axis in Tile-1).
-  registry.Register("", "Pad", 1,
+  registry.Register("", "Pad", {1, 23},
                     [](const KernelBuildInfo& info) { return std::make_unique<PadKernel>(info); });
-  registry.Register("", "Tile", 1,
+  registry.Register("", "Tile", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<TileKernel>(info); });
 }
 

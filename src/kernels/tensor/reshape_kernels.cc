@@ -233,18 +233,18 @@ class ExpandKernel final : public KernelBase {
 
 void RegisterReshapeKernels(KernelRegistry& registry) {
   // The kernels check the opset themselves (attributes that became inputs).
-  registry.Register("", "Reshape", 1,
+  registry.Register("", "Reshape", {1, 23},
                     [](const KernelBuildInfo& info) { return std::make_unique<ReshapeKernel>(info); });
-  registry.Register("", "Flatten", 1,
+  registry.Register("", "Flatten", {1, 23},
                     [](const KernelBuildInfo& info) { return std::make_unique<FlattenKernel>(info); });
-  registry.Register("", "Squeeze", 1,
+  registry.Register("", "Squeeze", {1, 23},
                     [](const KernelBuildInfo& info) { return std::make_unique<SqueezeKernel>(info); });
-  registry.Register("", "Unsqueeze", 1,
+  registry.Register("", "Unsqueeze", {1, 23},
                     [](const KernelBuildInfo& info) { return std::make_unique<UnsqueezeKernel>(info); });
-  registry.Register("", "Shape", 1,
+  registry.Register("", "Shape", {1, 23},
                     [](const KernelBuildInfo& info) { return std::make_unique<ShapeKernel>(info); });
-  registry.Register("", "Size", 1, [](const KernelBuildInfo&) { return std::make_unique<SizeKernel>(); });
-  registry.Register("", "Expand", 8, [](const KernelBuildInfo&) { return std::make_unique<ExpandKernel>(); });
+  registry.Register("", "Size", {1, 23}, [](const KernelBuildInfo&) { return std::make_unique<SizeKernel>(); });
+  registry.Register("", "Expand", {8, 28}, [](const KernelBuildInfo&) { return std::make_unique<ExpandKernel>(); });
 }
 
 }  // namespace onnx_light::runtime

@@ -324,14 +324,14 @@ KernelFactory WithInfo() {
 
 void RegisterSequenceKernels(KernelRegistry& registry) {
   // All introduced in opset 11; later versions only widen the element types.
-  registry.Register("", "SequenceEmpty", 11, WithInfo<SequenceEmptyKernel>());
-  registry.Register("", "SequenceConstruct", 11, Plain<SequenceConstructKernel>());
-  registry.Register("", "SequenceLength", 11, Plain<SequenceLengthKernel>());
-  registry.Register("", "SequenceAt", 11, Plain<SequenceAtKernel>());
-  registry.Register("", "SequenceInsert", 11, Plain<SequenceInsertKernel>());
-  registry.Register("", "SequenceErase", 11, Plain<SequenceEraseKernel>());
-  registry.Register("", "ConcatFromSequence", 11, WithInfo<ConcatFromSequenceKernel>());
-  registry.Register("", "SplitToSequence", 11, WithInfo<SplitToSequenceKernel>());
+  registry.Register("", "SequenceEmpty", {11, 28}, WithInfo<SequenceEmptyKernel>());
+  registry.Register("", "SequenceConstruct", {11, 28}, Plain<SequenceConstructKernel>());
+  registry.Register("", "SequenceLength", {11, 28}, Plain<SequenceLengthKernel>());
+  registry.Register("", "SequenceAt", {11, 28}, Plain<SequenceAtKernel>());
+  registry.Register("", "SequenceInsert", {11, 28}, Plain<SequenceInsertKernel>());
+  registry.Register("", "SequenceErase", {11, 28}, Plain<SequenceEraseKernel>());
+  registry.Register("", "ConcatFromSequence", {11, 28}, WithInfo<ConcatFromSequenceKernel>());
+  registry.Register("", "SplitToSequence", {11, 23}, WithInfo<SplitToSequenceKernel>());
 }
 
 }  // namespace onnx_light::runtime

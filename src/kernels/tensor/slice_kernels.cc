@@ -114,7 +114,7 @@ class SliceKernel final : public KernelBase {
 
 void RegisterSliceKernels(KernelRegistry& registry) {
   // Attributes before opset 10, inputs from 10: the kernel checks the opset.
-  registry.Register("", "Slice", 1,
+  registry.Register("", "Slice", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<SliceKernel>(info); });
 }
 

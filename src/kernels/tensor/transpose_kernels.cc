@@ -138,12 +138,12 @@ class DepthToSpaceKernel final : public KernelBase {
 }  // namespace
 
 void RegisterTransposeKernels(KernelRegistry& registry) {
-  registry.Register("", "Transpose", 1,
+  registry.Register("", "Transpose", {1, 23},
                     [](const KernelBuildInfo& info) { return std::make_unique<TransposeKernel>(info); });
-  registry.Register("", "DepthToSpace", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "DepthToSpace", {1, 27}, [](const KernelBuildInfo& info) {
     return std::make_unique<DepthToSpaceKernel>(info, /*to_space=*/true);
   });
-  registry.Register("", "SpaceToDepth", 1, [](const KernelBuildInfo& info) {
+  registry.Register("", "SpaceToDepth", {1, 27}, [](const KernelBuildInfo& info) {
     return std::make_unique<DepthToSpaceKernel>(info, /*to_space=*/false);
   });
 }

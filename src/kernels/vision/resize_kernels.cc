@@ -525,10 +525,10 @@ class ResizeKernel final : public KernelBase {
 }  // namespace
 
 void RegisterResizeKernels(KernelRegistry& registry) {
-  registry.Register("", "Resize", 10, [](const KernelBuildInfo& info) {
+  registry.Register("", "Resize", {10, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<ResizeKernel>(info, /*upsample=*/false);
   });
-  registry.Register("", "Upsample", 7, [](const KernelBuildInfo& info) {
+  registry.Register("", "Upsample", {7, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<ResizeKernel>(info, /*upsample=*/true);
   });
 }
