@@ -3,7 +3,9 @@
 
 // On a function definition: one copy per instruction set, the best one for the running CPU
 // picked by the dynamic loader. For plain loops the compiler vectorises (no intrinsics needed).
-#if defined(__x86_64__) && defined(__GNUC__)
+// Not under ThreadSanitizer: the loader runs the clones' resolvers before the TSan runtime has
+// started, and they crash there; a TSan build runs the baseline loops.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
 #define ONNX_LIGHT_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define ONNX_LIGHT_CPU_CLONES
