@@ -1,6 +1,10 @@
 """onnx-light runtime side by side with ONNX Runtime, in one process, same thread count.
 
     python benchmarks/bench_vs_ort.py [--threads 1] [--cases chain,matmul,cnn,prefill,load]
+                                      [--load-modes copy,map]
+
+--load-modes chooses how case (e) loads the model file (RuntimeSessionOptions.load_mode), one
+row per mode; copy is the default.
 
 Prints a Markdown table: median wall time per run (ms) for both runtimes and the ratio
 ours / ORT (below 1 is faster). Machines here are noisy: compare ratios, not absolute times.
@@ -111,6 +115,7 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cases", default="chain,matmul,cnn,prefill,load")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--load-modes", default="copy", help="case (e): comma-separated copy,map")
     args = parser.parse_args()
     cases = args.cases.split(",")
     rng = np.random.default_rng(0)
@@ -136,10 +141,11 @@ def main():
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "big.onnx")
             onnx.save(big_weights_model(), path)
-            opts = runtime.RuntimeSessionOptions(num_threads=args.threads)
-            t_ours = median_time(lambda: runtime.RuntimeSession(path, opts), 5, warmup=1)
-            t_ort = median_time(lambda: ort_session(path, args.threads), 5, warmup=1)
-            rows.append(("(e) load + build, 200 MB of initializers", t_ours, t_ort))
+            for mode in args.load_modes.split(","):
+                opts = runtime.RuntimeSessionOptions(num_threads=args.threads, load_mode=mode)
+                t_ours = median_time(lambda: runtime.RuntimeSession(path, opts), 5, warmup=1)
+                t_ort = median_time(lambda: ort_session(path, args.threads), 5, warmup=1)
+                rows.append((f"(e) load + build, 200 MB of initializers, load_mode={mode}", t_ours, t_ort))
 
     print(f"threads: {args.threads}; onnxruntime {ort.__version__}; numpy {np.__version__}\n")
     print("| case | onnx-light ms | ORT ms | ratio (ours / ORT) |")

@@ -216,7 +216,8 @@ class RuntimeSessionOptions:
     """How a RuntimeSession or PersistentValueState is built."""
 
     def __init__(self, *, persistent_tensor_initial_capacity: int = 32, num_threads: int = 0,
-                 kernel_context: KernelContext | None = None, fuse_conv_batchnorm: bool = True) -> None: ...
+                 kernel_context: KernelContext | None = None, fuse_conv_batchnorm: bool = True,
+                 load_mode: Literal["copy", "map"] = "copy") -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value; 0 disables reservations."""
     num_threads: int
@@ -227,6 +228,10 @@ class RuntimeSessionOptions:
     fuse_conv_batchnorm: bool
     """Fold float32 Conv -> BatchNormalization (-> Relu) chains with initializer parameters into
     one Conv kernel at build time (dispatched under the Conv's name); False runs every node."""
+    load_mode: Literal["copy", "map"]
+    """How a model path is loaded: "copy" reads the file and its external data into runtime
+    memory (later changes to the files cannot reach the session); "map" maps them without copying,
+    and they must not be truncated or modified while the session lives (docs/model-files.md)."""
 
 class RuntimeSession:
     """A model compiled for execution. run() may be called from several threads, each with its
@@ -284,7 +289,7 @@ def supported_operators() -> list[tuple[str, str, int, int]]:
     """The built-in kernels as (domain, op_type, since, until) tuples, sorted; domain '' is
     ai.onnx. A kernel serves the opset versions since..until of its domain."""
 
-def model_info(model: ModelSource) -> dict[str, Any]:
+def model_info(model: ModelSource, *, options: RuntimeSessionOptions | None = None) -> dict[str, Any]:
     """Describes a model without compiling it: ir_version, producer_name, producer_version,
     domain, model_version, doc_string, graph_name, opset_imports [(domain, version)], inputs,
     outputs, initializer_count, node_count, persistent_bindings [(input, output)], functions

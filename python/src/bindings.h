@@ -35,12 +35,15 @@ TensorKind TensorKindFromString(const std::string& kind);
 py::object ValueToPython(const RuntimeValue& value, const std::string& name);
 /// Serialized model bytes from a path, bytes-like object or onnx.ModelProto.
 std::string ModelBytesFromPython(py::handle model);
-/// A model from a path (str or os.PathLike), bytes-like object or onnx.ModelProto. Bytes are
-/// viewed, not copied.
-std::shared_ptr<const Model> ModelFromPython(py::handle model);
+/// A model from a path (str or os.PathLike), bytes-like object or onnx.ModelProto. A path is
+/// loaded with `mode`. `bytes` (immutable) is viewed while the model holds a reference to it;
+/// every other buffer (bytearray, memoryview, mmap, NumPy array, ...) is copied once, since its
+/// owner may resize, close or rewrite it. A ModelProto is serialized to bytes and viewed.
+std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode = LoadMode::kCopy);
 /// After a session constructor failed with NotImplementedError: `model` with the schema function
 /// bodies of the operators the runtime lacks inlined (onnx_light.function_expansion, a copy), or
 /// nullptr when nothing can be expanded (or onnx is not installed): re-raise the original error.
-std::shared_ptr<const Model> ExpandedModelFromPython(py::handle model);
+std::shared_ptr<const Model> ExpandedModelFromPython(py::handle model,
+                                                     LoadMode mode = LoadMode::kCopy);
 
 }  // namespace onnx_light::runtime::python

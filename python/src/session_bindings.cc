@@ -3,7 +3,9 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <cstring>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "bindings.h"
@@ -14,29 +16,74 @@
 
 namespace onnx_light::runtime::python {
 
-std::shared_ptr<const Model> ModelFromPython(py::handle model) {
+namespace {
+
+// Holds a buffer export, so the exporter can neither resize nor close the memory until released.
+class BufferExport {
+ public:
+  explicit BufferExport(py::handle object) {
+    if (PyObject_GetBuffer(object.ptr(), &view_, PyBUF_SIMPLE) != 0) throw py::error_already_set();
+  }
+  BufferExport(const BufferExport&) = delete;
+  BufferExport& operator=(const BufferExport&) = delete;
+  ~BufferExport() { PyBuffer_Release(&view_); }
+  std::span<const std::byte> bytes() const noexcept {
+    return {static_cast<const std::byte*>(view_.buf), static_cast<size_t>(view_.len)};
+  }
+
+ private:
+  Py_buffer view_{};
+};
+
+std::shared_ptr<const Model> LoadViewedBytes(py::handle bytes, const ModelLoadOptions& options) {
+  // bytes objects never change or move while referenced: the model views them.
+  const std::span<const std::byte> view(reinterpret_cast<const std::byte*>(PyBytes_AS_STRING(bytes.ptr())),
+                                        static_cast<size_t>(PyBytes_GET_SIZE(bytes.ptr())));
+  std::shared_ptr<void> owner = OwnerOf(bytes, view.data());
+  py::gil_scoped_release release;
+  return LoadModelFromBuffer(std::move(owner), view, {}, options);
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode) {
   py::module_ os = py::module_::import("os");
+  const ModelLoadOptions options{.mode = mode, .allocator = MakeCpuAllocator()};
   if (py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"))) {
     const std::string path = py::str(os.attr("fspath")(model)).cast<std::string>();
     py::gil_scoped_release release;
-    return LoadModel(path);
+    return LoadModel(path, options);
   }
-  py::object bytes_like = py::reinterpret_borrow<py::object>(model);
-  if (!py::isinstance<py::bytes>(model) && !PyObject_CheckBuffer(model.ptr())) {
-    if (!py::hasattr(model, "SerializeToString")) {
-      throw py::type_error(fmt::format("model must be a path, bytes or onnx.ModelProto, got {}",
-                                       py::str(py::type::of(model).attr("__name__")).cast<std::string>()));
+  if (PyBytes_Check(model.ptr())) return LoadViewedBytes(model, options);
+  if (PyObject_CheckBuffer(model.ptr())) {
+    // Any other buffer may be resized, closed, freed or rewritten by its owner after this call
+    // returns (bytearray.clear(), mmap.close()), so the model gets a copy in runtime memory.
+    std::shared_ptr<void> copy;
+    size_t size = 0;
+    {
+      const BufferExport exported(model);
+      size = exported.bytes().size();
+      copy = AllocateBuffer(options.allocator, size);
+      if (size != 0) std::memcpy(copy.get(), exported.bytes().data(), size);
     }
-    bytes_like = model.attr("SerializeToString")();
+    const std::span<const std::byte> view(static_cast<const std::byte*>(copy.get()), size);
+    py::gil_scoped_release release;
+    return LoadModelFromBuffer(std::move(copy), view, {}, options);
   }
-  py::buffer_info info = py::reinterpret_borrow<py::buffer>(bytes_like).request();
-  const auto* data = static_cast<const std::byte*>(info.ptr);
-  const auto size = static_cast<size_t>(info.size * info.itemsize);
-  // The model views the Python buffer; the owner keeps that object alive.
-  return LoadModelFromBuffer(OwnerOf(bytes_like, data), std::span<const std::byte>(data, size));
+  if (!py::hasattr(model, "SerializeToString")) {
+    throw py::type_error(fmt::format("model must be a path, bytes or onnx.ModelProto, got {}",
+                                     py::str(py::type::of(model).attr("__name__")).cast<std::string>()));
+  }
+  const py::object serialized = model.attr("SerializeToString")();
+  if (!PyBytes_Check(serialized.ptr())) {
+    throw py::type_error(fmt::format("{}.SerializeToString() returned {}, not bytes",
+                                     py::str(py::type::of(model).attr("__name__")).cast<std::string>(),
+                                     py::str(py::type::of(serialized).attr("__name__")).cast<std::string>()));
+  }
+  return LoadViewedBytes(serialized, options);
 }
 
-std::shared_ptr<const Model> ExpandedModelFromPython(py::handle model) {
+std::shared_ptr<const Model> ExpandedModelFromPython(py::handle model, LoadMode mode) {
   py::object expanded;
   try {
     expanded = py::module_::import("onnx_light.function_expansion").attr("_expand_for_runtime")(model);
@@ -44,10 +91,19 @@ std::shared_ptr<const Model> ExpandedModelFromPython(py::handle model) {
     return nullptr;  // onnx is not installed
   }
   if (expanded.is_none()) return nullptr;
-  return ModelFromPython(expanded);
+  return ModelFromPython(expanded, mode);
 }
 
 namespace {
+
+LoadMode LoadModeFromPython(const std::string& name) {
+  if (name == "copy") return LoadMode::kCopy;
+  if (name == "map") return LoadMode::kMap;
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("load_mode must be 'copy' or 'map', got '{}'", name));
+}
+
+std::string_view LoadModeName(LoadMode mode) { return mode == LoadMode::kMap ? "map" : "copy"; }
 
 py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::object feeds) {
   if (!feeds.is_none()) {
@@ -182,22 +238,35 @@ void BindSession(py::module_& m) {
         "The built-in kernels as (domain, op_type, since, until) tuples, sorted; domain '' is "
         "ai.onnx. A kernel serves the opset versions since..until of its domain; a model that "
         "imports another version of the operator's domain is refused when the session is built.");
-  m.def("model_info", [](py::handle model) { return DescribeModel(*ModelFromPython(model)); },
-        py::arg("model"),
-        "Reads a model (path, bytes or onnx.ModelProto) and describes it without compiling it: "
+  m.def("model_info",
+        [](py::handle model, std::optional<RuntimeSessionOptions> options) {
+          const LoadMode mode = options ? options->load_mode : LoadMode::kCopy;
+          return DescribeModel(*ModelFromPython(model, mode));
+        },
+        py::arg("model"), py::kw_only(), py::arg("options") = py::none(),
+        "Reads a model (path, bytes or onnx.ModelProto; a path with options.load_mode) and "
+        "describes it without compiling it: "
         "ir_version, producer, opset_imports, inputs, outputs, functions, persistent_bindings and "
         "the operators used (with subgraphs and function bodies) with counts.");
 
   py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions")
       .def(py::init([](int64_t capacity, int num_threads, std::optional<KernelContext> kernel_context,
-                       bool fuse_conv_batchnorm) {
+                       bool fuse_conv_batchnorm, const std::string& load_mode) {
              return RuntimeSessionOptions{.persistent_tensor_initial_capacity = capacity,
                                           .num_threads = num_threads,
                                           .kernel_context = std::move(kernel_context),
-                                          .fuse_conv_batchnorm = fuse_conv_batchnorm};
+                                          .fuse_conv_batchnorm = fuse_conv_batchnorm,
+                                          .load_mode = LoadModeFromPython(load_mode)};
            }),
            py::kw_only(), py::arg("persistent_tensor_initial_capacity") = 32, py::arg("num_threads") = 0,
-           py::arg("kernel_context") = py::none(), py::arg("fuse_conv_batchnorm") = true)
+           py::arg("kernel_context") = py::none(), py::arg("fuse_conv_batchnorm") = true,
+           py::arg("load_mode") = "copy")
+      .def_property("load_mode",
+                    [](const RuntimeSessionOptions& o) { return std::string(LoadModeName(o.load_mode)); },
+                    [](RuntimeSessionOptions& o, const std::string& mode) { o.load_mode = LoadModeFromPython(mode); },
+                    "'copy' (default): a model file and its external data are read into runtime memory, "
+                    "so later changes to the files cannot reach the session. 'map': they are memory-mapped "
+                    "without copying and must not be truncated or modified while the session lives.")
       .def_readwrite("kernel_context", &RuntimeSessionOptions::kernel_context)
       .def_readwrite("fuse_conv_batchnorm", &RuntimeSessionOptions::fuse_conv_batchnorm)
       .def_readwrite("persistent_tensor_initial_capacity", &RuntimeSessionOptions::persistent_tensor_initial_capacity)
@@ -208,20 +277,21 @@ void BindSession(py::module_& m) {
                              "each with its own RuntimeContext; it releases the GIL.")
       .def(py::init([](py::handle model, std::optional<RuntimeSessionOptions> options) {
              const RuntimeSessionOptions opts = options.value_or(RuntimeSessionOptions{});
-             auto loaded = ModelFromPython(model);
+             auto loaded = ModelFromPython(model, opts.load_mode);
              try {
                py::gil_scoped_release release;
                return std::make_unique<RuntimeSession>(std::move(loaded), opts);
              } catch (const Error& e) {
                if (e.code() != ErrorCode::kUnimplemented) throw;
-               auto expanded = ExpandedModelFromPython(model);
+               auto expanded = ExpandedModelFromPython(model, opts.load_mode);
                if (expanded == nullptr) throw;
                py::gil_scoped_release release;
                return std::make_unique<RuntimeSession>(std::move(expanded), opts);
              }
            }),
            py::arg("model"), py::arg("options") = py::none(),
-           "Compiles `model` (a path, bytes or onnx.ModelProto). When an ai.onnx operator has no "
+           "Compiles `model` (a path, read with options.load_mode; bytes, viewed; any other buffer, "
+           "copied; or onnx.ModelProto). When an ai.onnx operator has no "
            "kernel but onnx defines it by a function body (e.g. SoftmaxCrossEntropyLoss), the body "
            "is inlined (onnx_light.function_expansion, needs the onnx package) and the session is "
            "built from that expanded copy of the model; models that need no expansion are not "

@@ -2,10 +2,10 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
-#include <fstream>
-#include <sstream>
+#include <span>
 
 #include "bindings.h"
+#include "model/open_file.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/persistent_value_state.h"
 #include "py_tensor.h"
@@ -16,11 +16,12 @@ std::string ModelBytesFromPython(py::handle model) {
   py::module_ os = py::module_::import("os");
   if (py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"))) {
     const std::string path = py::str(os.attr("fspath")(model)).cast<std::string>();
-    std::ifstream file(path, std::ios::binary);
-    if (!file) throw py::key_error(fmt::format("model file '{}' cannot be opened", path));
-    std::ostringstream bytes;
-    bytes << file.rdbuf();
-    return bytes.str();
+    // The loader's own opening rules: regular files only, no blocking on a FIFO.
+    py::gil_scoped_release release;
+    model_internal::OpenedFile file = model_internal::OpenRegularFile(path);
+    std::string bytes(static_cast<size_t>(file.size), '\0');
+    model_internal::ReadFileRange(file.fd.get(), 0, std::as_writable_bytes(std::span(bytes)), path);
+    return bytes;
   }
   if (py::isinstance<py::bytes>(model)) return model.cast<std::string>();
   if (py::hasattr(model, "SerializeToString")) return model.attr("SerializeToString")().cast<std::string>();
@@ -69,14 +70,14 @@ void BindState(py::module_& m) {
                                    "One call at a time; an overlapping call raises RuntimeError.")
       .def(py::init([](py::handle model, const py::dict& initial, std::optional<RuntimeSessionOptions> options) {
              const RuntimeSessionOptions opts = options.value_or(RuntimeSessionOptions{});
-             auto loaded = ModelFromPython(model);
+             auto loaded = ModelFromPython(model, opts.load_mode);
              auto values = TensorsFromDict(initial);
              try {
                py::gil_scoped_release release;
                return std::make_unique<PersistentValueState>(std::move(loaded), std::move(values), opts);
              } catch (const Error& e) {
                if (e.code() != ErrorCode::kUnimplemented) throw;
-               auto expanded = ExpandedModelFromPython(model);
+               auto expanded = ExpandedModelFromPython(model, opts.load_mode);
                if (expanded == nullptr) throw;
                auto again = TensorsFromDict(initial);
                py::gil_scoped_release release;

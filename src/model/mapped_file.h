@@ -1,5 +1,5 @@
 #pragma once
-// A read-only, private memory mapping of a whole file.
+// A read-only, private memory mapping of a whole file (LoadMode::kMap).
 
 #include <cstddef>
 #include <cstdint>
@@ -9,11 +9,15 @@
 
 namespace onnx_light::runtime::model_internal {
 
+/// The mapping stays valid after the descriptor is closed. Its pages are read from the file on
+/// first access, so the file must not be truncated or rewritten while the mapping lives (a read
+/// past a truncated end raises SIGBUS; a rewrite shows through): the contract of map mode.
 class MappedFile {
  public:
-  /// Maps `path`. Throws Error(kNotFound) when the file does not exist and
-  /// Error(kInvalidArgument) when it is not a readable regular file.
-  static std::shared_ptr<const MappedFile> Open(const std::filesystem::path& path);
+  /// Maps the `size` bytes of the open regular file `fd`; `path` names it in errors. Throws
+  /// Error(kInvalidArgument) when the mapping fails.
+  static std::shared_ptr<const MappedFile> Map(int fd, uint64_t size,
+                                               const std::filesystem::path& path);
 
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

@@ -7,6 +7,7 @@
 #include "model/graph_reader.h"
 #include "model/load_context.h"
 #include "model/mapped_file.h"
+#include "model/open_file.h"
 #include "model/proto_reader.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/model.h"
@@ -60,43 +61,75 @@ void ReadModelFields(ProtoReader reader, LoadContext& context, Model& model) {
   if (model.opset_imports.empty()) FailModel(end, "opset_import is empty");
 }
 
-std::shared_ptr<const Model> ReadModel(std::shared_ptr<const void> backing,
+LoadContext MakeContext(const ModelLoadOptions& options) {
+  LoadContext context;
+  context.mode = options.mode;
+  context.allocator = options.allocator ? options.allocator : MakeCpuAllocator();
+  return context;
+}
+
+std::shared_ptr<const Model> ReadModel(LoadContext& context, std::shared_ptr<const void> backing,
                                        std::span<const std::byte> bytes,
                                        const std::filesystem::path& base_directory) {
-  LoadContext context;
   context.backing = backing;
   context.base_directory = base_directory;
-  context.allocator = MakeCpuAllocator();
 
   auto model = std::make_shared<Model>();
   ReadModelFields(ProtoReader({bytes, 0}, "ModelProto"), context, *model);
   model->base_directory = base_directory;
   model->backing = std::move(backing);
+  model->load_mode = context.mode;
   model->initializer_bytes_copied = context.initializer_bytes_copied;
+  model->initializer_bytes_fixed_in_place = context.initializer_bytes_fixed_in_place;
+  model->file_bytes_read = context.file_bytes_read;
   return model;
 }
 
 }  // namespace
 
-std::shared_ptr<const Model> LoadModel(const std::filesystem::path& path) {
-  std::shared_ptr<const model_internal::MappedFile> file = model_internal::MappedFile::Open(path);
-  const std::span<const std::byte> bytes = file->bytes();
-  std::shared_ptr<const void> backing(file, bytes.data());
-  return ReadModel(std::move(backing), bytes, std::filesystem::absolute(path).parent_path());
+std::shared_ptr<const Model> LoadModel(const std::filesystem::path& path,
+                                       const ModelLoadOptions& options) {
+  LoadContext context = MakeContext(options);
+  model_internal::ModelFileHandles handles = model_internal::OpenModelFile(path);
+  const uint64_t size = handles.file.size;
+  std::shared_ptr<const void> backing;
+  std::span<const std::byte> bytes;
+  if (options.mode == LoadMode::kMap) {
+    auto file = model_internal::MappedFile::Map(handles.file.fd.get(), size, path);
+    bytes = file->bytes();
+    backing = std::shared_ptr<const void>(std::move(file), bytes.data());
+  } else {
+    std::shared_ptr<void> buffer = AllocateBuffer(context.allocator, static_cast<size_t>(size));
+    const std::span<std::byte> destination(static_cast<std::byte*>(buffer.get()),
+                                           static_cast<size_t>(size));
+    model_internal::ReadFileRange(handles.file.fd.get(), 0, destination, path);
+    context.file_bytes_read += size;
+    context.owned_bytes = destination;
+    bytes = destination;
+    backing = std::move(buffer);
+  }
+  handles.file.fd = model_internal::FileDescriptor();
+  // External data is resolved beneath the folder handle the model file was opened from.
+  context.folder = std::move(handles.folder);
+  return ReadModel(context, std::move(backing), bytes, handles.folder_path);
 }
 
 std::shared_ptr<const Model> LoadModelFromBuffer(std::shared_ptr<const void> owner,
                                                  std::span<const std::byte> bytes,
-                                                 const std::filesystem::path& base_directory) {
-  return ReadModel(std::move(owner), bytes, base_directory);
+                                                 const std::filesystem::path& base_directory,
+                                                 const ModelLoadOptions& options) {
+  LoadContext context = MakeContext(options);
+  return ReadModel(context, std::move(owner), bytes, base_directory);
 }
 
 std::shared_ptr<const Model> LoadModelFromBytes(std::string bytes,
-                                                const std::filesystem::path& base_directory) {
+                                                const std::filesystem::path& base_directory,
+                                                const ModelLoadOptions& options) {
   auto owned = std::make_shared<const std::string>(std::move(bytes));
   const std::span<const std::byte> view(reinterpret_cast<const std::byte*>(owned->data()),
                                         owned->size());
-  return ReadModel(std::move(owned), view, base_directory);
+  LoadContext context = MakeContext(options);
+  return ReadModel(context, std::move(owned), view, base_directory);
 }
 
 }  // namespace onnx_light::runtime

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -230,18 +231,70 @@ uint64_t ByteCount(uint64_t count, size_t element_size) {
   return count * element_size;
 }
 
+// Bool elements are bytes that must be 0 or 1: kernels compute with them as integers (Not of 2
+// would be 3). Any other byte means true.
+bool HasNonCanonicalBool(std::span<const std::byte> bytes) {
+  return std::ranges::any_of(bytes, [](std::byte b) { return std::to_integer<uint8_t>(b) > 1; });
+}
+
+void NormalizeBools(std::span<std::byte> bytes) {
+  for (std::byte& b : bytes) b = std::byte{b != std::byte{0}};
+}
+
+// A view of `bytes` sharing `keeper`'s ownership.
+Tensor ViewBytes(std::span<const std::byte> bytes, const std::shared_ptr<const void>& keeper,
+            DataType type, Shape dims) {
+  std::shared_ptr<void> owner(std::const_pointer_cast<void>(keeper),
+                              const_cast<std::byte*>(bytes.data()));
+  void* data = owner.get();
+  return Tensor(type, std::move(dims), std::move(owner), data);
+}
+
+// Where the load owns the model bytes, raw data that needs fixing is moved down to an aligned
+// address over bytes of its own TensorProto that were already parsed (its tag, length, name,
+// dims), and normalised there. Returns the fixed bytes, or an empty span when there is no room.
+std::span<const std::byte> FixInPlace(std::span<const std::byte> bytes,
+                                      const std::byte* message_start, DataType type,
+                                      bool normalize_bools, LoadContext& context) {
+  const std::span<std::byte> owned = context.owned_bytes;
+  if (owned.empty() || message_start == nullptr || message_start < owned.data() ||
+      bytes.data() + bytes.size() > owned.data() + owned.size()) {
+    return {};
+  }
+  const size_t shift = reinterpret_cast<uintptr_t>(bytes.data()) % RequiredAlignment(type);
+  if (static_cast<size_t>(bytes.data() - message_start) < shift) return {};
+  std::byte* source = owned.data() + (bytes.data() - owned.data());
+  std::byte* target = source - shift;
+  if (shift != 0) std::memmove(target, source, bytes.size());
+  const std::span<std::byte> fixed(target, bytes.size());
+  if (normalize_bools) NormalizeBools(fixed);
+  return fixed;
+}
+
+// `bytes` as a tensor: viewed where they lie when aligned for `type` (and, for bool, holding
+// only 0 and 1); otherwise fixed in place (see FixInPlace) or copied to a new aligned block.
+// `message_start` is the first byte of the TensorProto holding `bytes` when it lies in the
+// model bytes, null otherwise.
 Tensor ViewOrCopy(std::span<const std::byte> bytes, const std::shared_ptr<const void>& keeper,
-                  DataType type, Shape dims, LoadContext& context) {
+                  DataType type, Shape dims, LoadContext& context,
+                  const std::byte* message_start = nullptr) {
   const auto address = reinterpret_cast<uintptr_t>(bytes.data());
-  if (!bytes.empty() && address % RequiredAlignment(type) == 0) {
-    // The tensor shares ownership of the model's backing but points into it.
-    std::shared_ptr<void> owner(std::const_pointer_cast<void>(keeper),
-                                const_cast<std::byte*>(bytes.data()));
-    void* data = owner.get();
-    return Tensor(type, std::move(dims), std::move(owner), data);
+  const bool bool_needs_fix = type == DataType::kBool && HasNonCanonicalBool(bytes);
+  if (bytes.empty() || (address % RequiredAlignment(type) == 0 && !bool_needs_fix)) {
+    if (!bytes.empty()) return ViewBytes(bytes, keeper, type, std::move(dims));
+    return Tensor::Allocate(type, std::move(dims), context.allocator);
+  }
+  const std::span<const std::byte> fixed =
+      FixInPlace(bytes, message_start, type, bool_needs_fix, context);
+  if (!fixed.empty()) {
+    context.initializer_bytes_fixed_in_place += bytes.size();
+    return ViewBytes(fixed, keeper, type, std::move(dims));
   }
   Tensor tensor = Tensor::Allocate(type, std::move(dims), context.allocator);
-  if (!bytes.empty()) std::memcpy(tensor.raw_data(), bytes.data(), bytes.size());
+  std::memcpy(tensor.raw_data(), bytes.data(), bytes.size());
+  if (bool_needs_fix) {
+    NormalizeBools({static_cast<std::byte*>(tensor.raw_data()), bytes.size()});
+  }
   context.initializer_bytes_copied += bytes.size();
   return tensor;
 }
@@ -341,9 +394,19 @@ Tensor ReadExternal(const TensorHeader& header, DataType type, uint64_t count,
                "string tensors cannot be stored as external data");
   }
   const uint64_t bytes = ByteCount(count, ElementSize(type));
-  const ExternalBytes external =
-      MapExternalData(header.external_data, bytes, header.name, header.offset, context);
-  return ViewOrCopy(external.bytes, external.keeper, type, header.dims, context);
+  const ExternalRange range =
+      LocateExternalData(header.external_data, bytes, header.name, header.offset, context);
+  if (context.mode == LoadMode::kMap) {
+    const ExternalBytes external = MapExternalRange(range);
+    return ViewOrCopy(external.bytes, external.keeper, type, header.dims, context);
+  }
+  // Copy mode: straight from the file into the tensor's own aligned block, whatever the offset.
+  Tensor tensor = Tensor::Allocate(type, header.dims, context.allocator);
+  const std::span<std::byte> destination(static_cast<std::byte*>(tensor.raw_data()),
+                                         tensor.nbytes());
+  ReadExternalRange(range, destination, context);
+  if (type == DataType::kBool) NormalizeBools(destination);
+  return tensor;
 }
 
 }  // namespace
@@ -378,7 +441,8 @@ static Tensor ReadTensorData(ProtoReader reader, LoadContext& context, std::stri
           fmt::format("dims {} need {} bytes of {}, raw_data holds {}", ShapeToString(header.dims),
                       expected, DataTypeName(type), header.raw.bytes.size()));
     }
-    return ViewOrCopy(header.raw.bytes, context.backing, type, header.dims, context);
+    return ViewOrCopy(header.raw.bytes, context.backing, type, header.dims, context,
+                      reader.message().bytes.data());
   }
 
   const uint32_t expected_field = TypedFieldFor(type);

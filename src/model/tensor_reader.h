@@ -1,6 +1,8 @@
 #pragma once
-// TensorProto -> Tensor. raw_data and external data are viewed in place when aligned; typed
-// value fields (float_data, int32_data, ...) are decoded into a new tensor.
+// TensorProto -> Tensor. raw_data is viewed where it lies when aligned for its type (otherwise
+// moved in place when the load owns the bytes, or copied); external data is read into the
+// tensor's own block (copy mode) or viewed in its mapping (map mode); typed value fields
+// (float_data, int32_data, ...) are decoded into a new tensor. Bool bytes are normalised to 0/1.
 
 #include <string>
 

@@ -56,7 +56,7 @@ RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessio
 }
 
 RuntimeSession::RuntimeSession(const std::filesystem::path& path, RuntimeSessionOptions options)
-    : RuntimeSession(LoadModel(path), options) {}
+    : RuntimeSession(LoadModel(path, {.mode = options.load_mode}), options) {}
 
 RuntimeSession::~RuntimeSession() = default;
 

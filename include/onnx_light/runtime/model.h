@@ -1,6 +1,7 @@
 #pragma once
-// Model: an immutable in-memory ONNX model read from the protobuf wire format. Initializer
-// elements are viewed where they lie (the mapped file or the caller's buffer), not copied.
+// Model: an immutable in-memory ONNX model read from the protobuf wire format. A model file and
+// its external data are read into runtime memory (LoadMode::kCopy, the default) or mapped
+// (LoadMode::kMap); initializer elements are then viewed where they lie, not copied again.
 
 #include <cstdint>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx_light/runtime/allocator.h"
 #include "onnx_light/runtime/kernel_context.h"
 #include "onnx_light/runtime/tensor.h"
 
@@ -106,8 +108,31 @@ struct Function {
   std::vector<OpsetId> opset_imports;
 };
 
+/// How a model loaded from files relates to those files afterwards (docs/model-files.md).
+enum class LoadMode {
+  /// The model file and every external-data range are read (pread) into memory the runtime
+  /// owns; nothing stays mapped or open. Truncating, rewriting or deleting the files later has
+  /// no effect on the model or on sessions made from it.
+  kCopy,
+  /// The model file and external-data files are memory-mapped (MAP_PRIVATE) and initializers
+  /// view the mappings: no copy, pages shared with the page cache. Contract: the files must not
+  /// be truncated or modified while the model (or any tensor or session made from it) is alive;
+  /// otherwise reading a weight may raise SIGBUS in the process or see the new bytes. For very
+  /// large model files that nobody rewrites.
+  kMap,
+};
+
+struct ModelLoadOptions {
+  LoadMode mode = LoadMode::kCopy;
+  /// Memory for the copied file bytes (copy mode) and for initializers the loader decodes or
+  /// copies (typed value fields, misaligned raw data, bool normalisation). Null: a fresh
+  /// CpuAllocator for this load. Its live bytes then measure the model's runtime-owned memory.
+  std::shared_ptr<Allocator> allocator;
+};
+
 /// Immutable after loading; safe to share between threads and sessions. `backing` keeps the
-/// bytes that initializers view alive (a file mapping or the caller's buffer).
+/// bytes the model was parsed from alive (the copied or mapped file, or the caller's buffer);
+/// every initializer that views them shares that ownership.
 struct Model {
   int64_t ir_version = 0;
   std::vector<OpsetId> opset_imports;
@@ -121,8 +146,19 @@ struct Model {
   /// Folder that external-data locations are relative to (empty for in-memory models).
   std::filesystem::path base_directory;
   std::shared_ptr<const void> backing;
-  /// Initializer bytes that had to be copied because they were not aligned for their type.
+  /// How the files were loaded (kCopy for models read from memory).
+  LoadMode load_mode = LoadMode::kCopy;
+  /// Initializer bytes copied to a new block after the model bytes were in memory or mapped:
+  /// raw data not aligned for its type, and bool data holding bytes other than 0 and 1.
+  /// External data read in copy mode goes straight to its aligned block and is not counted.
   uint64_t initializer_bytes_copied = 0;
+  /// The same fixes made without new memory: in copy mode the model file's bytes belong to the
+  /// model, so misaligned raw data is moved to an aligned address over already parsed bytes of
+  /// its own TensorProto, and bool data is normalised where it lies.
+  uint64_t initializer_bytes_fixed_in_place = 0;
+  /// Bytes read from the model file and external-data files into runtime memory (copy mode);
+  /// 0 for map mode and for models read from memory.
+  uint64_t file_bytes_read = 0;
 
   /// Version imported for `domain` ("" or "ai.onnx" for the default domain); 0 when absent.
   int64_t OpsetVersion(std::string_view domain) const;
@@ -132,20 +168,30 @@ struct Model {
 /// "ai.onnx" both name the default domain. 0 when `domain` is not imported.
 int64_t ImportedOpsetVersion(std::span<const OpsetId> imports, std::string_view domain);
 
-/// Reads a model file. The file is memory-mapped and initializers view the mapping; external
-/// data is read relative to the file's folder. Throws Error(kInvalidArgument) naming the field
-/// and byte offset for malformed input, Error(kNotFound) for a missing file.
-std::shared_ptr<const Model> LoadModel(const std::filesystem::path& path);
+/// Reads a model file; external data is read relative to the file's folder. `options.mode`
+/// says whether the files are copied (default) or mapped. Throws Error(kInvalidArgument) naming
+/// the field and byte offset for malformed input or a file that is not a regular file (a FIFO or
+/// device is refused without blocking), Error(kNotFound) for a missing file.
+///
+/// External data: each location must be relative and resolve beneath the model folder, in one
+/// resolution (openat2 RESOLVE_BENEATH; without it, a walk that refuses symbolic links), and
+/// name a regular file; otherwise Error(kInvalidArgument) naming the tensor, location and folder
+/// (kNotFound for a missing file). Bool tensors are normalised: a byte other than 0 means 1.
+std::shared_ptr<const Model> LoadModel(const std::filesystem::path& path,
+                                       const ModelLoadOptions& options = {});
 
-/// Reads a model from bytes that `owner` keeps alive; initializers view those bytes.
-/// `base_directory` resolves external data (empty: external data is an error).
+/// Reads a model from bytes that `owner` keeps alive; initializers view those bytes, so the
+/// caller must not change them while the model lives. `base_directory` resolves external data
+/// (empty: external data is an error), which `options.mode` copies or maps as LoadModel does.
 std::shared_ptr<const Model> LoadModelFromBuffer(std::shared_ptr<const void> owner,
                                                  std::span<const std::byte> bytes,
-                                                 const std::filesystem::path& base_directory = {});
+                                                 const std::filesystem::path& base_directory = {},
+                                                 const ModelLoadOptions& options = {});
 
 /// Reads a model from a string of bytes, which the model takes over.
 std::shared_ptr<const Model> LoadModelFromBytes(std::string bytes,
-                                                const std::filesystem::path& base_directory = {});
+                                                const std::filesystem::path& base_directory = {},
+                                                const ModelLoadOptions& options = {});
 
 /// Returns `model_bytes` with GraphProto field 1001 declarations appended for each
 /// {input_name, output_name} pair (existing declarations are kept). The result is a valid ONNX

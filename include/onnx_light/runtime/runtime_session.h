@@ -41,6 +41,11 @@ struct RuntimeSessionOptions {
   /// graph only by float rounding. Not applied when a custom kernel replaces Conv,
   /// BatchNormalization or Relu. false runs every node as written.
   bool fuse_conv_batchnorm = true;
+  /// How RuntimeSession(path, options) reads the model file and its external data: kCopy (the
+  /// default) reads them into runtime memory, so later changes to the files cannot affect the
+  /// session; kMap maps them without copying, and the files must then stay unchanged while the
+  /// session lives (see LoadMode). Ignored when the session is built from a loaded Model.
+  LoadMode load_mode = LoadMode::kCopy;
 };
 
 /// Ownership: the session shares ownership of its Model, so initializer views stay valid for the
@@ -54,7 +59,7 @@ class RuntimeSession {
   /// opset without a kernel, Error(kInvalidArgument) for a malformed graph (a value used before
   /// it is produced, a duplicate output name, a bad attribute).
   explicit RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessionOptions options = {});
-  /// Loads and compiles the model file at `path`.
+  /// Loads the model file at `path` (with options.load_mode) and compiles it.
   explicit RuntimeSession(const std::filesystem::path& path, RuntimeSessionOptions options = {});
   ~RuntimeSession();
   RuntimeSession(const RuntimeSession&) = delete;
