@@ -17,12 +17,25 @@ std::string DescribeNode(const Node& node) {
   return fmt::format("node '{}' ({})", node.name, node.op_type);
 }
 
+}  // namespace
+
 int64_t ImportedVersion(const std::vector<OpsetId>& imports, std::string_view domain) {
   domain = CanonicalDomain(domain);
   for (const OpsetId& opset : imports) {
     if (CanonicalDomain(opset.domain) == domain) return opset.version;
   }
   return 0;
+}
+
+const KernelFactory* FindCustomKernel(const Node& node, const KernelSources& sources, int64_t version) {
+  for (const KernelRegistry* registry : {sources.context_kernels, sources.global_kernels.get()}) {
+    if (registry == nullptr) continue;
+    if (const KernelFactory* factory =
+            registry->Find(node.domain, node.op_type, version > 0 ? version : INT64_MAX)) {
+      return factory;
+    }
+  }
+  return nullptr;
 }
 
 const Function* FindFunction(const std::vector<Function>* functions, const Node& node) {
@@ -36,7 +49,12 @@ const Function* FindFunction(const std::vector<Function>* functions, const Node&
   return nullptr;
 }
 
-}  // namespace
+const Function* CalledFunction(const Node& node, const KernelSources& sources) {
+  if (sources.functions == nullptr || sources.functions->empty()) return nullptr;
+  const int64_t version = ImportedVersion(*sources.opset_imports, node.domain);
+  return FindCustomKernel(node, sources, version) == nullptr ? FindFunction(sources.functions, node)
+                                                             : nullptr;
+}
 
 GraphPlan::GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope* parent)
     : graph_(graph) {
@@ -182,14 +200,10 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       nodes_.push_back(std::move(planned));
       continue;
     }
+    // Resolution order (CalledFunction and the build budgets follow it too): custom kernels of
+    // the context, then global ones, then model-local functions, then built-in kernels.
     const int64_t version = ImportedVersion(*sources.opset_imports, node.domain);
-    const KernelFactory* factory = nullptr;
-    for (const KernelRegistry* registry :
-         {sources.context_kernels, sources.global_kernels.get()}) {
-      if (registry != nullptr && factory == nullptr) {
-        factory = registry->Find(node.domain, node.op_type, version > 0 ? version : INT64_MAX);
-      }
-    }
+    const KernelFactory* factory = FindCustomKernel(node, sources, version);
     const Function* function = factory == nullptr ? FindFunction(sources.functions, node) : nullptr;
     if (factory == nullptr && function == nullptr) {
       if (version == 0) {
