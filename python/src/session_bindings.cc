@@ -1,4 +1,5 @@
 // runtime.RuntimeSession, runtime.RuntimeSessionOptions and model conversion.
+#include <absl/container/inlined_vector.h>
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -88,7 +89,7 @@ class FeedRestorer {
 
  private:
   RuntimeContext& rt_;
-  std::vector<std::pair<std::string, RuntimeValue>> previous_;  // empty value: was absent
+  absl::InlinedVector<std::pair<std::string, RuntimeValue>, 4> previous_;  // empty value: absent
   bool committed_ = false;
 };
 

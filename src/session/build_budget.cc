@@ -31,24 +31,29 @@ class BudgetWalk {
                     const Function* function, const Node* call) {
     int64_t deepest = level;
     for (const Node& node : nodes) {
-      AddNodes(1, node, nullptr, 0);
+      at_ = &node;
+      at_index_ = static_cast<size_t>(&node - nodes.data());
+      AddNodes(1, nullptr, 0);
       for (const Attribute& written : node.attributes) {
         const Attribute* attr =
             function != nullptr ? ResolvedBodyAttribute(*function, *call, written) : &written;
         if (attr == nullptr || attr->type != AttributeType::kGraph || !attr->g) continue;
-        path_.push_back({&node, nullptr, written.name});
-        CheckDepth(level + 1, node, nullptr);
+        const size_t index = at_index_;
+        path_.push_back({&node, index, nullptr, written.name});
+        CheckDepth(level + 1, nullptr);
         if (++totals_.subgraphs > options_.max_subgraphs) {
           Fail(fmt::format("the model would compile {} subgraphs, more than max_subgraphs = {}, at "
                            "subgraph '{}' of {}; raise RuntimeSessionOptions::max_subgraphs "
                            "(Python: max_subgraphs=) if the model is meant to be this large",
-                           totals_.subgraphs, options_.max_subgraphs, written.name, Where(node, 1)));
+                           totals_.subgraphs, options_.max_subgraphs, written.name, Where(1)));
         }
         deepest = std::max(deepest, WalkGraph(attr->g->nodes, sources, level + 1, nullptr, nullptr));
         path_.pop_back();
+        at_ = &node;
+        at_index_ = index;
       }
       if (const Function* callee = CalledFunction(node, sources)) {
-        deepest = std::max(deepest, WalkCall(*callee, node, sources, level + 1));
+        deepest = std::max(deepest, WalkCall(*callee, sources, level + 1));
       }
     }
     totals_.depth = std::max(totals_.depth, deepest);
@@ -61,6 +66,7 @@ class BudgetWalk {
   // One enclosing level, for messages: the node whose function body or subgraph is walked.
   struct Frame {
     const Node* owner;
+    size_t owner_index;        // its position in its graph
     const Function* function;  // set for a function body
     std::string_view attr;     // set for a subgraph
   };
@@ -71,15 +77,16 @@ class BudgetWalk {
     BuildTotals expansion;               // one call: nodes, subgraphs, levels below the body
   };
 
-  // A call compiles `callee`'s body at `level`.
-  int64_t WalkCall(const Function& callee, const Node& call, const KernelSources& sources,
-                   int64_t level) {
+  // The call at_ compiles `callee`'s body at `level`.
+  int64_t WalkCall(const Function& callee, const KernelSources& sources, int64_t level) {
+    const Node& call = *at_;
+    const size_t call_index = at_index_;
     FunctionMemo& memo = MemoFor(callee);
     if (memo.active) {
       Fail(fmt::format("function '{}' calls itself ({}); a recursive function cannot be expanded",
-                       FunctionName(callee), Where(call, 0)));
+                       FunctionName(callee), Where(0)));
     }
-    CheckDepth(level, call, &callee);
+    CheckDepth(level, &callee);
     // A call whose references bring no graph compiles the same body as any other such call.
     const bool plain = std::none_of(memo.refs.begin(), memo.refs.end(), [&](const Attribute* ref) {
       const Attribute* resolved = ResolvedBodyAttribute(callee, call, *ref);
@@ -88,17 +95,17 @@ class BudgetWalk {
     if (plain && memo.done) {
       const BuildTotals& e = memo.expansion;
       if (level + e.depth > options_.max_nesting_depth) {
-        FailDepth(level + e.depth, call, &callee);
+        FailDepth(level + e.depth, &callee);
       }
-      AddNodes(e.nodes, call, &callee, e.nodes);
+      AddNodes(e.nodes, &callee, e.nodes);
       totals_.subgraphs += e.subgraphs;
       if (totals_.subgraphs > options_.max_subgraphs) {
         Fail(fmt::format("the model would compile {} subgraphs, more than max_subgraphs = {}, at "
-                         "{} (each call of function '{}' compiles {} subgraphs); raise "
-                         "RuntimeSessionOptions::max_subgraphs (Python: max_subgraphs=) if the "
-                         "model is meant to be this large",
-                         totals_.subgraphs, options_.max_subgraphs, Where(call, 0),
-                         FunctionName(callee), e.subgraphs));
+                         "{}; raise RuntimeSessionOptions::max_subgraphs (Python: max_subgraphs=) "
+                         "if the model is meant to be this large",
+                         totals_.subgraphs, options_.max_subgraphs,
+                         Where(0, fmt::format(" (each call of function '{}' compiles {} subgraphs)",
+                                              FunctionName(callee), e.subgraphs))));
       }
       totals_.depth = std::max(totals_.depth, level + e.depth);
       return level + e.depth;
@@ -107,9 +114,11 @@ class BudgetWalk {
     KernelSources body_sources = sources;
     body_sources.opset_imports = &callee.opset_imports;
     memo.active = true;
-    path_.push_back({&call, &callee, {}});
+    path_.push_back({&call, call_index, &callee, {}});
     const int64_t deepest = WalkGraph(callee.nodes, body_sources, level, &callee, &call);
     path_.pop_back();
+    at_ = &call;
+    at_index_ = call_index;
     FunctionMemo& after = MemoFor(callee);  // the map may have grown meanwhile
     after.active = false;
     if (plain && !after.done) {
@@ -132,7 +141,7 @@ class BudgetWalk {
     return it->second;
   }
 
-  void AddNodes(int64_t count, const Node& at, const Function* expanded, int64_t expansion) {
+  void AddNodes(int64_t count, const Function* expanded, int64_t expansion) {
     totals_.nodes += count;
     if (totals_.nodes <= options_.max_expanded_nodes) return;
     const std::string detail =
@@ -141,23 +150,23 @@ class BudgetWalk {
             : fmt::format(" (each call of function '{}' compiles {} nodes)", FunctionName(*expanded),
                           expansion);
     Fail(fmt::format("the model would compile {} nodes (function bodies once per call, subgraphs "
-                     "included), more than max_expanded_nodes = {}, at {}{}; raise "
+                     "included), more than max_expanded_nodes = {}, at {}; raise "
                      "RuntimeSessionOptions::max_expanded_nodes (Python: max_expanded_nodes=) if "
                      "the model is meant to be this large",
-                     totals_.nodes, options_.max_expanded_nodes, Where(at, 0), detail));
+                     totals_.nodes, options_.max_expanded_nodes, Where(0, detail)));
   }
 
-  // `level` is where the body of `callee` (or, when null, the innermost subgraph on the path)
-  // would be compiled.
-  void CheckDepth(int64_t level, const Node& at, const Function* callee) {
-    if (level > options_.max_nesting_depth) FailDepth(level, at, callee);
+  // `level` is where the body of `callee` (called by at_) or, when null, the innermost subgraph
+  // on the path (owned by at_) would be compiled.
+  void CheckDepth(int64_t level, const Function* callee) {
+    if (level > options_.max_nesting_depth) FailDepth(level, callee);
   }
 
-  [[noreturn]] void FailDepth(int64_t level, const Node& at, const Function* callee) {
+  [[noreturn]] void FailDepth(int64_t level, const Function* callee) {
     const std::string what =
-        callee != nullptr ? fmt::format("the body of function '{}' called by {}", FunctionName(*callee),
-                                        Where(at, 0))
-                          : fmt::format("subgraph '{}' of {}", path_.back().attr, Where(at, 1));
+        callee != nullptr
+            ? fmt::format("the body of function '{}' called by {}", FunctionName(*callee), Where(0))
+            : fmt::format("subgraph '{}' of {}", path_.back().attr, Where(1));
     Fail(fmt::format("the model nests graphs {} levels deep (subgraphs and function bodies), more "
                      "than max_nesting_depth = {}, at {}; raise "
                      "RuntimeSessionOptions::max_nesting_depth (Python: max_nesting_depth=, at "
@@ -165,10 +174,16 @@ class BudgetWalk {
                      level, options_.max_nesting_depth, what, kMaxNestingDepthLimit));
   }
 
-  // "node 'n' (Op) in function 'f', called by node ... in the main graph". `skip` innermost
-  // frames of the path are left out (the frame `at` itself owns).
-  std::string Where(const Node& at, size_t skip) const {
-    std::string out = fmt::format("node '{}' ({})", at.name, at.op_type);
+  static std::string DescribeNode(const Node& node, size_t index) {
+    return node.name.empty() ? fmt::format("node #{} ({})", index, node.op_type)
+                             : fmt::format("node '{}' ({})", node.name, node.op_type);
+  }
+
+  // "node 'n' (Op)<detail> in function 'f', called by node ... in the main graph" for at_. The
+  // `skip` innermost frames of the path are left out (frames at_ itself owns).
+  std::string Where(size_t skip, std::string_view detail = {}) const {
+    std::string out = DescribeNode(*at_, at_index_);
+    out += detail;
     const size_t levels = path_.size() > skip ? path_.size() - skip : 0;
     constexpr size_t kInner = 4;
     for (size_t k = 0; k < levels; ++k) {
@@ -179,11 +194,10 @@ class BudgetWalk {
       }
       const Frame& f = path_[levels - 1 - k];
       if (f.function != nullptr) {
-        out += fmt::format(" in function '{}', called by node '{}' ({})", FunctionName(*f.function),
-                           f.owner->name, f.owner->op_type);
+        out += fmt::format(" in function '{}', called by {}", FunctionName(*f.function),
+                           DescribeNode(*f.owner, f.owner_index));
       } else {
-        out += fmt::format(" in subgraph '{}' of node '{}' ({})", f.attr, f.owner->name,
-                           f.owner->op_type);
+        out += fmt::format(" in subgraph '{}' of {}", f.attr, DescribeNode(*f.owner, f.owner_index));
       }
     }
     return out + " in the main graph";
@@ -194,6 +208,8 @@ class BudgetWalk {
   }
 
   const RuntimeSessionOptions& options_;
+  const Node* at_ = nullptr;  // the node being counted
+  size_t at_index_ = 0;
   BuildTotals totals_;
   std::vector<Frame> path_;
   absl::flat_hash_map<const Function*, FunctionMemo> memo_;
