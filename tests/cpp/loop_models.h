@@ -73,6 +73,27 @@ inline Graph AddOneBody() {
   return body;
 }
 
+/// A Loop body that runs an If each iteration: v_out = If(cond_in, then: v_in + 1, else: v_in).
+inline Graph NestedIfBody() {
+  Graph then_branch;
+  then_branch.name = "then";
+  then_branch.outputs = {{"t", GraphBuilder::TensorType(DataType::kFloat, std::vector<int64_t>{1})}};
+  then_branch.nodes = {MakeNode("then_add", "Add", {"v_in", "one"}, {"t"})};
+  Graph else_branch;
+  else_branch.name = "else";
+  else_branch.outputs = {{"e", GraphBuilder::TensorType(DataType::kFloat, std::vector<int64_t>{1})}};
+  else_branch.nodes = {MakeNode("else_pass", "Identity", {"v_in"}, {"e"})};
+  Graph body = LoopBody({MakeNode("pass_cond", "Identity", {"cond_in"}, {"cond_out"}),
+                         MakeNode("if", "If", {"cond_in"}, {"v_out"},
+                                  {GraphAttribute("then_branch", std::move(then_branch)),
+                                   GraphAttribute("else_branch", std::move(else_branch))})},
+                        "cond_out", "v_out");
+  Tensor one = Tensor::Allocate(DataType::kFloat, {1}, MakeCpuAllocator());
+  one.data<float>()[0] = 1.0f;
+  body.initializers.push_back({"one", one.AsReadOnly()});
+  return body;
+}
+
 /// y = Loop(M, true, v0 = x) over `body`; M is the graph input "M" (int64 scalar), x [1] float.
 /// With M = kAlmostForever the run ends only when stopped.
 inline std::shared_ptr<const Model> LoopModel(Graph body) {

@@ -85,6 +85,22 @@ TEST(RunStop, AnotherThreadStopsAnAlmostEndlessLoop) {
   EXPECT_FALSE(rt.running());
 }
 
+TEST(RunStop, AnotherThreadStopsALoopRunningAnIf) {
+  RuntimeSession session(LoopModel(testing::NestedIfBody()), {.num_threads = 1});
+  RuntimeContext rt(KernelContext(DefaultOpset(23)), {.events_enabled = true});
+  Feed(rt, kAlmostForever);
+  const Error error = StopFromAnotherThread(session, rt);
+  EXPECT_EQ(error.code(), ErrorCode::kCancelled);
+  EXPECT_THAT(error.what(), HasSubstr("node 'loop' (Loop)"));
+  EXPECT_EQ(rt.FindTensor("y"), nullptr);
+  // And by the timeout; a short run of the same model still works afterwards.
+  rt.set_run_timeout(std::chrono::milliseconds(30));
+  EXPECT_THAT(CatchError([&] { session.Run(rt); }).what(), HasSubstr("run timeout"));
+  Feed(rt, 3, 1.0f);
+  session.Run(rt);
+  EXPECT_EQ(FloatValues(rt.GetTensor("y")), std::vector<float>{4.0f});
+}
+
 TEST(RunStop, AnotherThreadStopsALoopWithAnEmptyBody) {
   RuntimeSession session(LoopModel(LoopBody({})), {.num_threads = 1});
   RuntimeContext rt(KernelContext(DefaultOpset(23)));
