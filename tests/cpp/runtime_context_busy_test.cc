@@ -101,7 +101,6 @@ TEST(RuntimeContextBusy, ThreadsHammeringOneContextGetExactResultsOrTheBusyError
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(other_errors.load(), 0);
   EXPECT_EQ(succeeded.load(), kThreads * kSuccesses);
-  std::printf("succeeded %d refused %d\n", succeeded.load(), refused.load());
   EXPECT_FALSE(shared.running());
   // The context works normally afterwards.
   shared.PutTensor("x", inputs[3]);
