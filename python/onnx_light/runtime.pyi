@@ -6,8 +6,8 @@
 Errors: every runtime failure raises one of four built-in exceptions, chosen by the error's
 code: ``ValueError`` (invalid argument: malformed model, wrong dtype or shape), ``KeyError``
 (unknown name), ``NotImplementedError`` (unsupported operator, opset or type) and
-``RuntimeError`` (wrong state, such as a closed state or an overlapping call). Feeds that are not
-arrays raise ``TypeError``.
+``RuntimeError`` (wrong state, such as a closed state or an overlapping call, and a run ended by
+``request_stop()`` or ``run_timeout``). Feeds that are not arrays raise ``TypeError``.
 """
 
 import enum
@@ -164,8 +164,10 @@ class Tensor:
         def __buffer__(self, flags: int, /) -> memoryview: ...
 
 class RuntimeContext:
-    """Holds a run's values, the shared event log and the kernel-usage recorder. Not
-    thread-safe: use one context per thread."""
+    """Holds a run's values, the shared event log and the kernel-usage recorder. One run at a
+    time: a run holds the context, and a second run or a value access from another thread
+    meanwhile raises RuntimeError; use one context per thread. request_stop() works from any
+    thread."""
 
     kernel_usage_limit: int
     """Kernel-usage names kept before further ones are dropped (1024)."""
@@ -181,7 +183,7 @@ class RuntimeContext:
     def clear(self) -> None:
         """Empties the shared log and this context's values."""
     def copy(self) -> RuntimeContext:
-        """A copy sharing the event log, recorder and tensor storage."""
+        """A copy sharing the event log, recorder, stop state and tensor storage; it starts idle."""
     def __copy__(self) -> RuntimeContext: ...
     def set_kernel_usage_enabled(self, enabled: bool) -> None: ...
     @property
@@ -203,6 +205,19 @@ class RuntimeContext:
         """Sequences, optionals and encoded values by name."""
     def set_retained_outputs(self, names: Sequence[str]) -> None:
         """Output names whose storage goes to an external owner (skips output materialisation)."""
+    def request_stop(self) -> None:
+        """Asks the run in flight in this context (or a related one: copies, children) to stop at
+        its next node or loop iteration with RuntimeError; when none is in flight, the next run
+        stops at once. Callable from any thread; never blocks."""
+    @property
+    def running(self) -> bool:
+        """Whether a run holds this context now (a snapshot)."""
+    @property
+    def run_timeout(self) -> float | None:
+        """Seconds each run in this context may take (checked before every node and loop
+        iteration; a run over it raises RuntimeError), or None (the default). 0 also means none."""
+    @run_timeout.setter
+    def run_timeout(self, seconds: float | None) -> None: ...
     @property
     def retained_outputs(self) -> list[str]: ...
     @property
@@ -217,12 +232,22 @@ class RuntimeSessionOptions:
 
     def __init__(self, *, persistent_tensor_initial_capacity: int = 32, num_threads: int = 0,
                  kernel_context: KernelContext | None = None, fuse_conv_batchnorm: bool = True,
-                 load_mode: Literal["copy", "map"] = "copy") -> None: ...
+                 load_mode: Literal["copy", "map"] = "copy",
+                 max_expanded_nodes: int = 1_000_000, max_nesting_depth: int = 64,
+                 max_subgraphs: int = 100_000) -> None: ...
     persistent_tensor_initial_capacity: int
-    """Rows reserved for the first append to a persistent value; 0 disables reservations."""
+    """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
+    reservations. Out of range: ValueError when set."""
     num_threads: int
-    """Threads one run may use, the calling thread included; 0 means one per core. Above 1 the
-    session owns a worker pool (see docs/threading.md)."""
+    """Threads one run may use, the calling thread included, 0 to 1024; 0 means one per core.
+    Above 1 the session owns a worker pool (see docs/threading.md). Out of range: ValueError."""
+    max_expanded_nodes: int
+    """Build budget: nodes compiled in total (function bodies once per call, subgraphs
+    included); at least 1. A model over it fails to build with ValueError."""
+    max_nesting_depth: int
+    """Build budget: levels of subgraphs and function bodies below the main graph, 0 to 1024."""
+    max_subgraphs: int
+    """Build budget: subgraphs compiled in total; at least 0."""
     kernel_context: KernelContext | None
     """Custom kernels to resolve against when the session is built."""
     fuse_conv_batchnorm: bool
@@ -239,7 +264,11 @@ class RuntimeSession:
 
     def __init__(self, model: ModelSource, options: RuntimeSessionOptions | None = None) -> None: ...
     def run(self, context: RuntimeContext, feeds: Mapping[str, Feed] | None = None) -> dict[str, Value]:
-        """Puts feeds into the context, runs, and returns every graph output by name."""
+        """Puts feeds into the context, runs, and returns every graph output by name. The run
+        holds the context (RuntimeError when another thread's run holds it); a failed run,
+        stopped ones included, leaves the context's values as they were before the call."""
+    def _custom_plan_count(self) -> int:
+        """Diagnostics: plans cached for contexts with custom kernels of their own."""
     @property
     def input_names(self) -> list[str]: ...
     @property

@@ -3,6 +3,9 @@
 #include <pybind11/native_enum.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <cmath>
+
 #include "bindings.h"
 #include "onnx_light/runtime/kernel_base.h"
 #include "onnx_light/runtime/runtime_context.h"
@@ -105,7 +108,9 @@ void BindContext(py::module_& m) {
 
   py::class_<RuntimeContext>(m, "RuntimeContext",
                              "Holds a run's values, the shared event log and the kernel-usage recorder. "
-                             "Not thread-safe: use one context per thread.")
+                             "One run at a time: a run holds the context, and a second run or a value "
+                             "access from another thread meanwhile raises RuntimeError; use one context "
+                             "per thread. request_stop() works from any thread.")
       .def(py::init([](const KernelContext& kernel_context, bool events_enabled) {
              return RuntimeContext(kernel_context, RuntimeContextOptions{.events_enabled = events_enabled});
            }),
@@ -115,11 +120,22 @@ void BindContext(py::module_& m) {
            "A snapshot of the shared event log, in recording order.")
       .def("clear_events", &RuntimeContext::ClearEvents,
            "Empties the log shared by all related contexts; values stay.")
-      .def("clear", &RuntimeContext::Clear,
+      .def("clear",
+           [](RuntimeContext& rt) {
+             rt.CheckNotRunning("RuntimeContext.clear");
+             rt.Clear();
+           },
            "Empties the shared log and this context's values.")
-      .def("copy", [](const RuntimeContext& rt) { return RuntimeContext(rt); },
-           "A copy sharing the event log, recorder and tensor storage.")
-      .def("__copy__", [](const RuntimeContext& rt) { return RuntimeContext(rt); })
+      .def("copy",
+           [](const RuntimeContext& rt) {
+             rt.CheckNotRunning("RuntimeContext.copy");
+             return RuntimeContext(rt);
+           },
+           "A copy sharing the event log, recorder, stop state and tensor storage; it starts idle.")
+      .def("__copy__", [](const RuntimeContext& rt) {
+        rt.CheckNotRunning("RuntimeContext.copy");
+        return RuntimeContext(rt);
+      })
       .def("set_kernel_usage_enabled", &RuntimeContext::set_kernel_usage_enabled, py::arg("enabled"))
       .def_property_readonly("kernel_usage_enabled", &RuntimeContext::kernel_usage_enabled)
       .def("get_kernel_usage", &RuntimeContext::GetKernelUsage)
@@ -128,34 +144,75 @@ void BindContext(py::module_& m) {
            py::arg("name"))
       .def_property_readonly_static("kernel_usage_limit", [](py::object) { return RuntimeContext::kKernelUsageLimit; })
       .def("put", [](RuntimeContext& rt, const std::string& name, py::handle value, const std::string& kind) {
+             rt.CheckNotRunning("RuntimeContext.put");
              rt.PutValue(name, ValueFromPython(value, name), TensorKindFromString(kind));
            },
            py::arg("name"), py::arg("value"), py::arg("kind") = "unknown",
            "Stores a value without copying (records add or replace).")
       .def("get", [](const RuntimeContext& rt, const std::string& name) -> py::object {
+             rt.CheckNotRunning("RuntimeContext.get");
              if (const Tensor* t = rt.FindTensor(name)) return ValueToPython(RuntimeValue(*t), name);
              if (const RuntimeValue* v = rt.FindValue(name)) return ValueToPython(*v, name);
              throw py::key_error(fmt::format("no value named '{}' in the context", name));
            },
            py::arg("name"))
       .def("remove", [](RuntimeContext& rt, const std::string& name, const std::string& kind) {
+             rt.CheckNotRunning("RuntimeContext.remove");
              return rt.RemoveValue(name, TensorKindFromString(kind));
            },
            py::arg("name"), py::arg("kind") = "unknown", "Removes a value (records remove); False if absent.")
       .def("__contains__", [](const RuntimeContext& rt, const std::string& name) {
+        rt.CheckNotRunning("RuntimeContext.__contains__");
         return rt.FindTensor(name) != nullptr || rt.FindValue(name) != nullptr;
       })
       .def("tensors", [](const RuntimeContext& rt) {
+             rt.CheckNotRunning("RuntimeContext.tensors");
              py::dict d;
              for (const auto& [name, t] : rt.tensors()) d[py::str(name)] = ValueToPython(RuntimeValue(t), name);
              return d;
            })
       .def("values", [](const RuntimeContext& rt) {
+             rt.CheckNotRunning("RuntimeContext.values");
              py::dict d;
              for (const auto& [name, v] : rt.values()) d[py::str(name)] = ValueToPython(v, name);
              return d;
            })
-      .def("set_retained_outputs", &RuntimeContext::set_retained_outputs, py::arg("names"))
+      .def("set_retained_outputs",
+           [](RuntimeContext& rt, std::vector<std::string> names) {
+             rt.CheckNotRunning("RuntimeContext.set_retained_outputs");
+             rt.set_retained_outputs(std::move(names));
+           },
+           py::arg("names"))
+      .def("request_stop", &RuntimeContext::RequestStop,
+           "Asks the run in flight in this context (or a related one: copies, children) to stop at "
+           "its next node or loop iteration with RuntimeError; when none is in flight, the next run "
+           "stops at once. Callable from any thread; never blocks.")
+      .def_property_readonly("running", &RuntimeContext::running,
+                             "Whether a run holds this context now (a snapshot).")
+      .def_property(
+          "run_timeout",
+          [](const RuntimeContext& rt) -> py::object {
+            const int64_t ns = rt.run_timeout().count();
+            if (ns == 0) return py::none();
+            return py::float_(static_cast<double>(ns) * 1e-9);
+          },
+          [](RuntimeContext& rt, std::optional<double> seconds) {
+            rt.CheckNotRunning("RuntimeContext.run_timeout");
+            if (!seconds) {
+              rt.set_run_timeout(std::chrono::nanoseconds(0));
+              return;
+            }
+            // 9.2e9 s (about 292 years) is the most int64 nanoseconds hold.
+            if (!std::isfinite(*seconds) || *seconds < 0 || *seconds > 9.2e9) {
+              throw py::value_error(fmt::format(
+                  "run_timeout must be None or a number of seconds in [0, 9.2e9] (0: none), got {}",
+                  *seconds));
+            }
+            int64_t ns = static_cast<int64_t>(std::ceil(*seconds * 1e9));
+            rt.set_run_timeout(std::chrono::nanoseconds(ns));
+          },
+          "Seconds each run in this context may take (checked before every node and loop "
+          "iteration; a run over it raises RuntimeError), or None (the default). 0 also means none.")
       .def_property_readonly("retained_outputs", &RuntimeContext::retained_outputs)
       .def_property_readonly("allocated_bytes", [](const RuntimeContext& rt) { return rt.allocator()->live_bytes(); })
       .def_property_readonly("peak_bytes", [](const RuntimeContext& rt) { return rt.allocator()->peak_bytes(); });

@@ -15,7 +15,8 @@ void BindErrors(py::module_& m) {
         case ErrorCode::kNotFound: type = PyExc_KeyError; break;
         case ErrorCode::kUnimplemented: type = PyExc_NotImplementedError; break;
         case ErrorCode::kFailedPrecondition:
-        case ErrorCode::kInternal: type = PyExc_RuntimeError; break;
+        case ErrorCode::kInternal:
+        case ErrorCode::kCancelled: type = PyExc_RuntimeError; break;
       }
       PyErr_SetString(type, e.what());
     }

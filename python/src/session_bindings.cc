@@ -1,4 +1,5 @@
 // runtime.RuntimeSession, runtime.RuntimeSessionOptions and model conversion.
+#include <absl/container/inlined_vector.h>
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
@@ -105,11 +106,57 @@ LoadMode LoadModeFromPython(const std::string& name) {
 
 std::string_view LoadModeName(LoadMode mode) { return mode == LoadMode::kMap ? "map" : "copy"; }
 
-py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::object feeds) {
-  if (!feeds.is_none()) {
-    if (!py::isinstance<py::dict>(feeds)) {
-      throw py::type_error("feeds must be a dict mapping input names to arrays");
+// Puts a run's feeds into a context and takes them out again unless the run succeeds, so a failed
+// run (a bad feed, a kernel error, a stop) leaves the context's values as they were.
+class FeedRestorer {
+ public:
+  explicit FeedRestorer(RuntimeContext& rt) : rt_(rt) {}
+  FeedRestorer(const FeedRestorer&) = delete;
+  FeedRestorer& operator=(const FeedRestorer&) = delete;
+  ~FeedRestorer() {
+    if (committed_) return;
+    for (auto it = previous_.rbegin(); it != previous_.rend(); ++it) {
+      try {
+        if (it->second.has_value()) {
+          rt_.PutValue(it->first, std::move(it->second), TensorKind::kInput);
+        } else {
+          rt_.RemoveValue(it->first, TensorKind::kInput);
+        }
+      } catch (...) {  // recording the restore event failed; keep restoring the others
+      }
     }
+  }
+
+  void Put(const std::string& name, RuntimeValue value) {
+    bool seen = false;
+    for (const auto& [n, v] : previous_) seen = seen || n == name;
+    if (!seen) {
+      if (const Tensor* t = rt_.FindTensor(name)) {
+        previous_.emplace_back(name, RuntimeValue(*t));
+      } else if (const RuntimeValue* v = rt_.FindValue(name)) {
+        previous_.emplace_back(name, *v);
+      } else {
+        previous_.emplace_back(name, RuntimeValue());
+      }
+    }
+    rt_.PutValue(name, std::move(value), TensorKind::kInput);
+  }
+  void Commit() noexcept { committed_ = true; }
+
+ private:
+  RuntimeContext& rt_;
+  absl::InlinedVector<std::pair<std::string, RuntimeValue>, 4> previous_;  // empty value: absent
+  bool committed_ = false;
+};
+
+py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::object feeds) {
+  if (!feeds.is_none() && !py::isinstance<py::dict>(feeds)) {
+    throw py::type_error("feeds must be a dict mapping input names to arrays");
+  }
+  // Held before the first feed is stored: no other run can interleave its feeds with ours.
+  const RuntimeContext::RunGuard guard(rt);
+  FeedRestorer restorer(rt);
+  if (!feeds.is_none()) {
     const auto& inputs = session.inputs();
     for (auto [key, value] : py::reinterpret_borrow<py::dict>(feeds)) {
       const std::string name = py::str(key).cast<std::string>();
@@ -121,13 +168,14 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
         throw py::key_error(fmt::format("feed '{}' is not a graph input; the inputs are [{}]", name,
                                         fmt::join(names, ", ")));
       }
-      rt.PutValue(name, ValueFromPython(value, name), TensorKind::kInput);
+      restorer.Put(name, ValueFromPython(value, name));
     }
   }
   {
     py::gil_scoped_release release;
-    session.Run(rt);
+    session.Run(rt, guard);
   }
+  restorer.Commit();
   py::dict outputs;
   for (const ValueInfo& output : session.outputs()) {
     if (const Tensor* t = rt.FindTensor(output.name)) {
@@ -137,6 +185,26 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
     }
   }
   return outputs;
+}
+
+// Option setters validate the whole struct with the new value, so a bad value is a ValueError
+// where it is set rather than when a session is built.
+template <typename Field, typename Value>
+void SetOption(RuntimeSessionOptions& options, Field RuntimeSessionOptions::*field, Value value) {
+  RuntimeSessionOptions candidate = options;
+  candidate.*field = static_cast<Field>(value);
+  ValidateSessionOptions(candidate);
+  options = std::move(candidate);
+}
+
+int ThreadCount(int64_t num_threads) {
+  if (num_threads < 0 || num_threads > kMaxNumThreads) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("RuntimeSessionOptions.num_threads must be in [0, {}] (0: one per core), "
+                            "got {}",
+                            kMaxNumThreads, num_threads));
+  }
+  return static_cast<int>(num_threads);
 }
 
 std::string_view TypeKindName(TypeInfo::Kind kind) {
@@ -250,17 +318,26 @@ void BindSession(py::module_& m) {
         "the operators used (with subgraphs and function bodies) with counts.");
 
   py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions")
-      .def(py::init([](int64_t capacity, int num_threads, std::optional<KernelContext> kernel_context,
-                       bool fuse_conv_batchnorm, const std::string& load_mode) {
-             return RuntimeSessionOptions{.persistent_tensor_initial_capacity = capacity,
-                                          .num_threads = num_threads,
-                                          .kernel_context = std::move(kernel_context),
-                                          .fuse_conv_batchnorm = fuse_conv_batchnorm,
-                                          .load_mode = LoadModeFromPython(load_mode)};
+      .def(py::init([](int64_t capacity, int64_t num_threads, std::optional<KernelContext> kernel_context,
+                       bool fuse_conv_batchnorm, const std::string& load_mode, int64_t max_expanded_nodes,
+                       int64_t max_nesting_depth, int64_t max_subgraphs) {
+             RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
+                                           .num_threads = ThreadCount(num_threads),
+                                           .kernel_context = std::move(kernel_context),
+                                           .fuse_conv_batchnorm = fuse_conv_batchnorm,
+                                           .load_mode = LoadModeFromPython(load_mode)};
+             options.max_expanded_nodes = max_expanded_nodes;
+             options.max_nesting_depth = max_nesting_depth;
+             options.max_subgraphs = max_subgraphs;
+             ValidateSessionOptions(options);
+             return options;
            }),
            py::kw_only(), py::arg("persistent_tensor_initial_capacity") = 32, py::arg("num_threads") = 0,
            py::arg("kernel_context") = py::none(), py::arg("fuse_conv_batchnorm") = true,
-           py::arg("load_mode") = "copy")
+           py::arg("load_mode") = "copy",
+           py::arg("max_expanded_nodes") = RuntimeSessionOptions{}.max_expanded_nodes,
+           py::arg("max_nesting_depth") = RuntimeSessionOptions{}.max_nesting_depth,
+           py::arg("max_subgraphs") = RuntimeSessionOptions{}.max_subgraphs)
       .def_property("load_mode",
                     [](const RuntimeSessionOptions& o) { return std::string(LoadModeName(o.load_mode)); },
                     [](RuntimeSessionOptions& o, const std::string& mode) { o.load_mode = LoadModeFromPython(mode); },
@@ -269,8 +346,24 @@ void BindSession(py::module_& m) {
                     "without copying and must not be truncated or modified while the session lives.")
       .def_readwrite("kernel_context", &RuntimeSessionOptions::kernel_context)
       .def_readwrite("fuse_conv_batchnorm", &RuntimeSessionOptions::fuse_conv_batchnorm)
-      .def_readwrite("persistent_tensor_initial_capacity", &RuntimeSessionOptions::persistent_tensor_initial_capacity)
-      .def_readwrite("num_threads", &RuntimeSessionOptions::num_threads);
+      .def_property(
+          "persistent_tensor_initial_capacity",
+          [](const RuntimeSessionOptions& o) { return o.persistent_tensor_initial_capacity; },
+          [](RuntimeSessionOptions& o, int64_t v) {
+            SetOption(o, &RuntimeSessionOptions::persistent_tensor_initial_capacity, v);
+          })
+      .def_property(
+          "num_threads", [](const RuntimeSessionOptions& o) { return o.num_threads; },
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::num_threads, ThreadCount(v)); })
+      .def_property(
+          "max_expanded_nodes", [](const RuntimeSessionOptions& o) { return o.max_expanded_nodes; },
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_expanded_nodes, v); })
+      .def_property(
+          "max_nesting_depth", [](const RuntimeSessionOptions& o) { return o.max_nesting_depth; },
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_nesting_depth, v); })
+      .def_property(
+          "max_subgraphs", [](const RuntimeSessionOptions& o) { return o.max_subgraphs; },
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_subgraphs, v); });
 
   py::class_<RuntimeSession>(m, "RuntimeSession",
                              "A model compiled for execution. run() may be called from several threads, "
@@ -297,7 +390,11 @@ void BindSession(py::module_& m) {
            "built from that expanded copy of the model; models that need no expansion are not "
            "copied.")
       .def("run", &RunSession, py::arg("context"), py::arg("feeds") = py::none(),
-           "Puts feeds into the context, runs, and returns every graph output by name.")
+           "Puts feeds into the context, runs, and returns every graph output by name. The run holds "
+           "the context (RuntimeError when another thread's run holds it); a failed run, stopped ones "
+           "included, leaves the context's values as they were before the call.")
+      .def("_custom_plan_count", &RuntimeSession::custom_plan_count,
+           "Diagnostics: plans cached for contexts with custom kernels of their own.")
       .def_property_readonly("input_names", [](const RuntimeSession& s) {
         std::vector<std::string> names;
         for (const ValueInfo& v : s.inputs()) names.push_back(v.name);

@@ -7,6 +7,7 @@
 
 #include "core/describe_node.h"
 #include "core/dispatch_frame.h"
+#include "core/run_control.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime {
@@ -24,7 +25,8 @@ RuntimeContext::RuntimeContext(KernelContext kernel_context, RuntimeContextOptio
       events_enabled_(options.events_enabled),
       allocator_(options.allocator ? std::move(options.allocator) : MakeCpuAllocator()),
       event_log_(std::make_shared<EventLog>()),
-      kernel_usage_(std::make_shared<KernelUsageRecorder>(kKernelUsageLimit)) {}
+      kernel_usage_(std::make_shared<KernelUsageRecorder>(kKernelUsageLimit)),
+      run_control_(std::make_shared<RunControl>()) {}
 
 RuntimeContext::RuntimeContext(const RuntimeContext& other)
     : kernel_context_(other.kernel_context_),
@@ -40,7 +42,11 @@ RuntimeContext::RuntimeContext(const RuntimeContext& other)
       subgraph_node_index_(other.subgraph_node_index_),
       subgraph_attr_name_(other.subgraph_attr_name_),
       append_sink_(other.append_sink_),
-      thread_pool_(other.thread_pool_) {}
+      thread_pool_(other.thread_pool_),
+      run_control_(other.run_control_),
+      run_timeout_ns_(other.run_timeout_ns_),
+      deadline_ns_(other.deadline_ns_),
+      deadline_timeout_ns_(other.deadline_timeout_ns_) {}
 
 RuntimeContext& RuntimeContext::operator=(const RuntimeContext& other) {
   if (this != &other) {
@@ -59,7 +65,11 @@ RuntimeContext::RuntimeContext(SharedTag, const RuntimeContext& parent)
       events_enabled_(parent.events_enabled_),
       allocator_(parent.allocator_),
       event_log_(parent.event_log_),
-      kernel_usage_(parent.kernel_usage_) {}
+      kernel_usage_(parent.kernel_usage_),
+      run_control_(parent.run_control_),
+      run_timeout_ns_(parent.run_timeout_ns_),
+      deadline_ns_(parent.deadline_ns_),
+      deadline_timeout_ns_(parent.deadline_timeout_ns_) {}
 
 RuntimeContext RuntimeContext::CreateChild(ChildContextKind kind, int64_t subgraph_node_index,
                                            std::string subgraph_attr_name) const {

@@ -4,6 +4,11 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime {
 
@@ -47,11 +52,25 @@ bool SpinUntil(std::chrono::microseconds budget, Ready&& ready) {
 
 ThreadPool::ThreadPool(int num_threads) {
   const int workers = std::max(num_threads, 1) - 1;
-  workers_.reserve(static_cast<size_t>(workers));
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  try {
+    workers_.reserve(static_cast<size_t>(workers));
+    for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  } catch (const std::system_error& e) {
+    // A joinable std::thread destroyed during unwinding would call std::terminate: stop and
+    // join the workers already started first.
+    const size_t started = workers_.size();
+    StopWorkers();
+    throw Error(ErrorCode::kFailedPrecondition,
+                fmt::format("could not start the thread pool's threads: {} of {} workers started "
+                            "before the system refused another ({}); use fewer threads "
+                            "(num_threads)",
+                            started, workers, e.what()));
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { StopWorkers(); }
+
+void ThreadPool::StopWorkers() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -59,6 +78,7 @@ ThreadPool::~ThreadPool() {
   }
   wake_.notify_all();
   for (std::thread& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::RunTasks(Job& job) {

@@ -25,7 +25,8 @@ namespace onnx_light::runtime {
 
 class ThreadPool {
  public:
-  /// A pool of `num_threads` threads in total (the caller included); at least 1.
+  /// A pool of `num_threads` threads in total (the caller included); at least 1. Throws
+  /// Error(kFailedPrecondition) when the system refuses a thread, after joining those started.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -41,6 +42,7 @@ class ThreadPool {
  private:
   struct Job;
   void WorkerLoop();
+  void StopWorkers() noexcept;
   static void RunTasks(Job& job);
   void Pop(std::deque<std::shared_ptr<Job>>::iterator it);  // mutex_ held
 

@@ -10,11 +10,6 @@ namespace onnx_light::runtime {
 
 namespace {
 
-// Nested calls instantiate their callee while the caller is being built; a function that calls
-// itself (directly or not) would never finish.
-thread_local int instantiation_depth = 0;
-constexpr int kMaxFunctionDepth = 64;
-
 const Attribute* FindAttr(const std::vector<Attribute>& attrs, std::string_view name) {
   for (const Attribute& a : attrs) {
     if (a.name == name) return &a;
@@ -22,8 +17,7 @@ const Attribute* FindAttr(const std::vector<Attribute>& attrs, std::string_view 
   return nullptr;
 }
 
-// Body nodes with the caller's attribute references resolved; references the caller leaves
-// unset fall back to the function's defaults, or are dropped (the kernel's default applies).
+// Body nodes with the caller's attribute references resolved (see ResolvedBodyAttribute).
 std::vector<Node> InstantiateBody(const Function& function, const Node& call) {
   std::vector<Node> nodes = function.nodes;
   for (Node& node : nodes) {
@@ -33,8 +27,7 @@ std::vector<Node> InstantiateBody(const Function& function, const Node& call) {
         resolved.push_back(std::move(attr));
         continue;
       }
-      const Attribute* source = FindAttr(call.attributes, attr.ref_attr_name);
-      if (source == nullptr) source = FindAttr(function.attribute_defaults, attr.ref_attr_name);
+      const Attribute* source = ResolvedBodyAttribute(function, call, attr);
       if (source == nullptr) continue;
       Attribute copy = *source;
       copy.name = attr.name;
@@ -63,19 +56,8 @@ class FunctionKernel final : public KernelBase {
     for (const std::string& name : function.outputs) body_.outputs.push_back({name, {}});
     KernelSources body_sources = sources;
     body_sources.opset_imports = &function.opset_imports;
-    if (++instantiation_depth > kMaxFunctionDepth) {
-      --instantiation_depth;
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("function '{}' nests deeper than {} calls (recursive?)", function.name,
-                              kMaxFunctionDepth));
-    }
-    try {
-      plan_ = std::make_unique<GraphPlan>(body_, body_sources, nullptr);
-    } catch (...) {
-      --instantiation_depth;
-      throw;
-    }
-    --instantiation_depth;
+    // Recursion and nesting are bounded before building starts (session/build_budget.h).
+    plan_ = std::make_unique<GraphPlan>(body_, body_sources, nullptr);
   }
 
   void Run(RuntimeContext& rt) const override {
@@ -98,6 +80,13 @@ class FunctionKernel final : public KernelBase {
 };
 
 }  // namespace
+
+const Attribute* ResolvedBodyAttribute(const Function& function, const Node& call,
+                                       const Attribute& attr) {
+  if (attr.ref_attr_name.empty()) return &attr;
+  const Attribute* source = FindAttr(call.attributes, attr.ref_attr_name);
+  return source != nullptr ? source : FindAttr(function.attribute_defaults, attr.ref_attr_name);
+}
 
 std::unique_ptr<KernelBase> MakeFunctionKernel(const Function& function, const Node& call,
                                                const KernelSources& sources) {

@@ -8,6 +8,7 @@
 
 #include "core/describe_node.h"
 #include "core/dispatch_frame.h"
+#include "core/run_control.h"
 #include "onnx_light/runtime/error.h"
 #include "session/graph_plan.h"
 #include "session/planned_node.h"
@@ -61,6 +62,11 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
                                              std::span<const RuntimeValue* const> captures) const {
   DispatchScope restore(rt);
   const bool events = rt.events_enabled();
+  // Stop requests and the deadline are checked here (every subgraph run, so every loop
+  // iteration, even with an empty body) and before every node.
+  const RunControl& control = rt.run_control();
+  const int64_t deadline = rt.run_deadline_ns();
+  CheckRunStop(rt, control, deadline, nullptr, graph_.name);
   std::vector<RuntimeValue> frame(slots_.size());
 
   for (size_t i = 0; i < input_slots_.size(); ++i) {
@@ -88,6 +94,7 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
   for (size_t n = 0; n < nodes_.size(); ++n) {
     const PlannedNode& planned = nodes_[n];
     const Node& node = *planned.node;
+    CheckRunStop(rt, control, deadline, &node, graph_.name);
     node_inputs.clear();
     for (int32_t s : planned.inputs) {
       node_inputs.push_back(s >= 0 && frame[s].has_value() ? &frame[s] : nullptr);

@@ -12,7 +12,16 @@
 
 namespace onnx_light::runtime {
 
-namespace {
+const KernelFactory* FindCustomKernel(const Node& node, const KernelSources& sources, int64_t version) {
+  for (const KernelRegistry* registry : {sources.context_kernels, sources.global_kernels.get()}) {
+    if (registry == nullptr) continue;
+    if (const KernelFactory* factory =
+            registry->Find(node.domain, node.op_type, version > 0 ? version : INT64_MAX)) {
+      return factory;
+    }
+  }
+  return nullptr;
+}
 
 const Function* FindFunction(const std::vector<Function>* functions, const Node& node) {
   if (functions == nullptr) return nullptr;
@@ -25,7 +34,12 @@ const Function* FindFunction(const std::vector<Function>* functions, const Node&
   return nullptr;
 }
 
-}  // namespace
+const Function* CalledFunction(const Node& node, const KernelSources& sources) {
+  if (sources.functions == nullptr || sources.functions->empty()) return nullptr;
+  const int64_t version = ImportedOpsetVersion(*sources.opset_imports, node.domain);
+  return FindCustomKernel(node, sources, version) == nullptr ? FindFunction(sources.functions, node)
+                                                             : nullptr;
+}
 
 GraphPlan::GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope* parent)
     : graph_(graph) {
@@ -172,14 +186,10 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       nodes_.push_back(std::move(planned));
       continue;
     }
+    // Resolution order (CalledFunction and the build budgets follow it too): custom kernels of
+    // the context, then global ones, then model-local functions, then built-in kernels.
     const int64_t version = ImportedOpsetVersion(*sources.opset_imports, node.domain);
-    const KernelFactory* factory = nullptr;
-    for (const KernelRegistry* registry :
-         {sources.context_kernels, sources.global_kernels.get()}) {
-      if (registry != nullptr && factory == nullptr) {
-        factory = registry->Find(node.domain, node.op_type, version > 0 ? version : INT64_MAX);
-      }
-    }
+    const KernelFactory* factory = FindCustomKernel(node, sources, version);
     const Function* function = factory == nullptr ? FindFunction(sources.functions, node) : nullptr;
     if (factory == nullptr && function == nullptr) {
       if (version == 0) {

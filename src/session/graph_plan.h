@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "onnx_light/runtime/kernel_base.h"
@@ -29,6 +30,14 @@ struct KernelSources {
   /// (RuntimeSessionOptions::fuse_conv_batchnorm; see session/conv_fusion.h).
   bool fuse_conv_batchnorm = false;
 };
+
+/// The custom kernel (context, then global registry) serving `node` at `version`, or null.
+const KernelFactory* FindCustomKernel(const Node& node, const KernelSources& sources, int64_t version);
+/// The model-local function of `node`'s domain, name and overload, or null.
+const Function* FindFunction(const std::vector<Function>* functions, const Node& node);
+/// The function `node` is compiled as a call of: no custom kernel serves it and a model-local
+/// function matches. Null otherwise.
+const Function* CalledFunction(const Node& node, const KernelSources& sources);
 
 class GraphPlan {
  public:

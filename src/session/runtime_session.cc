@@ -6,11 +6,13 @@
 #include <absl/container/inlined_vector.h>
 
 #include <algorithm>
+#include <limits>
 #include <thread>
 
 #include "core/thread_pool.h"
 #include "kernels/registry/kernel_tables.h"
 #include "onnx_light/runtime/error.h"
+#include "session/build_budget.h"
 #include "session/graph_plan.h"
 #include "session/input_validation.h"
 
@@ -18,6 +20,7 @@ namespace onnx_light::runtime {
 
 namespace {
 
+// Checks the build budgets first, so a model over them fails before any plan memory is spent.
 std::unique_ptr<GraphPlan> BuildPlan(const Model& model, const KernelRegistry* context_kernels,
                                      const RuntimeSessionOptions& options) {
   KernelSources sources{.context_kernels = context_kernels,
@@ -26,33 +29,44 @@ std::unique_ptr<GraphPlan> BuildPlan(const Model& model, const KernelRegistry* c
                         .functions = &model.functions,
                         .opset_imports = &model.opset_imports,
                         .fuse_conv_batchnorm = options.fuse_conv_batchnorm};
+  CheckBuildBudgets(model.graph, sources, options);
   return std::make_unique<GraphPlan>(model.graph, sources, nullptr);
+}
+
+template <typename T>
+void CheckRange(std::string_view name, T value, T low, T high, std::string_view note = {}) {
+  if (value < low || value > high) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("RuntimeSessionOptions.{} must be in [{}, {}]{}, got {}", name, low, high,
+                            note, value));
+  }
 }
 
 }  // namespace
 
+void ValidateSessionOptions(const RuntimeSessionOptions& options) {
+  CheckRange<int64_t>("num_threads", options.num_threads, 0, kMaxNumThreads, " (0: one per core)");
+  CheckRange<int64_t>("persistent_tensor_initial_capacity", options.persistent_tensor_initial_capacity,
+                      0, kMaxPersistentTensorInitialCapacity, " (0: no reservation)");
+  CheckRange<int64_t>("max_expanded_nodes", options.max_expanded_nodes, 1, std::numeric_limits<int64_t>::max());
+  CheckRange<int64_t>("max_nesting_depth", options.max_nesting_depth, 0, kMaxNestingDepthLimit);
+  CheckRange<int64_t>("max_subgraphs", options.max_subgraphs, 0, std::numeric_limits<int64_t>::max());
+}
+
 RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessionOptions options)
     : model_(std::move(model)), options_(options) {
   if (!model_) throw Error(ErrorCode::kInvalidArgument, "RuntimeSession needs a model");
-  if (options_.num_threads < 0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("num_threads must be >= 0, got {}", options_.num_threads));
-  }
-  if (options_.persistent_tensor_initial_capacity < 0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("persistent_tensor_initial_capacity must be >= 0, got {}",
-                            options_.persistent_tensor_initial_capacity));
-  }
+  ValidateSessionOptions(options_);
   // OpenBLAS runs single-threaded inside whatever thread calls it; kernels split their work
   // over the session's pool instead, so BLAS and non-BLAS work share one set of threads.
   openblas_set_num_threads(1);
-  const int threads = options_.num_threads > 0
-                          ? options_.num_threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
   const KernelRegistry* custom =
       options_.kernel_context ? options_.kernel_context->custom_kernels().get() : nullptr;
   plan_ = BuildPlan(*model_, custom, options_);
+  const int cores = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
+                                                static_cast<unsigned>(kMaxNumThreads)));
+  const int threads = options_.num_threads > 0 ? options_.num_threads : cores;
+  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
 }
 
 RuntimeSession::RuntimeSession(const std::filesystem::path& path, RuntimeSessionOptions options)
@@ -68,18 +82,37 @@ std::vector<std::string> RuntimeSession::RequiredInputNames() const {
   return names;
 }
 
-const GraphPlan& RuntimeSession::PlanFor(const RuntimeContext& rt) const {
+RuntimeSession::PlanRef RuntimeSession::PlanFor(const RuntimeContext& rt) const {
   const std::shared_ptr<KernelRegistry>& custom = rt.kernel_context().custom_kernels();
   if (!custom || custom->empty() ||
       (options_.kernel_context && options_.kernel_context->custom_kernels() == custom)) {
-    return *plan_;
+    return {plan_.get(), nullptr};
   }
+  std::vector<CustomPlan> dropped;  // destroyed after the lock is released
   std::lock_guard lock(custom_plans_mutex_);
-  for (const CustomPlan& entry : custom_plans_) {
-    if (entry.registry == custom && entry.generation == custom->generation()) return *entry.plan;
+  std::shared_ptr<const GraphPlan> found;
+  for (size_t i = 0; i < custom_plans_.size();) {
+    CustomPlan& entry = custom_plans_[i];
+    const std::shared_ptr<KernelRegistry> registry = entry.registry.lock();
+    if (registry == nullptr || registry->generation() != entry.generation) {
+      dropped.push_back(std::move(entry));
+      if (i + 1 != custom_plans_.size()) entry = std::move(custom_plans_.back());
+      custom_plans_.pop_back();
+      continue;
+    }
+    if (registry == custom) found = entry.plan;
+    ++i;
   }
-  custom_plans_.push_back({custom, custom->generation(), BuildPlan(*model_, custom.get(), options_)});
-  return *custom_plans_.back().plan;
+  if (!found) {
+    found = BuildPlan(*model_, custom.get(), options_);
+    custom_plans_.push_back({custom, custom->generation(), found});
+  }
+  return {found.get(), found};
+}
+
+size_t RuntimeSession::custom_plan_count() const {
+  std::lock_guard lock(custom_plans_mutex_);
+  return custom_plans_.size();
 }
 
 namespace {
@@ -100,7 +133,17 @@ class PoolScope {
 }  // namespace
 
 void RuntimeSession::Run(RuntimeContext& rt) const {
-  const GraphPlan& plan = PlanFor(rt);
+  const RuntimeContext::RunGuard guard(rt);
+  Run(rt, guard);
+}
+
+void RuntimeSession::Run(RuntimeContext& rt, const RuntimeContext::RunGuard& guard) const {
+  if (&guard.context() != &rt) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "RuntimeSession::Run: the RunGuard passed holds another RuntimeContext");
+  }
+  const PlanRef plan_ref = PlanFor(rt);
+  const GraphPlan& plan = *plan_ref.plan;
   const PoolScope pool_scope(rt, pool_.get());
   const std::vector<ValueInfo>& graph_inputs = plan.inputs();
   absl::InlinedVector<const RuntimeValue*, 8> inputs(graph_inputs.size(), nullptr);
@@ -124,15 +167,19 @@ void RuntimeSession::Run(RuntimeContext& rt) const {
   std::vector<RuntimeValue> outputs = plan.Execute(rt, inputs, {});
 
   rt.set_current_node_index(kNodeIndexNone);
+  // Everything that can fail happens before the first output is stored, so a failed run leaves
+  // no outputs behind.
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = plan.outputs()[i].name;
     RuntimeValue& value = outputs[i];
     // Retained outputs go to an external owner as produced; others are made contiguous so a
     // caller never sees the strides of a persistent buffer or an internal view.
-    if (!rt.IsRetainedOutput(name) && value.is_tensor() && !value.tensor().is_contiguous()) {
+    if (!rt.IsRetainedOutput(plan.outputs()[i].name) && value.is_tensor() &&
+        !value.tensor().is_contiguous()) {
       value = value.tensor().Contiguous(rt.allocator());
     }
-    rt.PutValue(name, std::move(value), TensorKind::kOutput);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    rt.PutValue(plan.outputs()[i].name, std::move(outputs[i]), TensorKind::kOutput);
   }
 }
 

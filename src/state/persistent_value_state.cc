@@ -155,6 +155,9 @@ void PersistentValueState::TakeValues(std::unordered_map<std::string, Tensor> va
 
 PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const Values& feeds) {
   BusyGuard busy(busy_, "run");
+  // The call runs in a child of `rt`, but it reads `rt` to make that child and shares its stop
+  // state: hold `rt` like any run does.
+  const RuntimeContext::RunGuard context_guard(rt);
   if (closed_) throw Error(ErrorCode::kFailedPrecondition, "PersistentValueState.run: the state is closed");
 
   const std::vector<ValueInfo>& inputs = session_->inputs();

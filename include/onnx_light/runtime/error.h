@@ -13,6 +13,8 @@ enum class ErrorCode {
   kUnimplemented,    // unsupported operator, domain, opset or type (Python NotImplementedError)
   kFailedPrecondition,  // wrong state: closed, overlapping call (Python RuntimeError)
   kInternal,         // a broken invariant inside the runtime (Python RuntimeError)
+  kCancelled,        // a run ended early: RuntimeContext::RequestStop or the run timeout
+                     // (Python RuntimeError)
 };
 
 /// Thrown by every runtime API on failure. Messages name the node, operator or input involved

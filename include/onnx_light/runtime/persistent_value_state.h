@@ -44,7 +44,9 @@ class PersistentValueState {
   /// Runs one call in a fresh feedback child of `rt` (sharing its event log and kernel-usage
   /// recorder): `feeds` are the graph inputs that are not bound. Returns every graph output.
   /// The bound outputs become the next call's bound inputs only when the whole call succeeds;
-  /// on any error the previous values stay and the call may be retried.
+  /// on any error (a stop request or the run timeout of `rt` included: Error(kCancelled)) the
+  /// previous values stay and the call may be retried. Holds `rt` for the call like
+  /// RuntimeSession::Run (Error(kFailedPrecondition) when another run holds it).
   Values Run(RuntimeContext& rt, const Values& feeds);
 
   /// Replaces every bound value (same rules as the constructor's `initial`).

@@ -2,6 +2,8 @@
 // RuntimeContext: where a run reads its inputs and leaves its outputs, and where observation
 // happens — the shared event log, the kernel-usage recorder and the allocator counters.
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -23,6 +25,7 @@
 namespace onnx_light::runtime {
 
 struct DispatchFrame;
+struct RunControl;
 class ThreadPool;
 
 struct RuntimeContextOptions {
@@ -37,22 +40,32 @@ struct RuntimeContextOptions {
 /// allocator and kernel context; none inherits values or retained-output names.
 enum class ChildContextKind { kSubgraph, kFunction, kFeedback, kHalfPrecisionScratch };
 
-/// Ownership: the event log and the kernel-usage recorder are reference counted and shared by
-/// every related context (copies and children). A child keeps them alive after its parent is
-/// destroyed. Independent root contexts never share them.
+/// Ownership: the event log, the kernel-usage recorder and the stop state (RequestStop) are
+/// reference counted and shared by every related context (copies and children). A child keeps
+/// them alive after its parent is destroyed. Independent root contexts never share them.
 ///
-/// Threading: a RuntimeContext is not thread-safe; one thread uses one context at a time.
-/// Related contexts (children, copies) may run on different threads: their RecordEvent calls are
-/// serialised by the shared log. The kernel-usage methods (RecordKernelUsage, set/get, clear) are
-/// thread-safe. events() hands out the log itself and needs no concurrent recording or clearing.
+/// Threading: a RuntimeContext serves one run at a time. RuntimeSession::Run and
+/// PersistentValueState::Run hold the context for the whole run (a RunGuard: one atomic exchange);
+/// a second run in the same context, started from another thread or re-entered from inside a
+/// kernel, fails at once with Error(kFailedPrecondition) instead of corrupting the first. Give each
+/// thread its own context. Other methods (PutValue, GetTensor, Clear, ...) are not synchronised:
+/// call them only on the thread that runs the context, between runs (the Python bindings check
+/// the guard and raise RuntimeError). Exceptions: RequestStop may be called from any thread at
+/// any time; the kernel-usage methods are thread-safe; related contexts (children, copies) may run
+/// on different threads, their RecordEvent calls serialised by the shared log. events() hands out
+/// the log itself and needs no concurrent recording or clearing.
 class RuntimeContext {
  public:
   /// Kernel-usage names kept before further ones are dropped (until ClearKernelUsage()).
   static constexpr size_t kKernelUsageLimit = 1024;
 
   explicit RuntimeContext(KernelContext kernel_context, RuntimeContextOptions options = {});
-  /// A copy holds the same values (sharing tensor storage), the same retained-output names and
-  /// the same event log, recorder and allocator as the original.
+  /// A copy holds the same values (sharing tensor storage), the same retained-output names, run
+  /// timeout and current deadline, and the same event log, recorder, allocator and stop state as
+  /// the original. A copy is a new object and starts idle even when the original is held by a
+  /// run; copying reads the original's values, so it is allowed only where reading them is (on
+  /// the thread running the original, e.g. inside a kernel, or between runs). Assignment leaves
+  /// the target's own guard state unchanged.
   RuntimeContext(const RuntimeContext& other);
   RuntimeContext& operator=(const RuntimeContext& other);
   RuntimeContext(RuntimeContext&&) noexcept;
@@ -61,7 +74,8 @@ class RuntimeContext {
 
   /// A fresh context for a subgraph, function body, feedback call or half-precision scratch
   /// work. `subgraph_node_index` / `subgraph_attr_name` locate a subgraph in its parent graph and
-  /// are stamped on the child's events.
+  /// are stamped on the child's events. The child is a separate object with its own run guard;
+  /// it shares the parent's stop state and inherits its run timeout and current deadline.
   RuntimeContext CreateChild(ChildContextKind kind, int64_t subgraph_node_index = -1,
                              std::string subgraph_attr_name = {}) const;
 
@@ -120,6 +134,58 @@ class RuntimeContext {
   void RecordKernelUsage(std::string_view name) { kernel_usage_->Record(name); }
   std::vector<std::string> GetKernelUsage() const { return kernel_usage_->Snapshot(); }
   void ClearKernelUsage() { kernel_usage_->Clear(); }
+
+  // ---- one run at a time ---------------------------------------------------------------------
+  /// Holds a context for one run. RuntimeSession::Run and PersistentValueState::Run take one for
+  /// their duration; a host that puts a run's inputs may take one first and pass it to
+  /// RuntimeSession::Run(rt, guard), so that no other run can start in between (the Python
+  /// bindings do this). Taking it throws Error(kFailedPrecondition) when another guard holds the
+  /// context, and Error(kCancelled) (releasing the context again) when a stop was requested while
+  /// no run was in flight. While held, the context's run timeout is armed: a deadline of
+  /// start + run_timeout(), or the enclosing run's deadline when that is earlier.
+  /// Not copyable or movable; destroy it on the thread that created it.
+  class RunGuard {
+   public:
+    explicit RunGuard(RuntimeContext& rt);
+    ~RunGuard();
+    RunGuard(const RunGuard&) = delete;
+    RunGuard& operator=(const RunGuard&) = delete;
+    RuntimeContext& context() const noexcept { return rt_; }
+
+   private:
+    RuntimeContext& rt_;
+    int64_t saved_deadline_ns_;
+    int64_t saved_deadline_timeout_ns_;
+  };
+  /// Whether a RunGuard holds this context now (a snapshot when read from another thread).
+  bool running() const noexcept { return busy_.held.load(std::memory_order_acquire); }
+  /// Throws Error(kFailedPrecondition) naming `operation` when a RunGuard holds this context.
+  /// For callers that read or write values from a thread that may not own the context.
+  void CheckNotRunning(std::string_view operation) const;
+
+  // ---- stopping a run ------------------------------------------------------------------------
+  /// Asks the run in flight to stop. Thread-safe, never blocks, callable from any thread. The run
+  /// ends at its next check (before each node of every graph level, including subgraphs and
+  /// function bodies, and at the start of every subgraph run, so every Loop or Scan iteration)
+  /// with Error(kCancelled), leaving no outputs. When no run is in flight, the next run that
+  /// starts stops at once. A request is consumed by the run it stops; one that no run consumed
+  /// before every run in flight ended is dropped. The stop state is shared with copies and
+  /// children, so a request reaches nested graphs (and stops whichever related run checks first).
+  void RequestStop() noexcept;
+  /// Each run in this context must end within `timeout` of its start, or it stops at its next
+  /// check with Error(kCancelled). Zero (the default) means no limit; negative throws
+  /// Error(kInvalidArgument). Takes effect for runs started afterwards; copied to copies and
+  /// children. A check reads the clock only when a timeout is set.
+  void set_run_timeout(std::chrono::nanoseconds timeout);
+  std::chrono::nanoseconds run_timeout() const noexcept {
+    return std::chrono::nanoseconds(run_timeout_ns_);
+  }
+  /// The stop state shared with related contexts and the deadline of the run holding this
+  /// context (steady-clock nanoseconds, 0: none), with the timeout that set it. For the
+  /// executor's checks; not for host code.
+  RunControl& run_control() const noexcept { return *run_control_; }
+  int64_t run_deadline_ns() const noexcept { return deadline_ns_; }
+  int64_t run_deadline_timeout_ns() const noexcept { return deadline_timeout_ns_; }
 
   // ---- dispatch position (set by the session) -----------------------------------------------
   int64_t current_node_index() const noexcept { return current_node_index_; }
@@ -191,6 +257,13 @@ class RuntimeContext {
  private:
   struct SharedTag {};
   RuntimeContext(SharedTag, const RuntimeContext& parent);
+  // Copies and assignments never take over a guard: a copy starts idle, a target keeps its own.
+  struct BusyFlag {
+    std::atomic<bool> held{false};
+    BusyFlag() = default;
+    BusyFlag(const BusyFlag&) noexcept {}
+    BusyFlag& operator=(const BusyFlag&) noexcept { return *this; }
+  };
   void CheckOutputIndex(size_t index) const;
   void RecordValueEvent(RuntimeEventAction action, const std::string& name, const RuntimeValue* value,
                         TensorKind kind);
@@ -211,6 +284,11 @@ class RuntimeContext {
   PersistentAppendSink* append_sink_ = nullptr;
   ThreadPool* thread_pool_ = nullptr;
   Tensor discarded_output_;
+  std::shared_ptr<RunControl> run_control_;
+  BusyFlag busy_;
+  int64_t run_timeout_ns_ = 0;
+  int64_t deadline_ns_ = 0;
+  int64_t deadline_timeout_ns_ = 0;
 };
 
 }  // namespace onnx_light::runtime

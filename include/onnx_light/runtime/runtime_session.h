@@ -24,9 +24,10 @@ struct RuntimeSessionOptions {
   /// Rows reserved along the append axis the first time a persistent value grows in place
   /// (PersistentValueState); 0 disables reservations, so every append reallocates.
   int64_t persistent_tensor_initial_capacity = 32;
-  /// Threads one Run may use (the calling thread included); 0 means all cores. Above 1 the
-  /// session owns a pool of num_threads - 1 workers that kernels split their work over. OpenBLAS
-  /// itself is set to one thread (a process-wide setting), since the runtime parallelises above it.
+  /// Threads one Run may use (the calling thread included), 0 to kMaxNumThreads; 0 means all
+  /// cores (at most kMaxNumThreads). Above 1 the session owns a pool of num_threads - 1 workers
+  /// that kernels split their work over. OpenBLAS itself is set to one thread (a process-wide
+  /// setting), since the runtime parallelises above it.
   int num_threads = 0;
   /// Custom kernels of this kernel context are resolved at construction (before global and
   /// built-in ones). Contexts built from another KernelContext with custom kernels get a plan of
@@ -46,18 +47,48 @@ struct RuntimeSessionOptions {
   /// session; kMap maps them without copying, and the files must then stay unchanged while the
   /// session lives (see LoadMode). Ignored when the session is built from a loaded Model.
   LoadMode load_mode = LoadMode::kCopy;
+
+  // ---- build budgets ----
+  // Checked while the session is built, before any plan is compiled, by walking the model the
+  // way the compiler will: each function call counts its body once more, each graph attribute
+  // its subgraph. A model over a budget fails with Error(kInvalidArgument) naming the budget,
+  // the value reached, where, and this option; memory and time stay bounded however large the
+  // expansion would be. The defaults sit far above real models (see docs/errors.md).
+  /// Nodes compiled in total: the main graph's, every subgraph's and every function body's, once
+  /// per call site (nodes as written, before fusion). At least 1.
+  int64_t max_expanded_nodes = 1'000'000;
+  /// Graph nesting: each subgraph and each function body is one level below the graph holding
+  /// the node (the main graph is level 0). 0 to kMaxNestingDepthLimit.
+  int64_t max_nesting_depth = 64;
+  /// Subgraphs compiled in total (graph attributes, once per enclosing expansion). At least 0.
+  int64_t max_subgraphs = 100'000;
 };
+
+/// Largest accepted RuntimeSessionOptions::num_threads.
+inline constexpr int kMaxNumThreads = 1024;
+/// Largest accepted RuntimeSessionOptions::persistent_tensor_initial_capacity (rows).
+inline constexpr int64_t kMaxPersistentTensorInitialCapacity = int64_t{1} << 24;
+/// Largest accepted RuntimeSessionOptions::max_nesting_depth: building and running recurse once
+/// per level, so the limit keeps that recursion within a thread's stack.
+inline constexpr int64_t kMaxNestingDepthLimit = 1024;
+
+/// Throws Error(kInvalidArgument) naming the first option out of range, its value and the
+/// accepted range. RuntimeSession's constructor calls it.
+void ValidateSessionOptions(const RuntimeSessionOptions& options);
 
 /// Ownership: the session shares ownership of its Model, so initializer views stay valid for the
 /// session's life. Outputs left in a context own or share their storage and outlive the session.
 ///
 /// Threading: Run is const and thread-safe — several threads may run one session at once, each
-/// with its own RuntimeContext. Construction is not shared with other calls.
+/// with its own RuntimeContext (a context held by another run is refused, see RuntimeContext).
+/// Construction is not shared with other calls.
 class RuntimeSession {
  public:
   /// Compiles `model`. Throws Error(kUnimplemented) naming the node for an operator, domain or
   /// opset without a kernel, Error(kInvalidArgument) for a malformed graph (a value used before
-  /// it is produced, a duplicate output name, a bad attribute).
+  /// it is produced, a duplicate output name, a bad attribute, a recursive function), an option
+  /// out of range or a model over a build budget, and Error(kFailedPrecondition) when the
+  /// thread pool's threads cannot be started.
   explicit RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessionOptions options = {});
   /// Loads the model file at `path` (with options.load_mode) and compiles it.
   explicit RuntimeSession(const std::filesystem::path& path, RuntimeSessionOptions options = {});
@@ -71,30 +102,47 @@ class RuntimeSession {
   /// the storage their producer gave them; other strided outputs are made contiguous.
   /// Throws Error(kInvalidArgument) for a missing input or a wrong element type, rank or
   /// dimension, naming the input with the expected and actual values.
+  /// The run holds `rt` (a RuntimeContext::RunGuard): Error(kFailedPrecondition) when another run
+  /// holds it. A stop request or the context's run timeout ends it with Error(kCancelled) at the
+  /// next node or subgraph start. A failed run writes no outputs into `rt`; the values it found
+  /// there stay, and the events it recorded stay in the log.
   void Run(RuntimeContext& rt) const;
+  /// The same for a caller that already holds `rt` with `guard` (taken to put the inputs).
+  /// Throws Error(kInvalidArgument) when `guard` holds another context.
+  void Run(RuntimeContext& rt, const RuntimeContext::RunGuard& guard) const;
 
   const Model& model() const noexcept { return *model_; }
   const std::shared_ptr<const Model>& shared_model() const noexcept { return model_; }
   const RuntimeSessionOptions& options() const noexcept { return options_; }
   /// Graph inputs a caller must provide (inputs without an initializer default).
   std::vector<std::string> RequiredInputNames() const;
+  /// Diagnostics: plans cached for contexts with custom kernels of their own. Entries whose
+  /// registry is gone or has changed since are dropped on the next lookup; a plan a run still
+  /// uses lives until that run ends.
+  size_t custom_plan_count() const;
   /// All graph inputs, including those an initializer provides by default.
   const std::vector<ValueInfo>& inputs() const noexcept { return model_->graph.inputs; }
   const std::vector<ValueInfo>& outputs() const noexcept { return model_->graph.outputs; }
 
  private:
-  const GraphPlan& PlanFor(const RuntimeContext& rt) const;
+  // The plan a run uses; `hold` keeps a custom-kernel plan alive while the run needs it.
+  struct PlanRef {
+    const GraphPlan* plan;
+    std::shared_ptr<const GraphPlan> hold;
+  };
+  PlanRef PlanFor(const RuntimeContext& rt) const;
 
   std::shared_ptr<const Model> model_;
   RuntimeSessionOptions options_;
   std::unique_ptr<ThreadPool> pool_;  // null when the session runs on one thread
   std::unique_ptr<GraphPlan> plan_;
-  // Plans rebuilt for contexts that carry their own custom kernels, built on first use. Entries
-  // are never erased: another thread may still be running a plan built for an older generation.
+  // Plans rebuilt for contexts that carry their own custom kernels, built on first use. An entry
+  // does not keep its registry alive; it is pruned once the registry is gone or has a newer
+  // generation (runs already using it share ownership of the plan).
   struct CustomPlan {
-    std::shared_ptr<KernelRegistry> registry;
+    std::weak_ptr<KernelRegistry> registry;
     uint64_t generation;
-    std::unique_ptr<GraphPlan> plan;
+    std::shared_ptr<const GraphPlan> plan;
   };
   mutable std::mutex custom_plans_mutex_;
   mutable std::vector<CustomPlan> custom_plans_;
