@@ -112,18 +112,11 @@ py::list DescribeValues(const std::vector<ValueInfo>& values) {
 // (domain, op_type, opset version of that domain where the node sits).
 using OperatorUses = std::map<std::tuple<std::string, std::string, int64_t>, int64_t>;
 
-int64_t VersionIn(const std::vector<OpsetId>& imports, std::string_view domain) {
-  for (const OpsetId& opset : imports) {
-    if (CanonicalDomain(opset.domain) == CanonicalDomain(domain)) return opset.version;
-  }
-  return 0;
-}
-
 void CountOperators(const std::vector<Node>& nodes, const std::vector<OpsetId>& imports,
                     OperatorUses& uses) {
   for (const Node& node : nodes) {
     const std::string domain(CanonicalDomain(node.domain));
-    ++uses[{domain, node.op_type, VersionIn(imports, domain)}];
+    ++uses[{domain, node.op_type, ImportedOpsetVersion(imports, domain)}];
     for (const Attribute& attr : node.attributes) {
       if (attr.g) CountOperators(attr.g->nodes, imports, uses);
       for (const auto& g : attr.graphs) {

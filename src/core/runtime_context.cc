@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/describe_node.h"
 #include "core/dispatch_frame.h"
 #include "onnx_light/runtime/error.h"
 
@@ -186,7 +187,7 @@ bool RuntimeContext::has_input(size_t index) const noexcept {
 
 std::string RuntimeContext::DescribeNode() const {
   if (frame_ == nullptr) return "no node";
-  return fmt::format("node '{}' ({})", frame_->node_name, frame_->op_type);
+  return runtime::DescribeNode(frame_->node_name, frame_->op_type);
 }
 
 const RuntimeValue& RuntimeContext::InputValue(size_t index) const {

@@ -11,12 +11,16 @@ const Attribute* Node::FindAttribute(std::string_view attr_name) const {
   return nullptr;
 }
 
-int64_t Model::OpsetVersion(std::string_view domain_name) const {
-  domain_name = CanonicalDomain(domain_name);
-  for (const OpsetId& opset : opset_imports) {
-    if (CanonicalDomain(opset.domain) == domain_name) return opset.version;
+int64_t ImportedOpsetVersion(std::span<const OpsetId> imports, std::string_view domain) {
+  domain = CanonicalDomain(domain);
+  for (const OpsetId& opset : imports) {
+    if (CanonicalDomain(opset.domain) == domain) return opset.version;
   }
   return 0;
+}
+
+int64_t Model::OpsetVersion(std::string_view domain_name) const {
+  return ImportedOpsetVersion(opset_imports, domain_name);
 }
 
 }  // namespace onnx_light::runtime

@@ -17,11 +17,7 @@ bool IsDefaultDomainOp(const Node& node, std::string_view op_type) {
 }
 
 int64_t ImportedDefaultVersion(const KernelSources& sources) {
-  if (sources.opset_imports == nullptr) return 0;
-  for (const OpsetId& opset : *sources.opset_imports) {
-    if (CanonicalDomain(opset.domain).empty()) return opset.version;
-  }
-  return 0;
+  return sources.opset_imports == nullptr ? 0 : ImportedOpsetVersion(*sources.opset_imports, "");
 }
 
 bool HasCustomKernel(const KernelSources& sources, std::string_view op_type, int64_t version) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/describe_node.h"
 #include "core/dispatch_frame.h"
 #include "onnx_light/runtime/error.h"
 #include "session/graph_plan.h"
@@ -48,7 +49,7 @@ void RecordValue(RuntimeContext& rt, RuntimeEventAction action, const std::strin
 }
 
 [[noreturn]] void RethrowWithNode(const Error& error, const Node& node) {
-  const std::string where = fmt::format("node '{}' ({})", node.name, node.op_type);
+  const std::string where = DescribeNode(node.name, node.op_type);
   if (std::strstr(error.what(), where.c_str()) != nullptr) throw error;
   throw Error(error.code(), fmt::format("{}: {}", where, error.what()));
 }

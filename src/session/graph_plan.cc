@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/describe_node.h"
 #include "onnx_light/runtime/error.h"
 #include "session/conv_fusion.h"
 #include "session/function_kernel.h"
@@ -12,18 +13,6 @@
 namespace onnx_light::runtime {
 
 namespace {
-
-std::string DescribeNode(const Node& node) {
-  return fmt::format("node '{}' ({})", node.name, node.op_type);
-}
-
-int64_t ImportedVersion(const std::vector<OpsetId>& imports, std::string_view domain) {
-  domain = CanonicalDomain(domain);
-  for (const OpsetId& opset : imports) {
-    if (CanonicalDomain(opset.domain) == domain) return opset.version;
-  }
-  return 0;
-}
 
 const Function* FindFunction(const std::vector<Function>* functions, const Node& node) {
   if (functions == nullptr) return nullptr;
@@ -137,6 +126,7 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
     }
     const Node& node = planned.fused_node ? *planned.fused_node : graph_.nodes[node_index];
     planned.node = &node;
+    const std::string where = DescribeNode(node.name, node.op_type);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const std::string& name = node.inputs[i];
       if (name.empty()) {
@@ -148,7 +138,7 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
         throw Error(ErrorCode::kInvalidArgument,
                     fmt::format("{}: input {} '{}' is not produced by an earlier node, a graph "
                                 "input or an initializer",
-                                DescribeNode(node), i, name));
+                                where, i, name));
       }
       planned.inputs.push_back(slot);
     }
@@ -164,7 +154,7 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
         if (slot < 0) {
           throw Error(ErrorCode::kInvalidArgument,
                       fmt::format("{}: subgraph '{}' uses '{}', which no enclosing graph defines",
-                                  DescribeNode(node), attr.name, captured));
+                                  where, attr.name, captured));
         }
         capture_positions.push_back(static_cast<int32_t>(planned.captures.size()));
         planned.captures.push_back(slot);
@@ -177,12 +167,12 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
     if (planned.kernel) {  // fused: the kernel is already built
       for (const std::string& name : node.outputs) {
         planned.outputs.push_back(
-            name.empty() ? -1 : scope.Define(name, TensorKind::kIntermediate, DescribeNode(node)));
+            name.empty() ? -1 : scope.Define(name, TensorKind::kIntermediate, where));
       }
       nodes_.push_back(std::move(planned));
       continue;
     }
-    const int64_t version = ImportedVersion(*sources.opset_imports, node.domain);
+    const int64_t version = ImportedOpsetVersion(*sources.opset_imports, node.domain);
     const KernelFactory* factory = nullptr;
     for (const KernelRegistry* registry :
          {sources.context_kernels, sources.global_kernels.get()}) {
@@ -194,8 +184,7 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
     if (factory == nullptr && function == nullptr) {
       if (version == 0) {
         throw Error(ErrorCode::kUnimplemented,
-                    fmt::format("{}: domain '{}' is not imported by the model", DescribeNode(node),
-                                node.domain));
+                    fmt::format("{}: domain '{}' is not imported by the model", where, node.domain));
       }
       factory = sources.builtin_kernels->Find(node.domain, node.op_type, version);
       if (factory == nullptr) {
@@ -205,14 +194,14 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
             sources.builtin_kernels->DescribeVersions(node.domain, node.op_type);
         if (versions.empty()) {
           throw Error(ErrorCode::kUnimplemented,
-                      fmt::format("{}: no kernel for operator '{}' at opset {}", DescribeNode(node),
-                                  op_name, version));
+                      fmt::format("{}: no kernel for operator '{}' at opset {}", where, op_name,
+                                  version));
         }
         // Never run another version's semantics: the model's opset decides the operator version.
         throw Error(ErrorCode::kUnimplemented,
                     fmt::format("{}: the model imports {} opset {}, and onnx-light implements "
                                 "operator '{}' only for opset versions {}",
-                                DescribeNode(node), node.domain.empty() ? "ai.onnx" : node.domain,
+                                where, node.domain.empty() ? "ai.onnx" : node.domain,
                                 version, op_name, versions));
       }
     }
@@ -228,13 +217,13 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       planned.kernel = (*factory)(info);
       if (!planned.kernel) {
         throw Error(ErrorCode::kInternal,
-                    fmt::format("{}: the kernel factory returned nothing", DescribeNode(node)));
+                    fmt::format("{}: the kernel factory returned nothing", where));
       }
     }
 
     for (const std::string& name : node.outputs) {
       planned.outputs.push_back(
-          name.empty() ? -1 : scope.Define(name, TensorKind::kIntermediate, DescribeNode(node)));
+          name.empty() ? -1 : scope.Define(name, TensorKind::kIntermediate, where));
     }
     nodes_.push_back(std::move(planned));
   }

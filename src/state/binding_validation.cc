@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "core/describe_node.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime {
@@ -99,9 +100,9 @@ std::vector<PersistentBinding> ValidatedBindings(const Model& model) {
       for (const auto& g : attr.graphs) nested |= g && DeclaresBindings(*g);
       if (nested) {
         throw Error(ErrorCode::kInvalidArgument,
-                    fmt::format("node '{}' ({}): subgraph '{}' declares persistent bindings; only the "
-                                "main graph may",
-                                node.name, node.op_type, attr.name));
+                    fmt::format("{}: subgraph '{}' declares persistent bindings; only the main "
+                                "graph may",
+                                DescribeNode(node.name, node.op_type), attr.name));
       }
     }
   }

@@ -128,6 +128,10 @@ struct Model {
   int64_t OpsetVersion(std::string_view domain) const;
 };
 
+/// The version `imports` (a model's or a function's opset_imports) gives `domain`; "" and
+/// "ai.onnx" both name the default domain. 0 when `domain` is not imported.
+int64_t ImportedOpsetVersion(std::span<const OpsetId> imports, std::string_view domain);
+
 /// Reads a model file. The file is memory-mapped and initializers view the mapping; external
 /// data is read relative to the file's folder. Throws Error(kInvalidArgument) naming the field
 /// and byte offset for malformed input, Error(kNotFound) for a missing file.

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "core/describe_node.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_base.h"
 
@@ -144,9 +145,7 @@ std::string_view AttributeTypeName(AttributeType type) {
 }
 }  // namespace
 
-std::string KernelBuildInfo::Describe() const {
-  return fmt::format("node '{}' ({})", node_.name, node_.op_type);
-}
+std::string KernelBuildInfo::Describe() const { return DescribeNode(node_.name, node_.op_type); }
 
 const Attribute& KernelBuildInfo::Require(std::string_view name, AttributeType type) const {
   const Attribute* attr = node_.FindAttribute(name);
