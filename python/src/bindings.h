@@ -33,9 +33,5 @@ std::string ModelBytesFromPython(py::handle model);
 /// A model from a path (str or os.PathLike), bytes-like object or onnx.ModelProto. Bytes are
 /// viewed, not copied.
 std::shared_ptr<const Model> ModelFromPython(py::handle model);
-/// After a session constructor failed with NotImplementedError: `model` with the schema function
-/// bodies of the operators the runtime lacks inlined (onnx_light.function_expansion, a copy), or
-/// nullptr when nothing can be expanded (or onnx is not installed): re-raise the original error.
-std::shared_ptr<const Model> ExpandedModelFromPython(py::handle model);
 
 }  // namespace onnx_light::runtime::python
