@@ -6,7 +6,7 @@
 ``run`` feeds the model random inputs (or the arrays of an .npz file, by input name), runs it and
 prints its outputs, timings and, with --events, the per-operator table, persistent-storage
 traffic and allocator peak. ``info`` describes a model and says whether every operator in it has
-a kernel. Also available as ``python -m onnx_light.cli``.
+a kernel (or a function body the runtime runs). Also available as ``python -m onnx_light.cli``.
 
 Exit codes: 0 success; 1 the run failed; 2 usage error, or a file that is missing or unreadable;
 3 the model is invalid or uses something the runtime does not support.
@@ -95,13 +95,22 @@ def _build_session(runtime, path: str, threads: int):
 # ---- info ------------------------------------------------------------------------------------
 
 
-def operator_support(info: dict, supported: Sequence[tuple[str, str, int, int]]) -> list[dict]:
+def _ranges(table: Sequence[tuple[str, str, int, int]]) -> dict[tuple[str, str], list[tuple[int, int]]]:
+    ranges: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for domain, op, since, until in table:
+        ranges.setdefault((domain, op), []).append((int(since), int(until)))
+    return ranges
+
+
+def operator_support(info: dict, supported: Sequence[tuple[str, str, int, int]],
+                     function_bodies: Sequence[tuple[str, str, int, int]] = ()) -> list[dict]:
     """Each operator of ``model_info`` with ``status``: 'supported' (and ``since_version`` of the
-    kernel that serves it), 'function' (a model-local function) or 'unsupported' (no kernel, or
-    none for the opset version the model imports)."""
-    kernels: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    for domain, op, since, until in supported:
-        kernels.setdefault((domain, op), []).append((int(since), int(until)))
+    kernel that serves it), 'function' (a model-local function), 'function_body' (no kernel, but
+    the runtime runs the function body onnx defines for that version; ``function_bodies`` is
+    ``runtime.schema_function_operators()``) or 'unsupported' (none of these for the opset
+    version the model imports)."""
+    kernels = _ranges(supported)
+    bodies = _ranges(function_bodies)
     functions = {(domain, name) for domain, name in info["functions"]}
     rows = []
     for op in info["operators"]:
@@ -114,6 +123,8 @@ def operator_support(info: dict, supported: Sequence[tuple[str, str, int, int]])
         elif serving:
             row["status"] = "supported"
             row["since_version"] = max(serving)
+        elif any(since <= version <= until for since, until in bodies.get(key, [])):
+            row["status"] = "function_body"
         rows.append(row)
     return rows
 
@@ -126,7 +137,7 @@ def cmd_info(args) -> int:
     import onnx_light.runtime as runtime
 
     info = _model_info(runtime, args.model)
-    ops = operator_support(info, runtime.supported_operators())
+    ops = operator_support(info, runtime.supported_operators(), runtime.schema_function_operators())
     build_error = None
     if all(op["status"] != "unsupported" for op in ops):
         try:
@@ -164,16 +175,18 @@ def cmd_info(args) -> int:
             status = f"supported (kernel since opset {op['since_version']})"
         elif op["status"] == "function":
             status = "model-local function"
+        elif op["status"] == "function_body":
+            status = "supported (function body)"
         else:
             status = "NOT SUPPORTED"
         print(f"  {op['op_type']:<{width}}{op['count']:>6}  {where:<18}{status}")
     if unsupported:
         names = ", ".join(op["op_type"] for op in unsupported)
-        print(f"\n{len(unsupported)} operator(s) without a kernel: {names}")
+        print(f"\n{len(unsupported)} operator(s) without a kernel or function body: {names}")
     elif build_error:
-        print(f"\nevery operator has a kernel, but the session does not build: {build_error}")
+        print(f"\nevery operator is supported, but the session does not build: {build_error}")
     else:
-        print("\nevery operator has a kernel; the session builds")
+        print("\nevery operator is supported; the session builds")
     return EXIT_OK if ok else EXIT_MODEL
 
 
@@ -352,7 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser("info", help="describe a model and check that every operator is supported",
                                description="Print inputs, outputs, opsets and operators, and whether the "
-                                           "runtime has a kernel for each. Exits with 3 when it has not.")
+                                           "runtime has a kernel (or runs the onnx function body) for "
+                                           "each. Exits with 3 when it has not.")
     info.add_argument("model", metavar="MODEL.onnx")
     info.add_argument("--json", action="store_true", help="print the description as JSON")
     info.set_defaults(handler=cmd_info)

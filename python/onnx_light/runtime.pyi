@@ -33,7 +33,8 @@ TensorKindName = Literal["unknown", "initializer", "input", "intermediate", "out
 
 MAX_ONNX_OPSET: int
 """Newest ai.onnx opset version a model may import (28, as in the pinned onnx). Each operator
-is served only for the opset versions its kernel implements (see supported_operators())."""
+is served only for the opset versions its kernel implements (see supported_operators()), or
+by its onnx function body (see schema_function_operators())."""
 
 class OpsetId:
     """An operator-set id: a domain ('' is ai.onnx) and its version."""
@@ -317,6 +318,12 @@ def register_kernel(domain: str, op_type: str, fn: Callable[..., Any], kernel_co
 def supported_operators() -> list[tuple[str, str, int, int]]:
     """The built-in kernels as (domain, op_type, since, until) tuples, sorted; domain '' is
     ai.onnx. A kernel serves the opset versions since..until of its domain."""
+
+def schema_function_operators() -> list[tuple[str, str, int, int]]:
+    """The operators the runtime serves by the function body onnx defines for them, as
+    (domain, op_type, since, until) tuples like supported_operators(): a model that imports a
+    version in since..until and uses the operator where no kernel serves it runs the body (whose
+    operators need kernels in turn)."""
 
 def model_info(model: ModelSource, *, options: RuntimeSessionOptions | None = None) -> dict[str, Any]:
     """Describes a model without compiling it: ir_version, producer_name, producer_version,

@@ -40,10 +40,5 @@ std::string ModelBytesFromPython(py::handle model);
 /// every other buffer (bytearray, memoryview, mmap, NumPy array, ...) is copied once, since its
 /// owner may resize, close or rewrite it. A ModelProto is serialized to bytes and viewed.
 std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode = LoadMode::kCopy);
-/// After a session constructor failed with NotImplementedError: `model` with the schema function
-/// bodies of the operators the runtime lacks inlined (onnx_light.function_expansion, a copy), or
-/// nullptr when nothing can be expanded (or onnx is not installed): re-raise the original error.
-std::shared_ptr<const Model> ExpandedModelFromPython(py::handle model,
-                                                     LoadMode mode = LoadMode::kCopy);
 
 }  // namespace onnx_light::runtime::python

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "bindings.h"
+#include "functions/schema_functions.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_base.h"
 #include "onnx_light/runtime/runtime_session.h"
@@ -82,17 +83,6 @@ std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode) {
                                      py::str(py::type::of(serialized).attr("__name__")).cast<std::string>()));
   }
   return LoadViewedBytes(serialized, options);
-}
-
-std::shared_ptr<const Model> ExpandedModelFromPython(py::handle model, LoadMode mode) {
-  py::object expanded;
-  try {
-    expanded = py::module_::import("onnx_light.function_expansion").attr("_expand_for_runtime")(model);
-  } catch (py::error_already_set&) {
-    return nullptr;  // onnx is not installed
-  }
-  if (expanded.is_none()) return nullptr;
-  return ModelFromPython(expanded, mode);
 }
 
 namespace {
@@ -306,6 +296,18 @@ void BindSession(py::module_& m) {
         "The built-in kernels as (domain, op_type, since, until) tuples, sorted; domain '' is "
         "ai.onnx. A kernel serves the opset versions since..until of its domain; a model that "
         "imports another version of the operator's domain is refused when the session is built.");
+  m.def("schema_function_operators",
+        [] {
+          py::list out;
+          for (const SchemaFunctionRange& r : SchemaFunctionRanges()) {
+            out.append(py::make_tuple(r.domain, r.op_type, r.since, r.until));
+          }
+          return out;
+        },
+        "The operators served by the function body onnx defines for them, as (domain, op_type, "
+        "since, until) tuples like supported_operators(): a model importing a version in "
+        "since..until whose operator no kernel serves runs the body (its operators need kernels "
+        "in turn).");
   m.def("model_info",
         [](py::handle model, std::optional<RuntimeSessionOptions> options) {
           const LoadMode mode = options ? options->load_mode : LoadMode::kCopy;
@@ -371,24 +373,14 @@ void BindSession(py::module_& m) {
       .def(py::init([](py::handle model, std::optional<RuntimeSessionOptions> options) {
              const RuntimeSessionOptions opts = options.value_or(RuntimeSessionOptions{});
              auto loaded = ModelFromPython(model, opts.load_mode);
-             try {
-               py::gil_scoped_release release;
-               return std::make_unique<RuntimeSession>(std::move(loaded), opts);
-             } catch (const Error& e) {
-               if (e.code() != ErrorCode::kUnimplemented) throw;
-               auto expanded = ExpandedModelFromPython(model, opts.load_mode);
-               if (expanded == nullptr) throw;
-               py::gil_scoped_release release;
-               return std::make_unique<RuntimeSession>(std::move(expanded), opts);
-             }
+             py::gil_scoped_release release;
+             return std::make_unique<RuntimeSession>(std::move(loaded), opts);
            }),
            py::arg("model"), py::arg("options") = py::none(),
            "Compiles `model` (a path, read with options.load_mode; bytes, viewed; any other buffer, "
-           "copied; or onnx.ModelProto). When an ai.onnx operator has no "
-           "kernel but onnx defines it by a function body (e.g. SoftmaxCrossEntropyLoss), the body "
-           "is inlined (onnx_light.function_expansion, needs the onnx package) and the session is "
-           "built from that expanded copy of the model; models that need no expansion are not "
-           "copied.")
+           "copied; or onnx.ModelProto). An operator without a kernel that onnx defines by a "
+           "function body (e.g. SoftmaxCrossEntropyLoss) runs that body (see "
+           "schema_function_operators()).")
       .def("run", &RunSession, py::arg("context"), py::arg("feeds") = py::none(),
            "Puts feeds into the context, runs, and returns every graph output by name. The run holds "
            "the context (RuntimeError when another thread's run holds it); a failed run, stopped ones "

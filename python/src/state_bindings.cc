@@ -72,21 +72,11 @@ void BindState(py::module_& m) {
              const RuntimeSessionOptions opts = options.value_or(RuntimeSessionOptions{});
              auto loaded = ModelFromPython(model, opts.load_mode);
              auto values = TensorsFromDict(initial);
-             try {
-               py::gil_scoped_release release;
-               return std::make_unique<PersistentValueState>(std::move(loaded), std::move(values), opts);
-             } catch (const Error& e) {
-               if (e.code() != ErrorCode::kUnimplemented) throw;
-               auto expanded = ExpandedModelFromPython(model, opts.load_mode);
-               if (expanded == nullptr) throw;
-               auto again = TensorsFromDict(initial);
-               py::gil_scoped_release release;
-               return std::make_unique<PersistentValueState>(std::move(expanded), std::move(again), opts);
-             }
+             py::gil_scoped_release release;
+             return std::make_unique<PersistentValueState>(std::move(loaded), std::move(values), opts);
            }),
            py::arg("model"), py::arg("initial"), py::arg("options") = py::none(),
-           "Like RuntimeSession, an operator onnx defines by a function body and the runtime lacks is "
-           "expanded (on a copy of the model) before the state is built.")
+           "Compiles `model` like RuntimeSession and binds the initial values.")
       .def("run",
            [](PersistentValueState& state, RuntimeContext& rt, py::object feeds) {
              PersistentValueState::Values values;

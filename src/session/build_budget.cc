@@ -8,12 +8,31 @@
 #include <string_view>
 #include <vector>
 
+#include "functions/schema_functions.h"
 #include "onnx_light/runtime/error.h"
 #include "session/function_kernel.h"
+#include "session/graph_plan.h"
 
 namespace onnx_light::runtime {
 
 namespace {
+
+// The schema function body the compiler will expand for `node` (no custom kernel, model-local
+// function or built-in kernel serves it), built without declared input types: a builder that
+// needs them (SequenceMap) throws, and such a node then counts as itself.
+std::shared_ptr<const Function> SchemaBodyFor(const Node& node, const KernelSources& sources) {
+  const int64_t version = ImportedOpsetVersion(*sources.opset_imports, node.domain);
+  if (version == 0 || FindCustomKernel(node, sources, version) != nullptr ||
+      FindFunction(sources.functions, node) != nullptr ||
+      sources.builtin_kernels->Find(node.domain, node.op_type, version) != nullptr) {
+    return nullptr;
+  }
+  try {
+    return FindSchemaFunction({.node = node, .opset_version = version});
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
 
 std::string FunctionName(const Function& f) {
   const std::string_view domain = CanonicalDomain(f.domain);
@@ -54,6 +73,9 @@ class BudgetWalk {
       }
       if (const Function* callee = CalledFunction(node, sources)) {
         deepest = std::max(deepest, WalkCall(*callee, sources, level + 1));
+      } else if (std::shared_ptr<const Function> body = SchemaBodyFor(node, sources)) {
+        schema_bodies_.push_back(body);  // memo_ is keyed by address: keep each body alive
+        deepest = std::max(deepest, WalkCall(*body, sources, level + 1));
       }
     }
     totals_.depth = std::max(totals_.depth, deepest);
@@ -213,6 +235,7 @@ class BudgetWalk {
   BuildTotals totals_;
   std::vector<Frame> path_;
   absl::flat_hash_map<const Function*, FunctionMemo> memo_;
+  std::vector<std::shared_ptr<const Function>> schema_bodies_;
 };
 
 }  // namespace

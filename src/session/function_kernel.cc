@@ -41,8 +41,9 @@ std::vector<Node> InstantiateBody(const Function& function, const Node& call) {
 
 class FunctionKernel final : public KernelBase {
  public:
-  FunctionKernel(const Function& function, const Node& call, const KernelSources& sources)
-      : function_(function) {
+  FunctionKernel(const Function& function, std::shared_ptr<const Function> owned, const Node& call,
+                 const KernelSources& sources)
+      : function_(function), owned_(std::move(owned)) {
     if (call.inputs.size() > function.inputs.size() || call.outputs.size() > function.outputs.size()) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("node '{}' calls function '{}' with {} inputs and {} outputs; it "
@@ -53,7 +54,17 @@ class FunctionKernel final : public KernelBase {
     body_.name = function.name;
     body_.nodes = InstantiateBody(function, call);
     for (const std::string& name : function.inputs) body_.inputs.push_back({name, {}});
-    for (const std::string& name : function.outputs) body_.outputs.push_back({name, {}});
+    // Outputs the call leaves out are not body outputs: a body need not produce them (onnx
+    // builds some bodies without the optional outputs the call does not use).
+    for (size_t i = 0; i < call.outputs.size(); ++i) {
+      if (call.outputs[i].empty()) continue;
+      body_.outputs.push_back({function.outputs[i], {}});
+      output_positions_.push_back(i);
+    }
+    retained_names_.resize(call.outputs.size());
+    for (size_t k = 0; k < output_positions_.size(); ++k) {
+      retained_names_[output_positions_[k]] = body_.outputs[k].name;
+    }
     KernelSources body_sources = sources;
     body_sources.opset_imports = &function.opset_imports;
     // Recursion and nesting are bounded before building starts (session/build_budget.h).
@@ -66,16 +77,19 @@ class FunctionKernel final : public KernelBase {
       inputs.push_back(rt.has_input(i) ? &rt.InputValue(i) : nullptr);
     }
     RuntimeContext child = rt.CreateChild(ChildContextKind::kFunction);
-    child.set_retained_outputs(TranslateRetained(rt, function_.outputs));
+    child.set_retained_outputs(TranslateRetained(rt, retained_names_));
     std::vector<RuntimeValue> outputs = plan_->Execute(child, inputs, {});
-    for (size_t i = 0; i < rt.num_outputs() && i < outputs.size(); ++i) {
-      rt.SetOutput(i, std::move(outputs[i]));
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (output_positions_[k] < rt.num_outputs()) rt.SetOutput(output_positions_[k], std::move(outputs[k]));
     }
   }
 
  private:
   const Function& function_;
+  std::shared_ptr<const Function> owned_;  // null for a model-local function
   Graph body_;
+  std::vector<size_t> output_positions_;  // call output position of each body output
+  std::vector<std::string> retained_names_;  // body output name per call output ("" if unused)
   std::unique_ptr<GraphPlan> plan_;
 };
 
@@ -90,7 +104,13 @@ const Attribute* ResolvedBodyAttribute(const Function& function, const Node& cal
 
 std::unique_ptr<KernelBase> MakeFunctionKernel(const Function& function, const Node& call,
                                                const KernelSources& sources) {
-  return std::make_unique<FunctionKernel>(function, call, sources);
+  return std::make_unique<FunctionKernel>(function, nullptr, call, sources);
+}
+
+std::unique_ptr<KernelBase> MakeFunctionKernel(std::shared_ptr<const Function> function,
+                                               const Node& call, const KernelSources& sources) {
+  const Function& body = *function;
+  return std::make_unique<FunctionKernel>(body, std::move(function), call, sources);
 }
 
 }  // namespace onnx_light::runtime

@@ -1,6 +1,8 @@
 #pragma once
-// Model-local functions (FunctionProto): each call site is instantiated at session build with
-// the caller's attributes substituted, and runs its body in a function child context.
+// Function calls: model-local functions (FunctionProto) and schema function bodies
+// (functions/schema_functions.h). Each call site is instantiated at session build with the
+// caller's attributes substituted, and runs its body in a function child context. Only the
+// outputs the call uses are outputs of the compiled body.
 
 #include <memory>
 
@@ -15,7 +17,11 @@ namespace onnx_light::runtime {
 const Attribute* ResolvedBodyAttribute(const Function& function, const Node& call,
                                        const Attribute& attr);
 
+/// `function` must outlive the kernel (a model-local function lives in the session's model).
 std::unique_ptr<KernelBase> MakeFunctionKernel(const Function& function, const Node& call,
                                                const KernelSources& sources);
+/// The kernel shares ownership of `function` (a schema body built for this call, or shared).
+std::unique_ptr<KernelBase> MakeFunctionKernel(std::shared_ptr<const Function> function,
+                                               const Node& call, const KernelSources& sources);
 
 }  // namespace onnx_light::runtime

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/describe_node.h"
+#include "functions/schema_functions.h"
 #include "onnx_light/runtime/error.h"
 #include "session/conv_fusion.h"
 #include "session/function_kernel.h"
@@ -40,6 +41,36 @@ const Function* CalledFunction(const Node& node, const KernelSources& sources) {
   return FindCustomKernel(node, sources, version) == nullptr ? FindFunction(sources.functions, node)
                                                              : nullptr;
 }
+
+namespace {
+
+// The declared type of each input of `node` in the graphs being compiled (graph inputs,
+// value_info, outputs, initializers), null where none is declared. `storage` keeps the types
+// made for initializers.
+std::vector<const TypeInfo*> DeclaredInputTypes(const Node& node, const PlanScope& scope,
+                                                std::vector<TypeInfo>& storage) {
+  storage.reserve(node.inputs.size());  // the pointers below must stay valid
+  std::vector<const TypeInfo*> types;
+  for (const std::string& name : node.inputs) {
+    types.push_back(name.empty() ? nullptr : scope.DeclaredType(name, storage));
+  }
+  return types;
+}
+
+std::unique_ptr<KernelBase> CompileSchemaBody(std::shared_ptr<const Function> body, const Node& node,
+                                              int64_t version, const KernelSources& sources) {
+  try {
+    return MakeFunctionKernel(std::move(body), node, sources);
+  } catch (const Error& error) {
+    throw Error(error.code(),
+                fmt::format("{}: onnx-light serves operator '{}' at opset {} by the function body "
+                            "onnx defines for it, which does not compile: {}",
+                            DescribeNode(node.name, node.op_type), node.op_type, version,
+                            error.what()));
+  }
+}
+
+}  // namespace
 
 GraphPlan::GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope* parent)
     : graph_(graph) {
@@ -187,10 +218,13 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       continue;
     }
     // Resolution order (CalledFunction and the build budgets follow it too): custom kernels of
-    // the context, then global ones, then model-local functions, then built-in kernels.
+    // the context, then global ones, then model-local functions, then built-in kernels whose
+    // range covers the version, then the schema function body onnx defines.
     const int64_t version = ImportedOpsetVersion(*sources.opset_imports, node.domain);
     const KernelFactory* factory = FindCustomKernel(node, sources, version);
     const Function* function = factory == nullptr ? FindFunction(sources.functions, node) : nullptr;
+    std::shared_ptr<const Function> schema_body;  // onnx's function body, when no kernel serves
+    std::vector<TypeInfo> types;
     if (factory == nullptr && function == nullptr) {
       if (version == 0) {
         throw Error(ErrorCode::kUnimplemented,
@@ -198,6 +232,11 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       }
       factory = sources.builtin_kernels->Find(node.domain, node.op_type, version);
       if (factory == nullptr) {
+        schema_body = FindSchemaFunction({.node = node,
+                                          .opset_version = version,
+                                          .input_types = DeclaredInputTypes(node, scope, types)});
+      }
+      if (factory == nullptr && schema_body == nullptr) {
         const std::string op_name =
             (node.domain.empty() ? "" : node.domain + "::") + node.op_type;
         const std::string versions =
@@ -217,6 +256,8 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
     }
     if (function != nullptr) {
       planned.kernel = MakeFunctionKernel(*function, node, sources);
+    } else if (schema_body != nullptr) {
+      planned.kernel = CompileSchemaBody(std::move(schema_body), node, version, sources);
     } else {
       KernelBuildInfo info(node, version, [&runners](std::string_view attr) -> const SubgraphRunner* {
         for (auto& [name, runner] : runners) {

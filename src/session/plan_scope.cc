@@ -28,4 +28,23 @@ int32_t PlanScope::Resolve(const std::string& name) {
   return slot;
 }
 
+const TypeInfo* PlanScope::DeclaredType(std::string_view name,
+                                        std::vector<TypeInfo>& storage) const {
+  const Graph& graph = plan_.graph_;
+  for (const auto* list : {&graph.inputs, &graph.value_info, &graph.outputs}) {
+    for (const ValueInfo& value : *list) {
+      if (value.name == name && value.type.kind != TypeInfo::Kind::kUnknown) return &value.type;
+    }
+  }
+  for (const Initializer& init : graph.initializers) {
+    if (init.name != name) continue;
+    TypeInfo& type = storage.emplace_back();
+    type.kind = TypeInfo::Kind::kTensor;
+    type.element_type = init.tensor.dtype();
+    type.shape = init.tensor.shape();
+    return &type;
+  }
+  return parent_ == nullptr ? nullptr : parent_->DeclaredType(name, storage);
+}
+
 }  // namespace onnx_light::runtime

@@ -6,6 +6,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "onnx_light/runtime/model.h"
 
 #include "onnx_light/runtime/runtime_event.h"
 
@@ -22,6 +25,9 @@ class PlanScope {
   /// The slot holding `name`, capturing it from enclosing graphs when needed; -1 when no graph
   /// in the chain defines it.
   int32_t Resolve(const std::string& name);
+  /// The type this graph or an enclosing one declares for `name` (graph input, value_info,
+  /// graph output, or an initializer, whose type is appended to `storage`); null when none.
+  const TypeInfo* DeclaredType(std::string_view name, std::vector<TypeInfo>& storage) const;
 
  private:
   GraphPlan& plan_;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include "functions/schema_functions.h"
 #include "graph_builder.h"
 #include "loop_models.h"
 #include "model_test_util.h"
@@ -252,6 +253,29 @@ TEST(BuildBudget, CallsWhoseGraphAttributesDifferAreCountedEachTime) {
   rt.PutTensor("x", FloatTensor({1}, {4.0f}));
   at_limit.Run(rt);
   EXPECT_EQ(FloatValues(rt.GetTensor("y")), std::vector<float>{4.0f});
+}
+
+// Schema function bodies count like model-local ones: a Softsign node (opset 23, no kernel) is
+// compiled as its onnx body, so its nodes count towards max_expanded_nodes.
+TEST(BuildBudget, SchemaFunctionBodiesCountTheirNodes) {
+  auto softsigns = [](int count) {
+    testing::GraphBuilder b;
+    b.Input("x0", DataType::kFloat, std::vector<int64_t>{2});
+    for (int k = 0; k < count; ++k) b.AddNode("Softsign", {Name("x", k)}, {Name("x", k + 1)});
+    b.Output(Name("x", count), DataType::kFloat, std::vector<int64_t>{2});
+    return b.Build();
+  };
+  const std::shared_ptr<const Function> body = FindSchemaFunction(
+      {.node = softsigns(1)->graph.nodes[0], .opset_version = 23});
+  ASSERT_NE(body, nullptr);
+  const auto per_call = static_cast<int64_t>(body->nodes.size());
+  ASSERT_GT(per_call, 1);
+  const int64_t expanded = 3 * (1 + per_call);  // each node as written, and its body
+  RuntimeSession at_limit(softsigns(3), {.num_threads = 1, .max_expanded_nodes = expanded});
+  const Error over = CatchError([&] {
+    RuntimeSession s(softsigns(3), {.num_threads = 1, .max_expanded_nodes = expanded - 1});
+  });
+  EXPECT_THAT(over.what(), HasSubstr(fmt::format("compile {} nodes", expanded)));
 }
 
 }  // namespace

@@ -86,6 +86,32 @@ def test_info_flags_unsupported_operators_with_exit_3(tmp_path):
     assert relu and "supported" in relu[0] and "NOT" not in relu[0]
 
 
+def function_body_model(op, opset):
+    graph = helper.make_graph(
+        [helper.make_node(op, ["x"], ["y"])], "body",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model
+
+
+def test_info_reports_operators_served_by_a_function_body(tmp_path):
+    result = cli("info", save(function_body_model("Softsign", 23), tmp_path, "softsign.onnx"))
+    assert result.returncode == 0, result.stderr
+    row = [line for line in result.stdout.splitlines() if line.split()[:1] == ["Softsign"]]
+    assert row and "supported (function body)" in row[0]
+    assert "every operator is supported; the session builds" in result.stdout
+
+
+def test_info_function_body_that_does_not_build_exits_3(tmp_path):
+    # Bernoulli has a body, but its RandomUniformLike has no kernel: the session build says so.
+    result = cli("info", save(function_body_model("Bernoulli", 22), tmp_path, "bernoulli.onnx"))
+    assert result.returncode == 3
+    assert "supported (function body)" in result.stdout
+    assert "the session does not build" in result.stdout and "RandomUniformLike" in result.stdout
+
+
 def test_info_counts_operators_inside_persistent_bindings_and_subgraphs(tmp_path):
     import onnx_light.runtime as runtime
 
