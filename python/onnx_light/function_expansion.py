@@ -69,6 +69,8 @@ def _onnx_opset(model: onnx.ModelProto) -> int:
 
 def has_schema_function(op_type: str, opset_version: int) -> bool:
     """Whether onnx defines `op_type` (ai.onnx) at `opset_version` by a function body."""
+    if not isinstance(op_type, str):  # protobuf hands out a name that is not UTF-8 as bytes
+        return False
     try:
         schema = onnx.defs.get_schema(op_type, opset_version, "")
     except onnx.defs.SchemaError:
