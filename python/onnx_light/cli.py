@@ -422,7 +422,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 on usage errors
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as noise at interpreter exit
+        return code
     except CliError as error:
         print(f"onnx-light: error: {error}", file=sys.stderr)
         return error.code

@@ -251,6 +251,16 @@ def test_inputs_files_that_do_not_fit_the_model_are_usage_errors(tmp_path):
     assert "min -2  max 3" in result.stdout
 
 
+def test_a_closed_output_pipe_ends_quietly(if_path):
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    process = subprocess.Popen([sys.executable, "-m", "onnx_light.cli", "info", str(if_path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process.stdout.close()  # the reader is gone before anything is written
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141
+    assert stderr == ""
+
+
 def test_an_internal_error_is_reported_as_a_bug_with_its_traceback(monkeypatch, capsys, if_path):
     from onnx_light import cli as cli_module
 
