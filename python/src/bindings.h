@@ -3,6 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,6 +44,8 @@ std::string NameFromPython(py::handle name, std::string_view what = "name");
 std::vector<std::string> NamesFromPython(py::handle names, std::string_view what = "name");
 /// A string tensor element: str when it is valid UTF-8, else bytes.
 py::object StringElementToPython(const std::string& text);
+/// Element `index` of the string feed `feed` into `out`, encoded as NameFromPython does.
+void StringElementFromPython(py::handle item, std::string& out, std::string_view feed, int64_t index);
 /// Serialized model bytes from a path, bytes-like object or onnx.ModelProto.
 std::string ModelBytesFromPython(py::handle model);
 /// A model from a path (str or os.PathLike), bytes-like object or onnx.ModelProto. Bytes are

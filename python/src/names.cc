@@ -18,6 +18,28 @@ py::object Decode(std::string_view text, const char* errors) {
   return py::reinterpret_steal<py::object>(out);
 }
 
+// bytes as they are; anything else by its str(), encoded so that surrogate escapes become the
+// bytes they stand for. False (and no Python error set) for a lone surrogate.
+bool EncodeName(py::handle name, std::string& out) {
+  if (py::isinstance<py::bytes>(name)) {
+    out = name.cast<std::string>();
+    return true;
+  }
+  const py::str text(name);
+  PyObject* bytes = PyUnicode_AsEncodedString(text.ptr(), "utf-8", "surrogateescape");
+  if (bytes == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  out = py::reinterpret_steal<py::bytes>(bytes).cast<std::string>();
+  return true;
+}
+
+std::string LoneSurrogateMessage(py::handle name) {
+  return fmt::format("{} cannot be encoded as UTF-8 (it holds a lone surrogate)",
+                     py::repr(py::str(name)).cast<std::string>());
+}
+
 }  // namespace
 
 py::str NameToPython(std::string_view name) {
@@ -35,15 +57,15 @@ py::str DisplayText(std::string_view text) {
 }
 
 std::string NameFromPython(py::handle name, std::string_view what) {
-  if (py::isinstance<py::bytes>(name)) return name.cast<std::string>();
-  const py::str text(name);  // other objects by their str(), as before
-  PyObject* bytes = PyUnicode_AsEncodedString(text.ptr(), "utf-8", "surrogateescape");
-  if (bytes == nullptr) {
-    PyErr_Clear();
-    throw py::value_error(fmt::format("{} {} cannot be encoded as UTF-8 (it holds a lone surrogate)",
-                                      what, py::repr(text).cast<std::string>()));
+  std::string out;
+  if (!EncodeName(name, out)) throw py::value_error(fmt::format("{} {}", what, LoneSurrogateMessage(name)));
+  return out;
+}
+
+void StringElementFromPython(py::handle item, std::string& out, std::string_view feed, int64_t index) {
+  if (!EncodeName(item, out)) {
+    throw py::value_error(fmt::format("feed '{}' element {} {}", feed, index, LoneSurrogateMessage(item)));
   }
-  return py::reinterpret_steal<py::bytes>(bytes).cast<std::string>();
 }
 
 std::vector<std::string> NamesFromPython(py::handle names, std::string_view what) {

@@ -108,7 +108,7 @@ Tensor TensorFromNumpy(const py::array& array, const std::string& name) {
     auto* out = tensor.data<std::string>();
     for (py::ssize_t i = 0; i < flat.size(); ++i) {
       // bytes as they are; str encoded as names are, so bytes read back as U+DCxx survive.
-      out[i] = NameFromPython(flat.attr("item")(i), fmt::format("feed '{}' element {}", name, i));
+      StringElementFromPython(flat.attr("item")(i), out[i], name, i);
     }
     return tensor;
   }

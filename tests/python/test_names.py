@@ -126,6 +126,9 @@ def test_a_lone_surrogate_name_is_a_value_error():
     session = runtime.RuntimeSession(identity_model())
     with pytest.raises(ValueError, match="surrogate"):
         session.run(new_context(), {"\ud800": np.zeros(3, np.float32)})
+    session = runtime.RuntimeSession(identity_model(dtype=TensorProto.STRING))
+    with pytest.raises(ValueError, match=r"feed 'in_Q' element 1 .*surrogate"):
+        session.run(new_context(), {"in_Q": np.array(["a", "\ud800", "c"], dtype=object)})
 
 
 def test_persistent_state_names_round_trip():
