@@ -5,9 +5,6 @@ set -euo pipefail
 
 apt_packages=(g++ cmake ninja-build ccache pkg-config libfmt-dev libabsl-dev libgtest-dev libgmock-dev
               libbenchmark-dev libopenblas-dev libdlpack-dev clang libclang-rt-14-dev)
-# onnx and onnxruntime are pinned: the conformance suite's expected-failure list and the
-# reference results are tied to these versions. matplotlib draws the demo's memory plot.
-py_packages=(pybind11 scikit-build-core numpy pytest onnx==1.23.2 onnxruntime==1.32.0 matplotlib)
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -20,14 +17,35 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-py_missing=()
-for p in "${py_packages[@]}"; do
-  name=${p%%==*}
-  want=""; [ "$name" != "$p" ] && want=${p#*==}
-  have=$(python3 -c "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))" "$name" 2>/dev/null || true)
-  if [ -z "$have" ] || { [ -n "$want" ] && [ "$have" != "$want" ]; }; then py_missing+=("$p"); fi
-done
-if [ ${#py_missing[@]} -gt 0 ]; then
-  echo "setup: installing Python packages: ${py_missing[*]}"
-  python3 -m pip install -q "${py_missing[@]}"
+# Python: the packages the tests, benchmarks and demo import, installed against constraints.txt,
+# which pins them and everything they pull in to exact versions (onnx and onnxruntime fix the
+# conformance expected-failure list, numpy the reference results). To change a version, follow
+# the steps at the top of constraints.txt. Benchmark-only extras (torch, transformers) are not
+# installed here.
+py_packages=(numpy onnx onnxruntime ml_dtypes pytest matplotlib pybind11 scikit-build-core)
+constraints="$(cd "$(dirname "$0")/.." && pwd)/constraints.txt"
+
+# Fast path: pip runs only when some pinned package is missing or at another version.
+if ! python3 - "$constraints" <<'EOF'
+import importlib.metadata as metadata
+import sys
+
+differ = []
+for line in open(sys.argv[1]):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    name, _, want = line.partition("==")
+    try:
+        have = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        have = "not installed"
+    if have != want:
+        differ.append(f"{name} {have} (pinned {want})")
+if differ:
+    print("setup: Python packages differ from constraints.txt: " + ", ".join(differ))
+    sys.exit(1)
+EOF
+then
+  python3 -m pip install -q "${py_packages[@]}" -c "$constraints"
 fi

@@ -8,17 +8,21 @@ prints its outputs, timings and, with --events, the per-operator table, persiste
 traffic and allocator peak. ``info`` describes a model and says whether every operator in it has
 a kernel (or a function body the runtime runs). Also available as ``python -m onnx_light.cli``.
 
-Exit codes: 0 success; 1 the run failed; 2 usage error, or a file that is missing or unreadable;
-3 the model is invalid or uses something the runtime does not support.
+Exit codes: 0 success; 1 the run failed; 2 usage error, or a file that is missing, unreadable or
+holds arrays that do not fit the model; 3 the model is invalid or uses something the runtime (or
+the random input generator) does not support; 4 an internal error, a bug in onnx-light (the only
+case that prints a traceback). See docs/errors.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
 import sys
 import time
+import traceback
 from typing import Any, Sequence
 
 import numpy as np
@@ -27,6 +31,11 @@ EXIT_OK = 0
 EXIT_RUNTIME_ERROR = 1
 EXIT_USAGE = 2
 EXIT_MODEL = 3
+EXIT_INTERNAL = 4
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what other tools report for `| head`
+
+# Random inputs larger than this are refused (pass them with --inputs instead).
+RANDOM_INPUT_LIMIT_BYTES = 1 << 30
 
 # ONNX TensorProto element types the command line can generate or print.
 _DTYPES: dict[int, tuple[str, Any]] = {
@@ -205,6 +214,15 @@ def random_input(info: dict, rng: np.random.Generator) -> np.ndarray:
         raise CliError(EXIT_MODEL, f"input '{name}' has element type {type_name}, which the command line "
                                    "cannot generate; pass it with --inputs")
     shape = tuple(1 if d < 0 else int(d) for d in (info["shape"] or ()))
+    count = 1
+    for d in shape:
+        count *= d
+    size = count * np.dtype(dtype).itemsize
+    if size > RANDOM_INPUT_LIMIT_BYTES:
+        raise CliError(EXIT_MODEL, f"input '{name}' has shape {_shape_text(shape)}, {count} elements "
+                                   f"({size} bytes of {type_name}); the command line generates at most "
+                                   f"{RANDOM_INPUT_LIMIT_BYTES} bytes of random data per input: pass it "
+                                   "with --inputs")
     if np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating):
         return rng.standard_normal(shape).astype(dtype)
     if dtype is np.bool_:
@@ -229,8 +247,32 @@ def _load_inputs(path: str) -> dict[str, np.ndarray]:
     except Exception as error:  # numpy reports bad files as OSError, ValueError, BadZipFile, ...
         raise CliError(EXIT_USAGE, f"cannot read inputs file '{path}': {error}") from error
     # The runtime views arrays without copying and needs them C-contiguous (this keeps 0-d arrays
-    # 0-d, which numpy.ascontiguousarray would not).
-    return {name: a if a.flags.c_contiguous else a.copy(order="C") for name, a in arrays.items()}
+    # 0-d, which numpy.ascontiguousarray would not) and in this machine's byte order (a file
+    # written on a big-endian machine is not).
+    for name, a in arrays.items():
+        if not a.dtype.isnative:
+            a = a.astype(a.dtype.newbyteorder("="))
+        arrays[name] = a if a.flags.c_contiguous else a.copy(order="C")
+    return arrays
+
+
+def _check_given(name: str, array: np.ndarray, info: dict, path: str) -> None:
+    """An array of the inputs file against the graph input it feeds: a mismatch is the file's
+    fault, so it is a usage error named after the file rather than a failed run."""
+    if info.get("kind", "tensor") != "tensor":
+        return
+    type_name, dtype = _DTYPES.get(int(info["data_type"]), (None, None))
+    if dtype is not None and array.dtype != np.dtype(dtype) and not (
+            dtype is np.str_ and array.dtype.kind in "US"):
+        raise CliError(EXIT_USAGE, f"inputs file '{path}': array '{name}' has dtype {array.dtype}, the "
+                                   f"model's input '{name}' is {type_name}")
+    shape = info["shape"]
+    if shape is None:
+        return
+    if array.ndim != len(shape) or any(d >= 0 and d != n for d, n in zip(shape, array.shape)):
+        raise CliError(EXIT_USAGE, f"inputs file '{path}': array '{name}' has shape "
+                                   f"{_shape_text(array.shape)}, the model's input '{name}' is "
+                                   f"{_shape_text(shape)}")
 
 
 def _feeds(session, args, rng) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -240,6 +282,8 @@ def _feeds(session, args, rng) -> tuple[dict[str, np.ndarray], list[str]]:
     if unknown:
         raise CliError(EXIT_USAGE, f"inputs file has arrays {unknown} that are not graph inputs; "
                                    f"the inputs are {sorted(known)}")
+    for name, array in given.items():
+        _check_given(name, array, known[name], args.inputs)
     generated = []
     feeds = dict(given)
     for name in session.required_input_names:
@@ -342,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="onnx-light", description="Run and inspect ONNX models with the onnx-light runtime.",
         epilog="exit codes: 0 ok, 1 runtime error, 2 usage error or missing file, "
-               "3 invalid or unsupported model")
+               "3 invalid or unsupported model, 4 internal error (a bug)")
     parser.add_argument("--version", action="version", version=f"onnx-light {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -373,16 +417,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _escape_names(error: UnicodeError) -> tuple[str, int]:
+    """Codec error handler for names that are not UTF-8: the runtime hands them out with
+    surrogate escapes (U+DCFF for the byte 0xff), printed here as \xff; anything else the
+    output encoding lacks is printed as a backslash escape."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start:error.end]
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF
+                   else c.encode("ascii", "backslashreplace").decode("ascii") for c in text), error.end
+
+
+codecs.register_error("onnx_light_escape", _escape_names)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # never fail on a name the terminal cannot show
+            stream.reconfigure(errors="onnx_light_escape")
     parser = build_parser()
     args = parser.parse_args(argv)  # exits with 2 on usage errors
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as noise at interpreter exit
+        return code
     except CliError as error:
         print(f"onnx-light: error: {error}", file=sys.stderr)
         return error.code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more is written to the pipe
+        except OSError:
+            pass
+        return EXIT_BROKEN_PIPE
+    except Exception as error:  # noqa: BLE001 - every user error is a CliError: this is a bug
+        print(f"onnx-light: internal error (a bug in onnx-light; please report it with what follows): "
+              f"{type(error).__name__}: {error}", file=sys.stderr)
+        traceback.print_exc()
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

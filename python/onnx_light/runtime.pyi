@@ -7,7 +7,12 @@ Errors: every runtime failure raises one of four built-in exceptions, chosen by 
 code: ``ValueError`` (invalid argument: malformed model, wrong dtype or shape), ``KeyError``
 (unknown name), ``NotImplementedError`` (unsupported operator, opset or type) and
 ``RuntimeError`` (wrong state, such as a closed state or an overlapping call, and a run ended by
-``request_stop()`` or ``run_timeout``). Feeds that are not arrays raise ``TypeError``.
+``request_stop()`` or ``run_timeout``). Feeds that are not arrays raise ``TypeError``. Messages show
+bytes that are not UTF-8 escaped (``\\xff``).
+
+Names: every name read back (inputs, outputs, events, model_info, dict keys) is a str decoded with
+"surrogateescape", so ``name.encode("utf-8", "surrogateescape")`` gives the model's bytes even when
+they are not UTF-8; names passed in may be such a str or bytes.
 """
 
 import enum
@@ -22,8 +27,12 @@ ModelSource = Union[str, os.PathLike[str], bytes, bytearray, memoryview, Any]
 """A model: a file path, serialized bytes (viewed, not copied) or an onnx.ModelProto."""
 
 Feed = Union[np.ndarray, "Tensor", Any]
-"""A C-contiguous CPU NumPy array, a runtime.Tensor or a DLPack producer (never copied); for
+"""A C-contiguous CPU NumPy array in native byte order, a runtime.Tensor or a DLPack producer
+(never copied, except a bool tensor holding bytes other than 0/1, which is fed as a 0/1 copy); for
 sequence inputs a list of those, for an empty optional None."""
+
+Name = Union[str, bytes]
+"""A name: a str (bytes that are not UTF-8 as surrogate escapes) or the raw bytes."""
 
 Value = Union["Tensor", list["Tensor"], bytes, None]
 """A value read back from the runtime: a tensor, a sequence of tensors, encoded bytes or an
@@ -141,8 +150,9 @@ class Tensor:
     """A named tensor owned or shared by the runtime. numpy.asarray(t) and numpy.from_dlpack(t)
     view it without copying."""
 
-    def __init__(self, array: Feed, name: str = "") -> None:
-        """Wraps a contiguous NumPy array or DLPack tensor without copying."""
+    def __init__(self, array: Feed, name: Name = "") -> None:
+        """Wraps a contiguous NumPy array or DLPack tensor without copying (a bool array whose
+        bytes are not all 0/1 is the exception: it is copied with every byte made 0 or 1)."""
     @property
     def name(self) -> str: ...
     @property
@@ -158,7 +168,8 @@ class Tensor:
     @property
     def is_contiguous(self) -> bool: ...
     def numpy(self) -> np.ndarray:
-        """A NumPy view (strings and bfloat16 get their proper dtypes; strings are copied)."""
+        """A NumPy view (strings and bfloat16 get their proper dtypes). Strings are copied into
+        an object array: str elements, or bytes for elements that are not valid UTF-8."""
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
     if sys.version_info >= (3, 12):
@@ -193,18 +204,18 @@ class RuntimeContext:
         """The implementation names recorded so far ('MatMul/float32/blas', ...)."""
     def clear_kernel_usage(self) -> None: ...
     def record_kernel_usage(self, name: str) -> None: ...
-    def put(self, name: str, value: Feed, kind: TensorKindName = "unknown") -> None:
+    def put(self, name: Name, value: Feed, kind: TensorKindName = "unknown") -> None:
         """Stores a value without copying (records add or replace)."""
-    def get(self, name: str) -> Value:
+    def get(self, name: Name) -> Value:
         """The value named ``name``; KeyError when absent."""
-    def remove(self, name: str, kind: TensorKindName = "unknown") -> bool:
+    def remove(self, name: Name, kind: TensorKindName = "unknown") -> bool:
         """Removes a value (records remove); False if absent."""
-    def __contains__(self, name: str) -> bool: ...
+    def __contains__(self, name: Name) -> bool: ...
     def tensors(self) -> dict[str, Tensor]:
         """Plain tensors by name."""
     def values(self) -> dict[str, Value]:
         """Sequences, optionals and encoded values by name."""
-    def set_retained_outputs(self, names: Sequence[str]) -> None:
+    def set_retained_outputs(self, names: Sequence[Name]) -> None:
         """Output names whose storage goes to an external owner (skips output materialisation)."""
     def request_stop(self) -> None:
         """Asks the run in flight in this context (or a related one: copies, children) to stop at
@@ -264,7 +275,7 @@ class RuntimeSession:
     own RuntimeContext; it releases the GIL."""
 
     def __init__(self, model: ModelSource, options: RuntimeSessionOptions | None = None) -> None: ...
-    def run(self, context: RuntimeContext, feeds: Mapping[str, Feed] | None = None) -> dict[str, Value]:
+    def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None) -> dict[str, Value]:
         """Puts feeds into the context, runs, and returns every graph output by name. The run
         holds the context (RuntimeError when another thread's run holds it); a failed run,
         stopped ones included, leaves the context's values as they were before the call."""
@@ -283,7 +294,7 @@ class RuntimeSession:
     @property
     def outputs(self) -> list[dict[str, Any]]: ...
 
-def with_persistent_bindings(model: ModelSource, bindings: Mapping[str, str]) -> bytes:
+def with_persistent_bindings(model: ModelSource, bindings: Mapping[Name, Name]) -> bytes:
     """The model bytes with declarations {input_name: output_name}: the output of one call feeds
     the input of the next. Standard ONNX readers ignore them."""
 
@@ -291,12 +302,12 @@ class PersistentValueState:
     """Feedback values (a KV cache) kept across calls, appended in place. One call at a time;
     an overlapping call raises RuntimeError."""
 
-    def __init__(self, model: ModelSource, initial: Mapping[str, Feed],
+    def __init__(self, model: ModelSource, initial: Mapping[Name, Feed],
                  options: RuntimeSessionOptions | None = None) -> None: ...
-    def run(self, context: RuntimeContext, feeds: Mapping[str, Feed] | None = None) -> dict[str, Value]:
+    def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None) -> dict[str, Value]:
         """Runs one call with the non-bound inputs; returns every graph output. A failed call
         leaves the state unchanged."""
-    def reset(self, values: Mapping[str, Feed]) -> None:
+    def reset(self, values: Mapping[Name, Feed]) -> None:
         """Replaces the persistent values."""
     def close(self) -> None:
         """Releases the state; later calls raise RuntimeError."""

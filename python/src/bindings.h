@@ -3,8 +3,11 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/runtime_event.h"
@@ -33,6 +36,21 @@ RuntimeValue ValueFromPython(py::handle object, const std::string& name);
 TensorKind TensorKindFromString(const std::string& kind);
 /// A context value as Python: runtime.Tensor, list of runtime.Tensor, None or bytes.
 py::object ValueToPython(const RuntimeValue& value, const std::string& name);
+/// A name (value, node, operator, domain, input or output) as Python str: UTF-8 decoded with
+/// "surrogateescape", so bytes that are not UTF-8 survive (names.cc).
+py::str NameToPython(std::string_view name);
+py::list NamesToPython(const std::vector<std::string>& names);
+/// Text meant to be read (reprs, messages): UTF-8 decoded with "backslashreplace".
+py::str DisplayText(std::string_view text);
+/// The inverse of NameToPython: a str encoded with "surrogateescape", bytes as they are, other
+/// objects by their str(). A lone surrogate that is not an escaped byte is a ValueError naming
+/// `what`.
+std::string NameFromPython(py::handle name, std::string_view what = "name");
+std::vector<std::string> NamesFromPython(py::handle names, std::string_view what = "name");
+/// A string tensor element: str when it is valid UTF-8, else bytes.
+py::object StringElementToPython(const std::string& text);
+/// Element `index` of the string feed `feed` into `out`, encoded as NameFromPython does.
+void StringElementFromPython(py::handle item, std::string& out, std::string_view feed, int64_t index);
 /// Serialized model bytes from a path, bytes-like object or onnx.ModelProto.
 std::string ModelBytesFromPython(py::handle model);
 /// A model from a path (str or os.PathLike), bytes-like object or onnx.ModelProto. A path is

@@ -28,16 +28,16 @@ py::dict EventAsDict(const RuntimeEvent& e) {
   d["action"] = std::string(RuntimeEventActionName(e.action));
   d["kind"] = std::string(TensorKindName(e.kind));
   d["timestamp_ns"] = e.timestamp_ns;
-  d["name"] = e.name;
+  d["name"] = NameToPython(e.name);
   d["data_type"] = e.data_type;
   d["shape"] = py::cast(e.shape);
-  d["op_domain"] = e.op_domain;
-  d["op_type"] = e.op_type;
-  d["inputs"] = py::cast(e.inputs);
+  d["op_domain"] = NameToPython(e.op_domain);
+  d["op_type"] = NameToPython(e.op_type);
+  d["inputs"] = NamesToPython(e.inputs);
   d["duration_ns"] = e.duration_ns;
   d["node_index"] = e.node_index;
   d["subgraph_node_index"] = e.subgraph_node_index;
-  d["subgraph_attr_name"] = e.subgraph_attr_name;
+  d["subgraph_attr_name"] = NameToPython(e.subgraph_attr_name);
   d["allocated_bytes"] = e.allocated_bytes;
   d["peak_bytes"] = e.peak_bytes;
   if (e.action == RuntimeEventAction::kPersistentStorage) {
@@ -68,9 +68,9 @@ void BindContext(py::module_& m) {
   py::class_<OpsetId>(m, "OpsetId")
       .def(py::init([](std::string domain, int64_t version) { return OpsetId{std::move(domain), version}; }),
            py::arg("domain"), py::arg("version"))
-      .def_property_readonly("domain", [](const OpsetId& o) { return o.domain; })
+      .def_property_readonly("domain", [](const OpsetId& o) { return NameToPython(o.domain); })
       .def_property_readonly("version", [](const OpsetId& o) { return o.version; })
-      .def("__repr__", [](const OpsetId& o) { return fmt::format("OpsetId('{}', {})", o.domain, o.version); });
+      .def("__repr__", [](const OpsetId& o) { return DisplayText(fmt::format("OpsetId('{}', {})", o.domain, o.version)); });
   m.def("default_opset", &DefaultOpset, py::arg("version"), "The ai.onnx opset of that version.");
   m.attr("MAX_ONNX_OPSET") = kMaxOnnxOpset;
 
@@ -82,16 +82,16 @@ void BindContext(py::module_& m) {
       .def_property_readonly("action", [](const RuntimeEvent& e) { return e.action; })
       .def_property_readonly("kind", [](const RuntimeEvent& e) { return std::string(TensorKindName(e.kind)); })
       .def_readonly("timestamp_ns", &RuntimeEvent::timestamp_ns)
-      .def_readonly("name", &RuntimeEvent::name)
+      .def_property_readonly("name", [](const RuntimeEvent& e) { return NameToPython(e.name); })
       .def_readonly("data_type", &RuntimeEvent::data_type)
       .def_property_readonly("shape", [](const RuntimeEvent& e) { return py::tuple(py::cast(e.shape)); })
-      .def_readonly("op_domain", &RuntimeEvent::op_domain)
-      .def_readonly("op_type", &RuntimeEvent::op_type)
-      .def_property_readonly("inputs", [](const RuntimeEvent& e) { return py::tuple(py::cast(e.inputs)); })
+      .def_property_readonly("op_domain", [](const RuntimeEvent& e) { return NameToPython(e.op_domain); })
+      .def_property_readonly("op_type", [](const RuntimeEvent& e) { return NameToPython(e.op_type); })
+      .def_property_readonly("inputs", [](const RuntimeEvent& e) { return py::tuple(NamesToPython(e.inputs)); })
       .def_readonly("duration_ns", &RuntimeEvent::duration_ns)
       .def_readonly("node_index", &RuntimeEvent::node_index)
       .def_readonly("subgraph_node_index", &RuntimeEvent::subgraph_node_index)
-      .def_readonly("subgraph_attr_name", &RuntimeEvent::subgraph_attr_name)
+      .def_property_readonly("subgraph_attr_name", [](const RuntimeEvent& e) { return NameToPython(e.subgraph_attr_name); })
       .def_readonly("allocated_bytes", &RuntimeEvent::allocated_bytes)
       .def_readonly("peak_bytes", &RuntimeEvent::peak_bytes)
       .def_readonly("storage_allocations", &RuntimeEvent::storage_allocations)
@@ -102,8 +102,9 @@ void BindContext(py::module_& m) {
       .def("as_dict", &EventAsDict,
            "The event as a dict; storage_* keys appear only for persistent_storage events.")
       .def("__repr__", [](const RuntimeEvent& e) {
-        return fmt::format("RuntimeEvent(action={}, kind={}, name='{}', node_index={})",
-                           RuntimeEventActionName(e.action), TensorKindName(e.kind), e.name, e.node_index);
+        return DisplayText(fmt::format("RuntimeEvent(action={}, kind={}, name='{}', node_index={})",
+                                       RuntimeEventActionName(e.action), TensorKindName(e.kind), e.name,
+                                       e.node_index));
       });
 
   py::class_<RuntimeContext>(m, "RuntimeContext",
@@ -138,49 +139,52 @@ void BindContext(py::module_& m) {
       })
       .def("set_kernel_usage_enabled", &RuntimeContext::set_kernel_usage_enabled, py::arg("enabled"))
       .def_property_readonly("kernel_usage_enabled", &RuntimeContext::kernel_usage_enabled)
-      .def("get_kernel_usage", &RuntimeContext::GetKernelUsage)
+      .def("get_kernel_usage", [](const RuntimeContext& rt) { return NamesToPython(rt.GetKernelUsage()); })
       .def("clear_kernel_usage", &RuntimeContext::ClearKernelUsage)
       .def("record_kernel_usage", [](RuntimeContext& rt, const std::string& name) { rt.RecordKernelUsage(name); },
            py::arg("name"))
       .def_property_readonly_static("kernel_usage_limit", [](py::object) { return RuntimeContext::kKernelUsageLimit; })
-      .def("put", [](RuntimeContext& rt, const std::string& name, py::handle value, const std::string& kind) {
+      .def("put", [](RuntimeContext& rt, py::handle key, py::handle value, const std::string& kind) {
              rt.CheckNotRunning("RuntimeContext.put");
+             const std::string name = NameFromPython(key);
              rt.PutValue(name, ValueFromPython(value, name), TensorKindFromString(kind));
            },
            py::arg("name"), py::arg("value"), py::arg("kind") = "unknown",
            "Stores a value without copying (records add or replace).")
-      .def("get", [](const RuntimeContext& rt, const std::string& name) -> py::object {
+      .def("get", [](const RuntimeContext& rt, py::handle key) -> py::object {
              rt.CheckNotRunning("RuntimeContext.get");
+             const std::string name = NameFromPython(key);
              if (const Tensor* t = rt.FindTensor(name)) return ValueToPython(RuntimeValue(*t), name);
              if (const RuntimeValue* v = rt.FindValue(name)) return ValueToPython(*v, name);
              throw py::key_error(fmt::format("no value named '{}' in the context", name));
            },
            py::arg("name"))
-      .def("remove", [](RuntimeContext& rt, const std::string& name, const std::string& kind) {
+      .def("remove", [](RuntimeContext& rt, py::handle key, const std::string& kind) {
              rt.CheckNotRunning("RuntimeContext.remove");
-             return rt.RemoveValue(name, TensorKindFromString(kind));
+             return rt.RemoveValue(NameFromPython(key), TensorKindFromString(kind));
            },
            py::arg("name"), py::arg("kind") = "unknown", "Removes a value (records remove); False if absent.")
-      .def("__contains__", [](const RuntimeContext& rt, const std::string& name) {
+      .def("__contains__", [](const RuntimeContext& rt, py::handle key) {
         rt.CheckNotRunning("RuntimeContext.__contains__");
+        const std::string name = NameFromPython(key);
         return rt.FindTensor(name) != nullptr || rt.FindValue(name) != nullptr;
       })
       .def("tensors", [](const RuntimeContext& rt) {
              rt.CheckNotRunning("RuntimeContext.tensors");
              py::dict d;
-             for (const auto& [name, t] : rt.tensors()) d[py::str(name)] = ValueToPython(RuntimeValue(t), name);
+             for (const auto& [name, t] : rt.tensors()) d[NameToPython(name)] = ValueToPython(RuntimeValue(t), name);
              return d;
            })
       .def("values", [](const RuntimeContext& rt) {
              rt.CheckNotRunning("RuntimeContext.values");
              py::dict d;
-             for (const auto& [name, v] : rt.values()) d[py::str(name)] = ValueToPython(v, name);
+             for (const auto& [name, v] : rt.values()) d[NameToPython(name)] = ValueToPython(v, name);
              return d;
            })
       .def("set_retained_outputs",
-           [](RuntimeContext& rt, std::vector<std::string> names) {
+           [](RuntimeContext& rt, py::handle names) {
              rt.CheckNotRunning("RuntimeContext.set_retained_outputs");
-             rt.set_retained_outputs(std::move(names));
+             rt.set_retained_outputs(NamesFromPython(names));
            },
            py::arg("names"))
       .def("request_stop", &RuntimeContext::RequestStop,
@@ -213,7 +217,8 @@ void BindContext(py::module_& m) {
           },
           "Seconds each run in this context may take (checked before every node and loop "
           "iteration; a run over it raises RuntimeError), or None (the default). 0 also means none.")
-      .def_property_readonly("retained_outputs", &RuntimeContext::retained_outputs)
+      .def_property_readonly("retained_outputs",
+                             [](const RuntimeContext& rt) { return NamesToPython(rt.retained_outputs()); })
       .def_property_readonly("allocated_bytes", [](const RuntimeContext& rt) { return rt.allocator()->live_bytes(); })
       .def_property_readonly("peak_bytes", [](const RuntimeContext& rt) { return rt.allocator()->peak_bytes(); });
 }

@@ -94,7 +94,7 @@ KernelFactory MakeFactory(py::object fn, std::string op_type) {
   return [holder, op_type](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
     py::gil_scoped_acquire gil;
     py::dict attributes;
-    for (const Attribute& attr : info.node().attributes) attributes[py::str(attr.name)] = AttributeToPython(attr);
+    for (const Attribute& attr : info.node().attributes) attributes[NameToPython(attr.name)] = AttributeToPython(attr);
     return std::make_unique<PythonKernel>(*holder, std::move(attributes), op_type + "/any/python");
   };
 }

@@ -52,7 +52,8 @@ std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode) {
   py::module_ os = py::module_::import("os");
   const ModelLoadOptions options{.mode = mode, .allocator = MakeCpuAllocator()};
   if (py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"))) {
-    const std::string path = py::str(os.attr("fspath")(model)).cast<std::string>();
+    // os.fsencode: a file name that is not UTF-8 reaches Python as surrogate escapes.
+    const std::string path = os.attr("fsencode")(model).cast<std::string>();
     py::gil_scoped_release release;
     return LoadModel(path, options);
   }
@@ -149,7 +150,7 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
   if (!feeds.is_none()) {
     const auto& inputs = session.inputs();
     for (auto [key, value] : py::reinterpret_borrow<py::dict>(feeds)) {
-      const std::string name = py::str(key).cast<std::string>();
+      const std::string name = NameFromPython(key, "feed name");
       bool known = false;
       for (const ValueInfo& input : inputs) known = known || input.name == name;
       if (!known) {
@@ -169,9 +170,9 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
   py::dict outputs;
   for (const ValueInfo& output : session.outputs()) {
     if (const Tensor* t = rt.FindTensor(output.name)) {
-      outputs[py::str(output.name)] = ValueToPython(RuntimeValue(*t), output.name);
+      outputs[NameToPython(output.name)] = ValueToPython(RuntimeValue(*t), output.name);
     } else if (const RuntimeValue* v = rt.FindValue(output.name)) {
-      outputs[py::str(output.name)] = ValueToPython(*v, output.name);
+      outputs[NameToPython(output.name)] = ValueToPython(*v, output.name);
     }
   }
   return outputs;
@@ -212,7 +213,7 @@ py::list DescribeValues(const std::vector<ValueInfo>& values) {
   py::list out;
   for (const ValueInfo& v : values) {
     py::dict d;
-    d["name"] = v.name;
+    d["name"] = NameToPython(v.name);
     d["kind"] = std::string(TypeKindName(v.type.kind));
     d["data_type"] = static_cast<int>(v.type.element_type);
     if (v.type.shape) d["shape"] = py::cast(*v.type.shape);
@@ -243,14 +244,14 @@ void CountOperators(const std::vector<Node>& nodes, const std::vector<OpsetId>& 
 py::dict DescribeModel(const Model& model) {
   py::dict d;
   d["ir_version"] = model.ir_version;
-  d["producer_name"] = model.producer_name;
-  d["producer_version"] = model.producer_version;
-  d["domain"] = model.domain;
+  d["producer_name"] = NameToPython(model.producer_name);
+  d["producer_version"] = NameToPython(model.producer_version);
+  d["domain"] = NameToPython(model.domain);
   d["model_version"] = model.model_version;
-  d["doc_string"] = model.doc_string;
-  d["graph_name"] = model.graph.name;
+  d["doc_string"] = NameToPython(model.doc_string);
+  d["graph_name"] = NameToPython(model.graph.name);
   py::list opsets;
-  for (const OpsetId& o : model.opset_imports) opsets.append(py::make_tuple(o.domain, o.version));
+  for (const OpsetId& o : model.opset_imports) opsets.append(py::make_tuple(NameToPython(o.domain), o.version));
   d["opset_imports"] = opsets;
   d["inputs"] = DescribeValues(model.graph.inputs);
   d["outputs"] = DescribeValues(model.graph.outputs);
@@ -258,22 +259,22 @@ py::dict DescribeModel(const Model& model) {
   d["node_count"] = model.graph.nodes.size();
   py::list bindings;
   for (const PersistentBinding& b : model.graph.persistent_bindings) {
-    bindings.append(py::make_tuple(b.input_name, b.output_name));
+    bindings.append(py::make_tuple(NameToPython(b.input_name), NameToPython(b.output_name)));
   }
   d["persistent_bindings"] = bindings;
   OperatorUses uses;
   CountOperators(model.graph.nodes, model.opset_imports, uses);
   py::list functions;
   for (const Function& f : model.functions) {
-    functions.append(py::make_tuple(std::string(CanonicalDomain(f.domain)), f.name));
+    functions.append(py::make_tuple(NameToPython(CanonicalDomain(f.domain)), NameToPython(f.name)));
     CountOperators(f.nodes, f.opset_imports.empty() ? model.opset_imports : f.opset_imports, uses);
   }
   d["functions"] = functions;
   py::list operators;
   for (const auto& [key, count] : uses) {
     py::dict op;
-    op["domain"] = std::get<0>(key);
-    op["op_type"] = std::get<1>(key);
+    op["domain"] = NameToPython(std::get<0>(key));
+    op["op_type"] = NameToPython(std::get<1>(key));
     op["opset_version"] = std::get<2>(key);
     op["count"] = count;
     operators.append(op);
@@ -388,16 +389,17 @@ void BindSession(py::module_& m) {
       .def("_custom_plan_count", &RuntimeSession::custom_plan_count,
            "Diagnostics: plans cached for contexts with custom kernels of their own.")
       .def_property_readonly("input_names", [](const RuntimeSession& s) {
-        std::vector<std::string> names;
-        for (const ValueInfo& v : s.inputs()) names.push_back(v.name);
+        py::list names;
+        for (const ValueInfo& v : s.inputs()) names.append(NameToPython(v.name));
         return names;
       })
       .def_property_readonly("output_names", [](const RuntimeSession& s) {
-        std::vector<std::string> names;
-        for (const ValueInfo& v : s.outputs()) names.push_back(v.name);
+        py::list names;
+        for (const ValueInfo& v : s.outputs()) names.append(NameToPython(v.name));
         return names;
       })
-      .def_property_readonly("required_input_names", &RuntimeSession::RequiredInputNames)
+      .def_property_readonly("required_input_names",
+                             [](const RuntimeSession& s) { return NamesToPython(s.RequiredInputNames()); })
       .def_property_readonly("inputs", [](const RuntimeSession& s) { return DescribeValues(s.inputs()); })
       .def_property_readonly("outputs", [](const RuntimeSession& s) { return DescribeValues(s.outputs()); });
 }

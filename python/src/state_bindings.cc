@@ -15,7 +15,7 @@ namespace onnx_light::runtime::python {
 std::string ModelBytesFromPython(py::handle model) {
   py::module_ os = py::module_::import("os");
   if (py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"))) {
-    const std::string path = py::str(os.attr("fspath")(model)).cast<std::string>();
+    const std::string path = os.attr("fsencode")(model).cast<std::string>();
     // The loader's own opening rules: regular files only, no blocking on a FIFO.
     py::gil_scoped_release release;
     model_internal::OpenedFile file = model_internal::OpenRegularFile(path);
@@ -35,7 +35,7 @@ namespace {
 std::unordered_map<std::string, Tensor> TensorsFromDict(const py::dict& values) {
   std::unordered_map<std::string, Tensor> out;
   for (auto [key, value] : values) {
-    const std::string name = py::str(key).cast<std::string>();
+    const std::string name = NameFromPython(key, "value name");
     out.emplace(name, TensorFromPython(value, name));
   }
   return out;
@@ -45,7 +45,7 @@ py::dict ResultsToPython(const PersistentValueState& state, PersistentValueState
   py::dict out;
   for (const ValueInfo& output : state.session().outputs()) {
     auto it = results.find(output.name);
-    if (it != results.end()) out[py::str(output.name)] = ValueToPython(it->second, output.name);
+    if (it != results.end()) out[NameToPython(output.name)] = ValueToPython(it->second, output.name);
   }
   return out;
 }
@@ -57,7 +57,7 @@ void BindState(py::module_& m) {
         [](py::handle model, const py::dict& bindings) {
           std::vector<PersistentBinding> list;
           for (auto [input, output] : bindings) {
-            list.push_back({py::str(input).cast<std::string>(), py::str(output).cast<std::string>()});
+            list.push_back({NameFromPython(input, "input name"), NameFromPython(output, "output name")});
           }
           return py::bytes(WithPersistentBindings(ModelBytesFromPython(model), list));
         },
@@ -82,7 +82,7 @@ void BindState(py::module_& m) {
              PersistentValueState::Values values;
              if (!feeds.is_none()) {
                for (auto [key, value] : feeds.cast<py::dict>()) {
-                 const std::string name = py::str(key).cast<std::string>();
+                 const std::string name = NameFromPython(key, "feed name");
                  values.emplace(name, ValueFromPython(value, name));
                }
              }
@@ -101,12 +101,12 @@ void BindState(py::module_& m) {
       .def_property_readonly("closed", &PersistentValueState::closed)
       .def_property_readonly("values", [](const PersistentValueState& state) {
         py::dict out;
-        for (const auto& [name, tensor] : state.values()) out[py::str(name)] = py::cast(PyTensor{name, tensor, true});
+        for (const auto& [name, tensor] : state.values()) out[NameToPython(name)] = py::cast(PyTensor{name, tensor, true});
         return out;
       })
       .def_property_readonly("bindings", [](const PersistentValueState& state) {
         py::dict out;
-        for (const PersistentBinding& b : state.bindings()) out[py::str(b.input_name)] = b.output_name;
+        for (const PersistentBinding& b : state.bindings()) out[NameToPython(b.input_name)] = NameToPython(b.output_name);
         return out;
       });
 }

@@ -107,13 +107,19 @@ Tensor TensorFromNumpy(const py::array& array, const std::string& name) {
     Tensor tensor = Tensor::Allocate(DataType::kString, shape, MakeCpuAllocator());
     auto* out = tensor.data<std::string>();
     for (py::ssize_t i = 0; i < flat.size(); ++i) {
-      py::object item = flat.attr("item")(i);
-      out[i] = py::isinstance<py::bytes>(item) ? item.cast<std::string>()
-                                                : py::str(item).cast<std::string>();
+      // bytes as they are; str encoded as names are, so bytes read back as U+DCxx survive.
+      StringElementFromPython(flat.attr("item")(i), out[i], name, i);
     }
     return tensor;
   }
   const DataType type = FromNumpyDtype(dtype, name);
+  if (!dtype.attr("isnative").cast<bool>()) {
+    // The runtime reads feeds in place; data in the other byte order would be misread.
+    throw py::value_error(fmt::format(
+        "feed '{}': the array's dtype {} is not in this machine's byte order; convert it explicitly "
+        "with x.astype(x.dtype.newbyteorder('='))",
+        name, py::str(dtype.attr("str")).cast<std::string>()));
+  }
   if (!py::cast<py::object>(array.attr("flags")).attr("c_contiguous").cast<bool>()) {
     throw py::value_error(fmt::format(
         "feed '{}': the array is not C-contiguous (strides {}); pass numpy.ascontiguousarray(x) "
@@ -263,12 +269,47 @@ py::buffer_info BufferOf(const PyTensor& self) {
                          self.readonly || t.read_only());
 }
 
+constexpr int64_t kUnit = 1;
+
+// True when some byte of a bool tensor is neither 0 nor 1. One OR over the bytes (vectorised);
+// strided tensors are walked one row at a time.
+bool HasNonBoolBytes(const uint8_t* data, std::span<const int64_t> shape, std::span<const int64_t> strides) {
+  if (shape.empty()) return *data > 1;
+  if (shape.size() == 1 && strides[0] == 1) {
+    uint8_t any = 0;
+    for (int64_t i = 0; i < shape[0]; ++i) any |= data[i];
+    return any > 1;
+  }
+  for (int64_t i = 0; i < shape[0]; ++i) {
+    if (HasNonBoolBytes(data + i * strides[0], shape.subspan(1), strides.subspan(1))) return true;
+  }
+  return false;
+}
+
+// A bool feed whose bytes are not all 0/1 (numpy .view(bool) of other bytes, DLPack from C)
+// would be misread by kernels that use the byte as a number, and reading such a byte as a C++
+// bool is undefined. Such a feed, and only such a feed, is copied with every byte made 0 or 1.
+Tensor NormalizedBool(Tensor tensor) {
+  if (tensor.dtype() != DataType::kBool || tensor.size() == 0) return tensor;
+  const auto* data = static_cast<const uint8_t*>(tensor.raw_data());
+  const int64_t size = tensor.size();
+  const bool bad = tensor.is_contiguous() ? HasNonBoolBytes(data, std::span(&size, 1), std::span(&kUnit, 1))
+                                          : HasNonBoolBytes(data, tensor.shape(), tensor.strides());
+  if (!bad) return tensor;
+  Tensor copy = tensor.Clone(MakeCpuAllocator());
+  auto* bytes = static_cast<uint8_t*>(copy.raw_data());
+  for (int64_t i = 0; i < copy.size(); ++i) bytes[i] = bytes[i] != 0;
+  return copy;
+}
+
 }  // namespace
 
 Tensor TensorFromPython(py::handle object, const std::string& name) {
-  if (py::isinstance<PyTensor>(object)) return object.cast<const PyTensor&>().tensor;
-  if (py::isinstance<py::array>(object)) return TensorFromNumpy(py::reinterpret_borrow<py::array>(object), name);
-  if (py::hasattr(object, "__dlpack__")) return TensorFromDLPack(object, name);
+  if (py::isinstance<PyTensor>(object)) return NormalizedBool(object.cast<const PyTensor&>().tensor);
+  if (py::isinstance<py::array>(object)) {
+    return NormalizedBool(TensorFromNumpy(py::reinterpret_borrow<py::array>(object), name));
+  }
+  if (py::hasattr(object, "__dlpack__")) return NormalizedBool(TensorFromDLPack(object, name));
   throw py::type_error(fmt::format("feed '{}': expected a numpy.ndarray, runtime.Tensor or DLPack "
                                    "tensor, got {}",
                                    name, py::str(py::type::of(object).attr("__name__")).cast<std::string>()));
@@ -309,12 +350,14 @@ void BindTensor(py::module_& m) {
   py::class_<PyTensor>(m, "Tensor", py::buffer_protocol(),
                        "A named tensor owned or shared by the runtime. numpy.asarray(t) and "
                        "numpy.from_dlpack(t) view it without copying.")
-      .def(py::init([](py::handle array, std::string name) {
-             return PyTensor{name, TensorFromPython(array, name)};
+      .def(py::init([](py::handle array, py::handle name) {
+             const std::string text = NameFromPython(name, "tensor name");
+             return PyTensor{text, TensorFromPython(array, text)};
            }),
            py::arg("array"), py::arg("name") = "",
-           "Wraps a contiguous NumPy array or DLPack tensor without copying.")
-      .def_property_readonly("name", [](const PyTensor& t) { return t.name; })
+           "Wraps a contiguous NumPy array or DLPack tensor without copying (a bool array whose "
+           "bytes are not all 0/1 is the exception: it is copied with every byte made 0 or 1).")
+      .def_property_readonly("name", [](const PyTensor& t) { return NameToPython(t.name); })
       .def_property_readonly("shape", [](const PyTensor& t) { return py::tuple(py::cast(t.tensor.shape())); })
       .def_property_readonly("dtype", [](const PyTensor& t) { return NumpyDtypeOf(t.tensor.dtype()); })
       .def_property_readonly("data_type", [](const PyTensor& t) { return static_cast<int>(t.tensor.dtype()); })
@@ -327,20 +370,21 @@ void BindTensor(py::module_& m) {
              if (t.tensor.dtype() == DataType::kString) {
                py::list items;
                const auto* s = t.tensor.Contiguous(MakeCpuAllocator()).data<std::string>();
-               for (int64_t i = 0; i < t.tensor.size(); ++i) items.append(py::str(s[i]));
+               for (int64_t i = 0; i < t.tensor.size(); ++i) items.append(StringElementToPython(s[i]));
                return np.attr("array")(items, "object").attr("reshape")(py::cast(t.tensor.shape()));
              }
              py::object array = np.attr("asarray")(self);
              if (t.tensor.dtype() == DataType::kBFloat16) array = array.attr("view")(NumpyDtypeOf(DataType::kBFloat16));
              return array;
            },
-           "A NumPy view (strings and bfloat16 get their proper dtypes; strings are copied).")
+           "A NumPy view (strings and bfloat16 get their proper dtypes). Strings are copied into an "
+           "object array: str elements, or bytes for elements that are not valid UTF-8.")
       .def("__dlpack__", [](const PyTensor& t, py::object stream, py::kwargs) { return ToDLPack(t.tensor); },
            py::arg("stream") = py::none())
       .def("__dlpack_device__", [](const PyTensor&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
       .def("__repr__", [](const PyTensor& t) {
-        return fmt::format("Tensor(name='{}', dtype={}, shape={})", t.name, DataTypeName(t.tensor.dtype()),
-                           ShapeToString(t.tensor.shape()));
+        return DisplayText(fmt::format("Tensor(name='{}', dtype={}, shape={})", t.name,
+                                       DataTypeName(t.tensor.dtype()), ShapeToString(t.tensor.shape())));
       });
 }
 

@@ -1,5 +1,6 @@
-// BroadcastPlan (dimension merging, strided views, paths) and the fast float32 math and
-// half-precision conversions used by the elementwise kernels.
+// BroadcastPlan (dimension merging, strided views, paths), the fast float32 math and
+// half-precision conversions used by the elementwise kernels, and the float to integer
+// conversion of Cast and Pow.
 #include "kernels/elementwise/elementwise_loops.h"
 
 #include <gtest/gtest.h>
@@ -198,6 +199,59 @@ TEST(FastMath, HalfConversionsMatchFloat16) {
       ASSERT_EQ(BFloat16::FromFloat(f), fast_math::FloatToBFloat16(f)) << std::hex << bits;
     }
   }
+}
+
+// FloatToInt against the documented rule computed in long double (exact for every 64-bit
+// integer): NaN -> 0, beyond the range -> the nearest bound, otherwise truncation.
+template <typename I, typename C>
+I SaturatedReference(C v) {
+  if (std::isnan(v)) return 0;
+  const long double t = std::trunc(static_cast<long double>(v));
+  if (t < static_cast<long double>(std::numeric_limits<I>::min())) return std::numeric_limits<I>::min();
+  if (t > static_cast<long double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(t);
+}
+
+template <typename I, typename C>
+void CheckFloatToInt() {
+  std::vector<C> values = {C(0), -C(0), C(0.5), C(-0.5), C(0.99), C(-0.99), C(1.5), C(-1.5),
+                           std::numeric_limits<C>::infinity(), -std::numeric_limits<C>::infinity(),
+                           std::numeric_limits<C>::quiet_NaN(), -std::numeric_limits<C>::quiet_NaN(),
+                           std::numeric_limits<C>::max(), std::numeric_limits<C>::lowest(),
+                           std::numeric_limits<C>::denorm_min()};
+  // A few representable values on each side of both bounds (the bound itself rounds up to 2^k
+  // when C cannot hold it).
+  for (const C bound : {static_cast<C>(std::numeric_limits<I>::min()), static_cast<C>(std::numeric_limits<I>::max())}) {
+    C up = bound, down = bound;
+    for (int i = 0; i < 4; ++i) {
+      values.push_back(up);
+      values.push_back(down);
+      values.push_back(up + C(0.5));
+      values.push_back(down - C(0.5));
+      up = std::nextafter(up, std::numeric_limits<C>::infinity());
+      down = std::nextafter(down, -std::numeric_limits<C>::infinity());
+    }
+  }
+  for (const C v : values) {
+    EXPECT_EQ(FloatToInt<I>(v), SaturatedReference<I>(v)) << "value " << static_cast<long double>(v);
+  }
+}
+
+template <typename I>
+class FloatToIntTest : public ::testing::Test {};
+using IntegerTypes = ::testing::Types<int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t>;
+TYPED_TEST_SUITE(FloatToIntTest, IntegerTypes);
+
+TYPED_TEST(FloatToIntTest, SaturatesAndMapsNaNToZero) {
+  CheckFloatToInt<TypeParam, float>();
+  CheckFloatToInt<TypeParam, double>();
+}
+
+TEST(FloatToInt, BoolIsNonZero) {
+  EXPECT_FALSE(FloatToInt<bool>(0.0f));
+  EXPECT_FALSE(FloatToInt<bool>(-0.0));
+  EXPECT_TRUE(FloatToInt<bool>(std::numeric_limits<float>::quiet_NaN()));
+  EXPECT_TRUE(FloatToInt<bool>(-0.25));
 }
 
 }  // namespace

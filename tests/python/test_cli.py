@@ -1,6 +1,7 @@
 """The onnx-light command line, run as `python -m onnx_light.cli` in a subprocess."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,8 +14,26 @@ from event_models import concat_cache_model, if_model
 
 
 def cli(*args, cwd=None):
+    # A strict UTF-8 console: names that are not UTF-8 must not break the output.
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
     return subprocess.run([sys.executable, "-m", "onnx_light.cli", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+                          text=True, cwd=cwd, timeout=120, env=env)
+
+
+def identity_model(shape=(3,), names=("x", "y"), op="Identity"):
+    graph = helper.make_graph([helper.make_node(op, [names[0]], [names[1]])], "g",
+                              [helper.make_tensor_value_info(names[0], TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info(names[1], TensorProto.FLOAT, shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    return model
+
+
+def user_error(result, code):
+    """A user error: the documented exit code and one line on stderr, never a traceback."""
+    assert result.returncode == code, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("onnx-light: error: ") or result.stderr.startswith("usage:"), result.stderr
 
 
 @pytest.fixture
@@ -188,8 +207,97 @@ def test_bad_model_bytes_exit_3(tmp_path):
 
 def test_unsupported_model_run_exits_3(tmp_path):
     result = cli("run", save(unsupported_model(), tmp_path, "custom.onnx"))
-    assert result.returncode == 3
+    user_error(result, 3)
     assert "Frobnicate" in result.stderr
+
+
+def test_model_files_that_are_not_models(tmp_path):
+    good = identity_model().SerializeToString()
+    files = {"empty.onnx": b"", "truncated.onnx": good[: len(good) // 2],
+             "random.onnx": np.random.default_rng(0).bytes(4096)}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        for command in ("run", "info"):
+            result = cli(command, tmp_path / name)
+            user_error(result, 3)
+            assert "not a valid ONNX model" in result.stderr and name in result.stderr
+    for command in ("run", "info"):
+        result = cli(command, tmp_path)
+        user_error(result, 2)
+        assert "is a directory" in result.stderr
+
+
+def test_huge_input_is_refused_naming_the_input_and_the_element_count(tmp_path):
+    for shape in ([2**62], [2**31, 2**31]):
+        result = cli("run", save(identity_model(shape), tmp_path, "huge.onnx"))
+        user_error(result, 3)
+        assert "input 'x'" in result.stderr and str(2**62) in result.stderr and "--inputs" in result.stderr
+    assert cli("info", tmp_path / "huge.onnx").returncode == 0
+
+
+def test_names_that_are_not_utf8_are_printed_escaped(tmp_path):
+    data = identity_model(names=("in_Q", "outQ")).SerializeToString()
+    path = tmp_path / "names.onnx"
+    path.write_bytes(data.replace(b"in_Q", b"in_\xff").replace(b"outQ", b"out\xfe"))
+    for args in (("run", path, "--events", "--kernel-usage", "--trace", tmp_path / "t.json"), ("info", path)):
+        result = cli(*args)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+        assert r"in_\xff" in result.stdout and r"out\xfe" in result.stdout
+    result = cli("info", path, "--json")
+    assert result.returncode == 0, result.stderr
+    name = json.loads(result.stdout)["inputs"][0]["name"]
+    assert name.encode("utf-8", "surrogateescape") == b"in_\xff"
+    data = identity_model(op="RelQ").SerializeToString()
+    path.write_bytes(data.replace(b"RelQ", b"Rel\xff"))
+    result = cli("run", path)
+    user_error(result, 3)
+    assert r"Rel\xff" in result.stderr
+    result = cli("info", path)  # the operator table says what is missing, on stdout
+    assert result.returncode == 3 and not result.stderr
+    assert r"Rel\xff" in result.stdout and "NOT SUPPORTED" in result.stdout
+
+
+def test_inputs_files_that_do_not_fit_the_model_are_usage_errors(tmp_path):
+    path = save(identity_model(), tmp_path, "id.onnx")
+    np.savez(tmp_path / "dtype.npz", x=np.zeros(3, np.int64))
+    result = cli("run", path, "--inputs", tmp_path / "dtype.npz")
+    user_error(result, 2)
+    assert "dtype.npz" in result.stderr and "int64" in result.stderr and "float32" in result.stderr
+    np.savez(tmp_path / "shape.npz", x=np.zeros((2, 2), np.float32))
+    result = cli("run", path, "--inputs", tmp_path / "shape.npz")
+    user_error(result, 2)
+    assert "[2, 2]" in result.stderr and "[3]" in result.stderr
+    np.savez(tmp_path / "objects.npz", x=np.array([1, "a"], dtype=object))
+    user_error(cli("run", path, "--inputs", tmp_path / "objects.npz"), 2)
+    # A file written on a machine of the other byte order is converted, not refused or misread.
+    other = ">f4" if sys.byteorder == "little" else "<f4"
+    np.savez(tmp_path / "swapped.npz", x=np.array([1.5, -2.0, 3.0], other))
+    result = cli("run", path, "--inputs", tmp_path / "swapped.npz")
+    assert result.returncode == 0, result.stderr
+    assert "min -2  max 3" in result.stdout
+
+
+def test_a_closed_output_pipe_ends_quietly(if_path):
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    process = subprocess.Popen([sys.executable, "-m", "onnx_light.cli", "info", str(if_path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    process.stdout.close()  # the reader is gone before anything is written
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141
+    assert stderr == ""
+
+
+def test_an_internal_error_is_reported_as_a_bug_with_its_traceback(monkeypatch, capsys, if_path):
+    from onnx_light import cli as cli_module
+
+    def broken(*args):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(cli_module, "operator_support", broken)
+    assert cli_module.main(["info", str(if_path)]) == cli_module.EXIT_INTERNAL == 4
+    err = capsys.readouterr().err
+    assert err.startswith("onnx-light: internal error") and "ZeroDivisionError: a bug" in err
+    assert "Traceback" in err
 
 
 def test_failing_run_exits_1(tmp_path):

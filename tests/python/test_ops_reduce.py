@@ -192,9 +192,18 @@ def test_reduce_large_sum_is_accurate():
     reduce_case("ReduceMean", x, [0], 0, 18, rtol=1e-5)
 
 
-def test_reduce_int_sum_wraps_like_numpy():
-    x = np.full((4,), 2**30, np.int32)
-    reduce_case("ReduceSum", x, [0], 0, 18)
+def test_reduce_int_sum_overflow_wraps():
+    # Integer overflow wraps modulo 2**32 (docs/semantics.md): 4 * 2**30 -> 0, 3 * 2**30 -> -2**30.
+    x = np.array([[2**30] * 4, [2**30] * 3 + [0]], np.int32)
+    model = node_model("ReduceSum", {"x": x, "axes": np.array([1], np.int64)}, {"keepdims": 0}, opset=18)
+    assert run_ours(model, {"x": x, "axes": np.array([1], np.int64)})[0].tolist() == [0, -(2**30)]
+    # Products and sums of squares too: 2**16 * 2**16 * 3 = 3 * 2**32 -> 0, and
+    # 2**40 + 2**24 + 1 -> 2**24 + 1.
+    x = np.array([[2**16, 2**16, 3], [2**20, 2**12, 1]], np.int32)
+    feeds = {"x": x, "axes": np.array([1], np.int64)}
+    assert run_ours(node_model("ReduceProd", feeds, {"keepdims": 0}, opset=18), feeds)[0].tolist() == [0, 0]
+    assert run_ours(node_model("ReduceSumSquare", feeds, {"keepdims": 0}, opset=18), feeds)[0].tolist() == [
+        9, 2**24 + 1]
 
 
 def test_reduce_kernel_usage_paths():
@@ -256,10 +265,13 @@ def test_arg_old_opset_defaults_and_bfloat16(op):
 
 
 def test_arg_nan():
+    # The spec is silent on NaN; ours (docs/semantics.md): a NaN wins for ArgMax and ArgMin alike,
+    # the first one (the last with select_last_index).
     x = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 5.0, 5.0, 1.0]], np.float32)
-    for op in ("ArgMax", "ArgMin"):
-        for last in (0, 1):
-            check_node(op, {"x": x}, {"axis": 1, "select_last_index": last})
+    expected = {("ArgMax", 0): [1, 1], ("ArgMax", 1): [3, 2], ("ArgMin", 0): [1, 3], ("ArgMin", 1): [3, 3]}
+    for (op, last), indices in expected.items():
+        model = node_model(op, {"x": x}, {"axis": 1, "select_last_index": last, "keepdims": 0})
+        assert run_ours(model, {"x": x})[0].tolist() == indices, (op, last)
 
 
 def test_arg_errors():
@@ -298,7 +310,20 @@ def test_topk_versions(opset):
 
 def test_topk_unsorted_and_bfloat16_and_nan():
     x = random((3, 8), seed=4)
-    check_node("TopK", {"x": x, "k": np.array([3], np.int64)}, {"sorted": 0}, n_outputs=2)
+    # With sorted=0 the spec leaves the order open; ours is the sorted=1 order (docs/semantics.md).
+    # The reference's set of results is compared ordered by index.
+    feeds = {"x": x, "k": np.array([3], np.int64)}
+    for largest in (0, 1):
+        model = node_model("TopK", feeds, {"sorted": 0, "largest": largest}, n_outputs=2)
+        ours, reference = run_ours(model, feeds), run_reference(model, feeds)
+        ours_sorted = run_ours(node_model("TopK", feeds, {"sorted": 1, "largest": largest}, n_outputs=2), feeds)
+        assert_close(ours[0], ours_sorted[0])
+        assert_close(ours[1], ours_sorted[1])
+        for got in (ours, reference):
+            order = np.argsort(got[1], axis=1)
+            got[0], got[1] = np.take_along_axis(got[0], order, 1), np.take_along_axis(got[1], order, 1)
+        assert_close(ours[0], reference[0])
+        assert_close(ours[1], reference[1])
     xb = x.astype(BF16)
     feeds = {"x": xb, "k": np.array([3], np.int64)}
     values, indices = run_ours(node_model("TopK", feeds, n_outputs=2), feeds)
@@ -307,9 +332,15 @@ def test_topk_unsorted_and_bfloat16_and_nan():
     assert values.dtype == BF16
     np.testing.assert_array_equal(values.astype(np.float32), ref[0])
     np.testing.assert_array_equal(indices, ref[1])
+    # The spec is silent on NaN; ours (docs/semantics.md): NaN ranks above every number, ties go
+    # to the lower index.
     x = np.array([[1.0, np.nan, 3.0, 2.0, np.nan]], np.float32)
-    for largest in (0, 1):
-        check_node("TopK", {"x": x, "k": np.array([4], np.int64)}, {"largest": largest}, n_outputs=2)
+    feeds = {"x": x, "k": np.array([4], np.int64)}
+    expected = {0: ([1.0, 2.0, 3.0, np.nan], [0, 3, 2, 1]), 1: ([np.nan, np.nan, 3.0, 2.0], [1, 4, 2, 3])}
+    for largest, (values, indices) in expected.items():
+        got = run_ours(node_model("TopK", feeds, {"largest": largest}, n_outputs=2), feeds)
+        np.testing.assert_array_equal(got[0], np.array([values], np.float32))
+        assert got[1].tolist() == [indices]
 
 
 def test_topk_errors():

@@ -8,7 +8,7 @@ import onnx_light
 import onnx_light.runtime as runtime
 
 PACKAGE = os.path.dirname(onnx_light.__file__)
-STUB_ONLY_ALIASES = {"ModelSource", "Feed", "Value", "TensorKindName"}
+STUB_ONLY_ALIASES = {"ModelSource", "Feed", "Value", "TensorKindName", "Name"}
 
 
 def stub_tree(*parts):

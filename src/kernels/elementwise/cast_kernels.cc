@@ -1,7 +1,8 @@
 // Cast and CastLike between every numeric type, bool and string.
 //
-// Numbers follow NumPy's astype (what the ONNX reference does): float to integer truncates,
-// integers wrap, bool is "non-zero". Numbers become strings the way NumPy prints them (shortest
+// Numbers follow NumPy's astype (what the ONNX reference does) where the spec defines the result:
+// in-range float to integer truncates, integers wrap, bool is "non-zero". Where it does not,
+// float to integer saturates and NaN gives 0 (FloatToInt, docs/semantics.md). Numbers become strings the way NumPy prints them (shortest
 // round-trip digits, "1.0", "1e-05", "True"); strings parse like Python's int() / float().
 // float8/float4/int4 targets are not supported: the runtime cannot hold those types.
 #include <charconv>
@@ -29,7 +30,7 @@ inline D ConvertValue(S s) {
   } else if constexpr (std::is_floating_point_v<D>) {
     return static_cast<D>(Load(s));
   } else if constexpr (std::is_floating_point_v<ComputeType<S>>) {
-    return FloatToInt<D>(static_cast<double>(Load(s)));
+    return FloatToInt<D>(static_cast<ComputeType<S>>(Load(s)));
   } else {
     return static_cast<D>(s);  // integer or bool to integer: modular, well defined since C++20
   }
