@@ -50,7 +50,10 @@ class RuntimeContext {
   /// Kernel-usage names kept before further ones are dropped (until ClearKernelUsage()).
   static constexpr size_t kKernelUsageLimit = 1024;
 
-  explicit RuntimeContext(KernelContext kernel_context, RuntimeContextOptions options = {});
+  /// Defaults: a fresh KernelContext (no custom kernels, labelled with the newest supported
+  /// opset) and events off, so `RuntimeContext rt;` is ready for RuntimeSession::Run.
+  explicit RuntimeContext(KernelContext kernel_context = KernelContext(),
+                          RuntimeContextOptions options = {});
   /// A copy holds the same values (sharing tensor storage), the same retained-output names and
   /// the same event log, recorder and allocator as the original.
   RuntimeContext(const RuntimeContext& other);
