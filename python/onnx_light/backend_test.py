@@ -13,8 +13,8 @@ case per function body of the operator). ``onnx.backend.test.loader.load_model_t
 and ``onnx.backend.test.case.node.collect_testcases()`` both return that list. When the installed
 onnx does have the on-disk ``data/node`` folder, the folder is read instead.
 
-Every case runs with a fresh context; a case whose ai.onnx opset is above ``--max-opset`` (23 by
-default, the runtime's opset) is not run and is counted as "newer opset".
+Every case runs, whatever opset its model imports, in a fresh session and context. The summary
+also counts the cases per imported ai.onnx opset.
 
 Tolerances are the ones ONNX Runtime's own backend-test driver uses: rtol 1e-3, atol 1e-5. The
 onnx case definitions give every node case the same generator constants (rtol 1e-3, atol 1e-7),
@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-MAX_OPSET = 28  # the newest ai.onnx opset of the pinned onnx; every node case is run
+MAX_OPSET = 28  # the newest ai.onnx opset of the pinned onnx (runtime.MAX_ONNX_OPSET)
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
 # What onnx's case generator writes into every node TestCase (not a statement about the case).
@@ -50,9 +50,8 @@ GENERATOR_ATOL = 1e-7
 PASS = "pass"
 FAIL = "fail"  # ran, but an output differs
 ERROR = "error"  # raised something other than "not implemented"
-UNSUPPORTED = "unsupported"  # operator / type not implemented (NotImplementedError)
-NEWER_OPSET = "newer-opset"  # not run: the model's opset is above the runtime's
-STATUSES = (PASS, FAIL, ERROR, UNSUPPORTED, NEWER_OPSET)
+UNSUPPORTED = "unsupported"  # operator / type / operator version not implemented (NotImplementedError)
+STATUSES = (PASS, FAIL, ERROR, UNSUPPORTED)
 
 BACKENDS = ("ours", "onnxruntime")
 _EXPANDED = re.compile(r"^(?P<base>.*)_expanded(?:_ver(?P<ver>\d+))?$")
@@ -77,11 +76,6 @@ class NodeCase:
     outputs: list[Any]
     rtol: float
     atol: float
-    max_opset: int = MAX_OPSET
-
-    @property
-    def newer_opset(self) -> bool:
-        return self.opset is not None and self.opset > self.max_opset
 
     def feeds(self) -> dict[str, Any]:
         return dict(zip(self.input_names, self.inputs))
@@ -185,7 +179,7 @@ def _tested_op(model) -> str:
     return f"{node.domain}:{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
 
 
-def load_cases(max_opset: int = MAX_OPSET, pattern: str | None = None) -> list[NodeCase]:
+def load_cases(pattern: str | None = None) -> list[NodeCase]:
     """Every node case of the installed onnx, sorted by name (optionally filtered by a regex)."""
     regex = re.compile(pattern) if pattern else None
     raw = _raw_testcases()
@@ -223,7 +217,6 @@ def load_cases(max_opset: int = MAX_OPSET, pattern: str | None = None) -> list[N
             outputs=[normalize(v) for v in outputs],
             rtol=case.rtol if explicit else DEFAULT_RTOL,
             atol=case.atol if explicit else DEFAULT_ATOL,
-            max_opset=max_opset,
         ))
     cases.sort(key=lambda c: c.name)
     return cases
@@ -256,8 +249,7 @@ class OursBackend:
     def run(self, case: NodeCase) -> list[Any]:
         rt = self.runtime
         session = rt.RuntimeSession(case.model)
-        context = rt.RuntimeContext(rt.KernelContext(rt.default_opset(MAX_OPSET)))
-        out = session.run(context, case.feeds())
+        out = session.run(rt.RuntimeContext(), case.feeds())
         return [_from_ours(out.get(name)) for name in case.output_names]
 
 
@@ -441,8 +433,6 @@ def _first_line(error: BaseException) -> str:
 
 def run_case(case: NodeCase, backend) -> Result:
     """Runs one case on one backend and classifies the outcome."""
-    if case.newer_opset:
-        return Result(NEWER_OPSET, f"model opset {case.opset} > {case.max_opset}")
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():
@@ -540,12 +530,11 @@ def tally(cases: Sequence[NodeCase], results: dict, backend: str) -> dict[str, i
     counts = Counter(results[c.name][backend].status for c in cases)
     out = {s: counts.get(s, 0) for s in STATUSES}
     out["total"] = len(cases)
-    out["run"] = len(cases) - out[NEWER_OPSET]
     return out
 
 
 def percent(counts: dict[str, int]) -> float:
-    return 100.0 * counts[PASS] / counts["run"] if counts["run"] else 0.0
+    return 100.0 * counts[PASS] / counts["total"] if counts["total"] else 0.0
 
 
 def per_operator(cases: Sequence[NodeCase], results: dict, backends: Sequence[str]) -> dict:
@@ -554,6 +543,43 @@ def per_operator(cases: Sequence[NodeCase], results: dict, backends: Sequence[st
         ops[c.op_type].append(c)
     return {op: {b: tally(cs, results, b) for b in backends} for op, cs in sorted(ops.items())}
 
+
+def per_opset(cases: Sequence[NodeCase], results: dict, backends: Sequence[str]) -> dict:
+    """{ai.onnx opset a case imports (None: other domains only): {backend: tally}}, by opset."""
+    groups: dict[int | None, list[NodeCase]] = defaultdict(list)
+    for c in cases:
+        groups[c.opset].append(c)
+    order = sorted(groups, key=lambda o: (o is None, o or 0))
+    return {o: {b: tally(groups[o], results, b) for b in backends} for o in order}
+
+
+# ours: "the model imports ai.onnx opset 24, and onnx-light implements operator 'Cast' only for
+# opset versions 1-23": a version we do not implement of an operator we have.
+_VERSION_REFUSAL = re.compile(
+    r"the model imports (?P<domain>\S+) opset (?P<opset>\d+), and onnx-light implements operator "
+    r"'(?P<op>[^']+)' only for opset versions")
+
+
+def parse_version_refusal(reason: str) -> tuple[str, str, int] | None:
+    """(domain, operator, imported opset) of an operator-version refusal message, else None.
+
+    The domain is "" for ai.onnx; the operator is the bare op type."""
+    m = _VERSION_REFUSAL.search(reason)
+    if not m:
+        return None
+    domain = "" if m.group("domain") == "ai.onnx" else m.group("domain")
+    return domain, m.group("op").rpartition("::")[2], int(m.group("opset"))
+
+
+def version_refusals(cases: Sequence[NodeCase], results: dict, backend: str = "ours") -> dict[str, int]:
+    """{operator: unsupported cases} for refusals of an operator version (not of a missing operator)."""
+    refused: Counter = Counter()
+    for c in cases:
+        r = results[c.name][backend]
+        parsed = parse_version_refusal(r.reason) if r.status == UNSUPPORTED else None
+        if parsed:
+            refused[parsed[1]] += 1
+    return dict(sorted(refused.items(), key=lambda kv: (-kv[1], kv[0])))
 
 # ours: "no kernel for operator 'Cast' at opset 23"; ORT: "Could not find an implementation for Cast(23)"
 _MISSING_OP = re.compile(r"no kernel for operator '([^']+)'|Could not find an implementation for ([A-Za-z0-9_]+)\(")
@@ -641,11 +667,9 @@ def _fold_reason(reason: str) -> str:
     return text[:160]
 
 
-def report(cases: Sequence[NodeCase], results: dict, backends: Sequence[str], max_opset: int,
-           elapsed: float) -> dict:
+def report(cases: Sequence[NodeCase], results: dict, backends: Sequence[str], elapsed: float) -> dict:
     meta: dict[str, Any] = {
         "onnx_version": onnx_version(),
-        "max_opset": max_opset,
         "rtol_default": DEFAULT_RTOL,
         "atol_default": DEFAULT_ATOL,
         "seconds": round(elapsed, 3),
@@ -664,7 +688,10 @@ def report(cases: Sequence[NodeCase], results: dict, backends: Sequence[str], ma
         "totals": {b: {**tally(cases, results, b), "pass_percent": round(percent(tally(cases, results, b)), 2)}
                    for b in backends},
         "operators": per_operator(cases, results, backends),
+        "opsets": [{"opset": o, **{b: t[b] for b in backends}}
+                   for o, t in per_opset(cases, results, backends).items()],
         "missing_operators": {b: missing_operators(cases, results, b) for b in backends},
+        "version_refusals": {b: version_refusals(cases, results, b) for b in backends},
         "cases": [
             {"name": c.name, "op_type": c.op_type, "opset": c.opset, "expanded": c.expanded,
              "rtol": c.rtol, "atol": c.atol,
@@ -682,21 +709,23 @@ def _case_line(case: NodeCase, per_backend: dict[str, Result]) -> str:
         if r.status == FAIL:
             err = "?" if r.max_abs_error is None else f"{r.max_abs_error:.3g}"
             text += f" (max abs error {err}: {r.reason})"
-        elif r.status in (ERROR, UNSUPPORTED, NEWER_OPSET):
+        elif r.status in (ERROR, UNSUPPORTED):
             text += f" ({r.reason})"
         parts.append(text)
     return f"{case.name:<60} " + "  ".join(parts)
 
 
-def format_summary(cases: Sequence[NodeCase], results: dict, backends: Sequence[str],
-                   max_opset: int) -> str:
+def _opset_label(opset: int | None) -> str:
+    return "none (other domains only)" if opset is None else str(opset)
+
+
+def format_summary(cases: Sequence[NodeCase], results: dict, backends: Sequence[str]) -> str:
     lines = []
     ops = per_operator(cases, results, backends)
     short = {"ours": "ours", "onnxruntime": "ort"}
     header = f"{'operator':<34}{'cases':>6}"
     for b in backends:
         header += f"  {short[b] + ' pass':>9}{'fail':>5}{'err':>5}{'unsup':>6}"
-    header += f"{'newer':>7}"
     lines += ["", "Per operator", header, "-" * len(header)]
     for op, per_b in ops.items():
         first = per_b[backends[0]]
@@ -704,19 +733,27 @@ def format_summary(cases: Sequence[NodeCase], results: dict, backends: Sequence[
         for b in backends:
             t = per_b[b]
             row += f"  {t[PASS]:>9}{t[FAIL]:>5}{t[ERROR]:>5}{t[UNSUPPORTED]:>6}"
-        row += f"{first[NEWER_OPSET]:>7}"
         lines.append(row)
-    lines += ["", f"Overall (onnx {onnx_version()} node cases, opset <= {max_opset} run)"]
+    header = f"{'ai.onnx opset':<26}{'cases':>6}" + "".join(f"  {short[b] + ' pass':>9}" for b in backends)
+    lines += ["", "Per imported opset", header, "-" * len(header)]
+    for opset, per_b in per_opset(cases, results, backends).items():
+        row = f"{_opset_label(opset):<26}{per_b[backends[0]]['total']:>6}"
+        row += "".join(f"  {per_b[b][PASS]:>9}" for b in backends)
+        lines.append(row)
+    lines += ["", f"Overall (onnx {onnx_version()} node cases, every case run)"]
     for b in backends:
         t = tally(cases, results, b)
-        lines.append(f"  {b:<12} {t[PASS]}/{t['run']} passed ({percent(t):.1f}%), {t[FAIL]} failed, "
-                     f"{t[ERROR]} errors, {t[UNSUPPORTED]} unsupported; {t[NEWER_OPSET]} newer-opset "
-                     f"cases not run; {t['total']} cases in all")
+        lines.append(f"  {b:<12} {t[PASS]}/{t['total']} passed ({percent(t):.1f}%), {t[FAIL]} failed, "
+                     f"{t[ERROR]} errors, {t[UNSUPPORTED]} unsupported")
+    if "ours" in backends:
+        refused = version_refusals(cases, results, "ours")
+        if refused:
+            lines += ["", "Operator versions ours does not implement (cases): "
+                      + ", ".join(f"{op} ({n})" for op, n in refused.items())]
     return "\n".join(lines)
 
 
-def format_markdown(cases: Sequence[NodeCase], results: dict, backends: Sequence[str],
-                    max_opset: int) -> str:
+def format_markdown(cases: Sequence[NodeCase], results: dict, backends: Sequence[str]) -> str:
     """The results as Markdown: overall counts, missing operators, failure causes, per operator."""
     import platform
 
@@ -730,26 +767,33 @@ def format_markdown(cases: Sequence[NodeCase], results: dict, backends: Sequence
     totals = {b: tally(cases, results, b) for b in backends}
     first = totals[backends[0]]
     out = [
-        f"Cases: {first['total']} node cases from {versions[0]}; {first['run']} have ai.onnx opset "
-        f"<= {max_opset} and were run, {first[NEWER_OPSET]} are newer-opset cases (not run). "
+        f"Cases: {first['total']} node cases from {versions[0]}, all of them run. "
         f"Versions: {', '.join(versions)}.",
         "",
-        "| backend | passed | % of run | failed (wrong values) | errors | unsupported | newer opset (not run) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| backend | passed | % | failed (wrong values) | errors | unsupported |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for b in backends:
         t = totals[b]
-        out.append(f"| {title[b]} | {t[PASS]} / {t['run']} | {percent(t):.1f}% | {t[FAIL]} | {t[ERROR]} | "
-                   f"{t[UNSUPPORTED]} | {t[NEWER_OPSET]} |")
+        out.append(f"| {title[b]} | {t[PASS]} / {t['total']} | {percent(t):.1f}% | {t[FAIL]} | {t[ERROR]} | "
+                   f"{t[UNSUPPORTED]} |")
     for b in backends:
         subsets = {"operator cases": [c for c in cases if not c.expanded],
                    "`_expanded` cases": [c for c in cases if c.expanded]}
         parts = []
         for label, subset in subsets.items():
             t = tally(subset, results, b)
-            parts.append(f"{label} {t[PASS]} / {t['run']} ({percent(t):.1f}%)")
+            parts.append(f"{label} {t[PASS]} / {t['total']} ({percent(t):.1f}%)")
         out.append("")
         out.append(f"{title[b]}: " + ", ".join(parts) + ".")
+    out += ["", "### Per imported opset", "",
+            "The ai.onnx opset each case's model imports (usually the tested operator's newest "
+            "version), with the cases each backend passes.", "",
+            "| ai.onnx opset | cases |" + "".join(f" {title[b]} passed |" for b in backends),
+            "|---|---:|" + "---:|" * len(backends)]
+    for opset, per_b in per_opset(cases, results, backends).items():
+        out.append(f"| {_opset_label(opset)} | {per_b[backends[0]]['total']} |"
+                   + "".join(f" {per_b[b][PASS]} |" for b in backends))
     if "ours" in backends:
         missing = missing_operators(cases, results, "ours")
         out += ["", "### Operators onnx-light does not implement yet", "",
@@ -769,25 +813,24 @@ def format_markdown(cases: Sequence[NodeCase], results: dict, backends: Sequence
                 "by its message with names and numbers folded.", "", "| cases | cause |", "|---:|---|"]
         out += [f"| {n} | {cause.replace('|', '/')} |" for cause, n in causes
                 if "no kernel for operator" not in cause]
+        refused = version_refusals(cases, results, "ours")
+        out += ["", "### Operator versions onnx-light does not implement yet", "",
+                "Cases refused because the model imports a version of an operator that onnx-light "
+                "has, but not in that version (no case runs with another version's semantics).", "",
+                "| operator | cases |", "|---|---:|"]
+        out += [f"| {op} | {n} |" for op, n in refused.items()] or ["| (none) | 0 |"]
     ops = per_operator(cases, results, backends)
-    header = "| operator | cases run |" + "".join(f" {title[b]} pass | {title[b]} fail/err/unsup |" for b in backends)
+    header = "| operator | cases |" + "".join(f" {title[b]} pass | {title[b]} fail/err/unsup |" for b in backends)
     out += ["", "### Per operator", "",
-            "Counts cover the operator's own cases and its `_expanded` (function body) cases; "
-            "newer-opset cases are left out.", "", header,
+            "Counts cover the operator's own cases and its `_expanded` (function body) cases.", "", header,
             "|---|---:|" + "---:|---|" * len(backends)]
     for op, per_b in ops.items():
         t0 = per_b[backends[0]]
-        if t0["run"] == 0:
-            continue
-        row = f"| {op} | {t0['run']} |"
+        row = f"| {op} | {t0['total']} |"
         for b in backends:
             t = per_b[b]
             row += f" {t[PASS]} | {t[FAIL]}/{t[ERROR]}/{t[UNSUPPORTED]} |"
         out.append(row)
-    newer_only = [op for op, per_b in ops.items() if per_b[backends[0]]["run"] == 0]
-    if newer_only:
-        out += ["", f"Operators whose every case has a newer opset than {max_opset} (not run): "
-                + ", ".join(newer_only) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -863,8 +906,6 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="which runtime runs the cases; 'both' runs each case on both (default: ours)")
     parser.add_argument("-k", "--filter", metavar="REGEX", help="only cases whose name matches")
     parser.add_argument("--op", action="append", default=[], help="only cases of this operator (repeatable)")
-    parser.add_argument("--max-opset", type=int, default=MAX_OPSET,
-                        help=f"cases whose ai.onnx opset is above this are not run (default {MAX_OPSET})")
     parser.add_argument("--json", metavar="PATH", help="write a JSON report")
     parser.add_argument("--write-expected-failures", metavar="PATH",
                         help="write the cases our runtime fails, with reasons, in the pytest list format")
@@ -877,7 +918,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     args = parser.parse_args(list(argv) if argv is not None else None)
 
-    cases = load_cases(args.max_opset, args.filter)
+    cases = load_cases(args.filter)
     if args.op:
         cases = [c for c in cases if c.op_type in set(args.op)]
     if args.list:
@@ -898,7 +939,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     start = time.monotonic()
     results = run_all(cases, backends, on_result, progress)
     elapsed = time.monotonic() - start
-    print(format_summary(cases, results, names, args.max_opset))
+    print(format_summary(cases, results, names))
     for b in names:
         missing = missing_operators(cases, results, b)
         if missing:
@@ -906,10 +947,10 @@ def main(argv: Iterable[str] | None = None) -> int:
             print("  " + ", ".join(f"{m['operator']} ({m['cases']}, {m['sole']})" for m in missing))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(report(cases, results, names, args.max_opset, elapsed), f, indent=1)
+            json.dump(report(cases, results, names, elapsed), f, indent=1)
             f.write("\n")
     if args.markdown or args.update_doc:
-        markdown = format_markdown(cases, results, names, args.max_opset)
+        markdown = format_markdown(cases, results, names)
         if args.markdown:
             with open(args.markdown, "w", encoding="utf-8") as f:
                 f.write(markdown)

@@ -58,10 +58,13 @@ def default_opset(version: int) -> OpsetId:
     """The ai.onnx opset of that version. ValueError outside [1, MAX_ONNX_OPSET]."""
 
 class KernelContext:
-    """The opset a context works in and the custom kernels registered for it. Copies share the
+    """The scope of per-context custom kernels (register_kernel(..., kernel_context=...)),
+    labelled with an ai.onnx opset. Kernels are chosen by the opsets the model imports; the label
+    is for the context's owner and its kernels, the runtime does not read it. Copies share the
     custom-kernel table."""
 
-    def __init__(self, opset: OpsetId) -> None: ...
+    def __init__(self, opset: OpsetId | None = None) -> None:
+        """Labelled with `opset`, or default_opset(MAX_ONNX_OPSET) when omitted."""
     @property
     def opset(self) -> OpsetId: ...
 
@@ -184,7 +187,8 @@ class RuntimeContext:
     kernel_usage_limit: int
     """Kernel-usage names kept before further ones are dropped (1024)."""
 
-    def __init__(self, kernel_context: KernelContext, *, events_enabled: bool = False) -> None: ...
+    def __init__(self, kernel_context: KernelContext | None = None, *, events_enabled: bool = False) -> None:
+        """Defaults: a fresh KernelContext (newest supported opset, no custom kernels), events off."""
     @property
     def events_enabled(self) -> bool:
         """Whether events are recorded (fixed at construction)."""

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "bindings.h"
 #include "onnx_light/runtime/kernel_base.h"
@@ -74,8 +75,14 @@ void BindContext(py::module_& m) {
   m.def("default_opset", &DefaultOpset, py::arg("version"), "The ai.onnx opset of that version.");
   m.attr("MAX_ONNX_OPSET") = kMaxOnnxOpset;
 
-  py::class_<KernelContext>(m, "KernelContext")
-      .def(py::init<OpsetId>(), py::arg("opset"))
+  py::class_<KernelContext>(m, "KernelContext",
+                            "The scope of per-context custom kernels, labelled with an ai.onnx opset. "
+                            "Kernels are chosen by the model's opset imports, not by this label.")
+      .def(py::init([](std::optional<OpsetId> opset) {
+             return opset ? KernelContext(std::move(*opset)) : KernelContext();
+           }),
+           py::arg("opset") = py::none(),
+           "Labelled with `opset`, or the newest supported ai.onnx opset when omitted.")
       .def_property_readonly("opset", &KernelContext::opset);
 
   py::class_<RuntimeEvent>(m, "RuntimeEvent", "One record of the event log (read-only).")
@@ -112,10 +119,12 @@ void BindContext(py::module_& m) {
                              "One run at a time: a run holds the context, and a second run or a value "
                              "access from another thread meanwhile raises RuntimeError; use one context "
                              "per thread. request_stop() works from any thread.")
-      .def(py::init([](const KernelContext& kernel_context, bool events_enabled) {
-             return RuntimeContext(kernel_context, RuntimeContextOptions{.events_enabled = events_enabled});
+      .def(py::init([](std::optional<KernelContext> kernel_context, bool events_enabled) {
+             return RuntimeContext(kernel_context ? std::move(*kernel_context) : KernelContext(),
+                                   RuntimeContextOptions{.events_enabled = events_enabled});
            }),
-           py::arg("kernel_context"), py::kw_only(), py::arg("events_enabled") = false)
+           py::arg("kernel_context") = py::none(), py::kw_only(), py::arg("events_enabled") = false,
+           "Defaults: a fresh KernelContext (newest supported opset, no custom kernels), events off.")
       .def_property_readonly("events_enabled", &RuntimeContext::events_enabled)
       .def("events", [](const RuntimeContext& rt) { return rt.event_log()->Snapshot(); },
            "A snapshot of the shared event log, in recording order.")

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/kernel_base.h"
 #include "onnx_light/runtime/runtime_context.h"
 #include "test_util.h"
 
@@ -24,6 +25,23 @@ TEST(KernelContextTest, DefaultOpsetRange) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     }
   }
+}
+
+TEST(KernelContextTest, DefaultsToTheNewestSupportedOpset) {
+  const KernelContext kernels;
+  EXPECT_EQ(kernels.opset().domain, "");
+  EXPECT_EQ(kernels.opset().version, kMaxOnnxOpset);
+  ASSERT_NE(kernels.custom_kernels(), nullptr);
+  EXPECT_TRUE(kernels.custom_kernels()->empty());
+  // Each default-constructed handle is its own registration scope.
+  EXPECT_NE(KernelContext().custom_kernels(), kernels.custom_kernels());
+
+  const RuntimeContext rt;
+  EXPECT_EQ(rt.kernel_context().opset().version, kMaxOnnxOpset);
+  EXPECT_FALSE(rt.events_enabled());
+  const RuntimeContext with_events({}, {.events_enabled = true});
+  EXPECT_TRUE(with_events.events_enabled());
+  EXPECT_EQ(with_events.kernel_context().opset().version, kMaxOnnxOpset);
 }
 
 TEST(KernelContextTest, CopiesShareTheCustomKernelTable) {

@@ -70,31 +70,55 @@ TEST(KernelRegistryTest, BuiltinRangesNeitherOverlapNorExceedTheNewestOpset) {
   }
 }
 
-std::shared_ptr<const Model> TopKModel(int64_t opset) {
+std::shared_ptr<const Model> GeluModel(int64_t opset) {
   testing::GraphBuilder builder(opset);
   builder.Input("x", DataType::kFloat, std::vector<int64_t>{4})
-      .Input("k", DataType::kInt64, std::vector<int64_t>{1})
-      .AddNode("TopK", {"x", "k"}, {"values", "indices"})
-      .Output("values", DataType::kFloat)
-      .Output("indices", DataType::kInt64);
+      .AddNode("Gelu", {"x"}, {"y"})
+      .Output("y", DataType::kFloat);
   return builder.Build();
 }
 
 // A model importing an opset whose version of an operator we do not implement is refused when
 // the session is built, naming the node, the operator, the imported opset and our versions.
 TEST(KernelRegistryTest, SessionRefusesAnUnimplementedOperatorVersion) {
-  // TopK changed at opset 24 (bfloat16); the built-in kernel states 1-23.
+  // Gelu exists from opset 20 on: a model importing opset 19 has no Gelu of that version.
   try {
-    RuntimeSession session(TopKModel(24));
-    FAIL() << "TopK at opset 24 must be refused";
+    RuntimeSession session(GeluModel(19));
+    FAIL() << "Gelu at opset 19 must be refused";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
     const std::string message = e.what();
-    EXPECT_NE(message.find("node 'TopK_0' (TopK)"), std::string::npos) << message;
-    EXPECT_NE(message.find("opset 24"), std::string::npos) << message;
-    EXPECT_NE(message.find("1-23"), std::string::npos) << message;
+    EXPECT_NE(message.find("node 'Gelu_0' (Gelu)"), std::string::npos) << message;
+    EXPECT_NE(message.find("opset 19"), std::string::npos) << message;
+    EXPECT_NE(message.find("20-28"), std::string::npos) << message;
   }
-  EXPECT_NO_THROW(RuntimeSession session(TopKModel(23)));
+  EXPECT_NO_THROW(RuntimeSession session(GeluModel(20)));
+}
+
+// The ranges cover every opset up to the newest for an operator whose newer versions only add
+// element types or inputs the kernel implements (here TopK-24, Attention-24/25, Shape-25).
+TEST(KernelRegistryTest, ChangedOperatorsServeTheirNewVersions) {
+  for (const char* op : {"TopK", "Attention", "Shape", "Constant", "Mod", "BitShift", "Range"}) {
+    EXPECT_NE(BuiltinKernels().Find("", op, kMaxOnnxOpset), nullptr) << op;
+  }
+}
+
+// The opset a KernelContext carries is a label: the model's import decides the kernel version.
+// Softmax-11 normalises over the flattened trailing axes, Softmax-13 over one axis.
+TEST(KernelRegistryTest, KernelContextOpsetDoesNotSelectTheOperatorVersion) {
+  testing::GraphBuilder builder(11);
+  builder.Input("x", DataType::kFloat, std::vector<int64_t>{1, 2, 2})
+      .AddNode("Softmax", {"x"}, {"y"}, "", {Attribute{.name = "axis", .type = AttributeType::kInt, .i = 1}})
+      .Output("y", DataType::kFloat);
+  RuntimeSession session(builder.Build());
+  for (int64_t label : {int64_t{11}, int64_t{13}, kMaxOnnxOpset}) {
+    RuntimeContext rt(KernelContext(DefaultOpset(label)));
+    rt.PutTensor("x", testing::FloatTensor({1, 2, 2}, {0.0f, 0.0f, 0.0f, 0.0f}), TensorKind::kInput);
+    session.Run(rt);
+    // Opset 11: four equal scores share one softmax (0.25 each), whatever the label says.
+    EXPECT_EQ(testing::FloatValues(rt.GetTensor("y")), (std::vector<float>{0.25f, 0.25f, 0.25f, 0.25f}))
+        << "context labelled " << label;
+  }
 }
 
 // An operator whose schema has not changed since the kernel's version serves the newest opset.
@@ -104,7 +128,7 @@ TEST(KernelRegistryTest, UnchangedOperatorServesTheNewestOpset) {
       .AddNode("Relu", {"x"}, {"y"})
       .Output("y", DataType::kFloat);
   RuntimeSession session(builder.Build());
-  RuntimeContext rt(KernelContext(DefaultOpset(kMaxOnnxOpset)));
+  RuntimeContext rt;  // defaults: newest supported opset, events off
   rt.PutTensor("x", testing::FloatTensor({2}, {-1.0f, 2.0f}), TensorKind::kInput);
   session.Run(rt);
   EXPECT_EQ(testing::FloatValues(rt.GetTensor("y")), (std::vector<float>{0.0f, 2.0f}));

@@ -64,7 +64,7 @@ def run_ours(model, feeds, context=None, options=None):
 
 def _to_numpy(value):
     if isinstance(value, list):
-        return [np.asarray(v) for v in value]
+        return [_to_numpy(v) for v in value]
     if value is None:
         return None
     return value.numpy()

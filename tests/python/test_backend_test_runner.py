@@ -97,8 +97,45 @@ def test_run_case_classifies_outcomes():
     unsupported = bt.run_case(_case(), FakeBackend(missing))
     assert unsupported.status == bt.UNSUPPORTED and "no kernel for operator 'X'" in unsupported.reason
     assert bt.run_case(_case(), FakeBackend(broken)).status == bt.ERROR
-    newer = bt.run_case(_case(opset=bt.MAX_OPSET + 1), ok)
-    assert newer.status == bt.NEWER_OPSET and f"{bt.MAX_OPSET + 1} > {bt.MAX_OPSET}" in newer.reason
+    # Every case runs, whatever opset its model imports: there is no "not run" outcome.
+    assert bt.run_case(_case(opset=bt.MAX_OPSET + 1), ok).status == bt.PASS
+    assert set(bt.STATUSES) == {bt.PASS, bt.FAIL, bt.ERROR, bt.UNSUPPORTED}
+
+
+REFUSAL = ("NotImplementedError: node '' (Cast): the model imports ai.onnx opset 24, and onnx-light "
+           "implements operator 'Cast' only for opset versions 1-23")
+
+
+def test_version_refusals_are_parsed_and_counted():
+    assert bt.parse_version_refusal(REFUSAL) == ("", "Cast", 24)
+    assert bt.parse_version_refusal(
+        "the model imports com.example opset 3, and onnx-light implements operator "
+        "'com.example::Op' only for opset versions 1-2") == ("com.example", "Op", 3)
+    assert bt.parse_version_refusal("no kernel for operator 'X' at opset 13") is None
+    cases = [_case(name="test_a"), _case(name="test_b"), _case(name="test_c")]
+    results = {"test_a": {"ours": bt.Result(bt.UNSUPPORTED, REFUSAL)},
+               "test_b": {"ours": bt.Result(bt.UNSUPPORTED, "no kernel for operator 'B' at opset 13")},
+               "test_c": {"ours": bt.Result(bt.PASS)}}
+    assert bt.version_refusals(cases, results) == {"Cast": 1}
+    assert [m["operator"] for m in bt.missing_operators(cases, results)] == ["B"]
+
+
+def test_per_opset_counts_every_imported_opset():
+    cases = [_case(name="test_a", opset=24), _case(name="test_b", opset=13), _case(name="test_c", opset=24),
+             _case(name="test_d", opset=None)]
+    results = {"test_a": {"ours": bt.Result(bt.PASS), "onnxruntime": bt.Result(bt.FAIL)},
+               "test_b": {"ours": bt.Result(bt.UNSUPPORTED, REFUSAL), "onnxruntime": bt.Result(bt.PASS)},
+               "test_c": {"ours": bt.Result(bt.PASS), "onnxruntime": bt.Result(bt.PASS)},
+               "test_d": {"ours": bt.Result(bt.PASS), "onnxruntime": bt.Result(bt.ERROR)}}
+    table = bt.per_opset(cases, results, ["ours", "onnxruntime"])
+    assert list(table) == [13, 24, None]
+    assert table[24]["ours"]["total"] == 2 and table[24]["ours"][bt.PASS] == 2
+    assert table[24]["onnxruntime"][bt.PASS] == 1 and table[13]["onnxruntime"][bt.PASS] == 1
+    markdown = bt.format_markdown(cases, results, ["ours", "onnxruntime"])
+    assert "| 24 | 2 | 2 | 1 |" in markdown and "| none (other domains only) | 1 | 1 | 0 |" in markdown
+    assert "| Cast | 1 |" in markdown
+    summary = bt.format_summary(cases, results, ["ours", "onnxruntime"])
+    assert "Per imported opset" in summary and "Cast (1)" in summary
 
 
 def test_expected_failures_file_round_trip_keeps_notes(tmp_path):
@@ -134,6 +171,7 @@ def test_main_prints_lines_and_writes_json(tmp_path, capsys):
     assert "test_relu" in out and "pass" in out and "Per operator" in out
     data = json.loads(report.read_text())
     assert data["onnx_version"] and data["totals"]["ours"]["pass"] == 1
+    assert [(o["opset"], o["ours"]["pass"], o["ours"]["total"]) for o in data["opsets"]] == [(14, 1, 1)]
     assert data["cases"][0]["results"]["ours"]["status"] == "pass"
 
 

@@ -1,5 +1,5 @@
 #pragma once
-// KernelContext: the opset a context works in and the custom kernels registered for it.
+// KernelContext: the scope of per-context custom kernels, labelled with an ai.onnx opset.
 
 #include <cstdint>
 #include <memory>
@@ -24,14 +24,27 @@ inline constexpr int64_t kMaxOnnxOpset = 28;
 /// The ai.onnx opset `version`. Throws Error(kInvalidArgument) outside [1, kMaxOnnxOpset].
 OpsetId DefaultOpset(int64_t version);
 
+/// The scope in which custom kernels are registered (RegisterContextKernel): sessions built with
+/// RuntimeSessionOptions::kernel_context, and runs whose RuntimeContext was built from it, see
+/// them before the global and built-in kernels.
+///
+/// Kernels are not chosen by this opset. Every node gets the kernel version that matches the
+/// opset the *model* imports for the node's domain (a model importing ai.onnx 18 runs Reduce*-18
+/// semantics whatever the context says). The opset a KernelContext carries labels the scope: the
+/// ai.onnx version its owner targets, readable by kernels through
+/// `rt.kernel_context().opset()`; the runtime itself does not read it.
+///
 /// A cheap handle: copies share the same custom-kernel table, so a kernel registered through one
 /// copy is visible through all of them (and through every RuntimeContext built from them).
 /// Threading: registering while a session runs with this context is not allowed; lookups are
 /// read-only and thread-safe.
 class KernelContext {
  public:
+  /// Labelled with the newest supported ai.onnx opset, DefaultOpset(kMaxOnnxOpset).
+  KernelContext();
   explicit KernelContext(OpsetId opset);
 
+  /// The label given at construction (see the class comment: it does not select kernels).
   const OpsetId& opset() const noexcept { return opset_; }
   /// Custom kernels registered for contexts built from this handle (never null).
   const std::shared_ptr<KernelRegistry>& custom_kernels() const noexcept { return custom_kernels_; }

@@ -59,7 +59,10 @@ class RuntimeContext {
   /// Kernel-usage names kept before further ones are dropped (until ClearKernelUsage()).
   static constexpr size_t kKernelUsageLimit = 1024;
 
-  explicit RuntimeContext(KernelContext kernel_context, RuntimeContextOptions options = {});
+  /// Defaults: a fresh KernelContext (no custom kernels, labelled with the newest supported
+  /// opset) and events off, so `RuntimeContext rt;` is ready for RuntimeSession::Run.
+  explicit RuntimeContext(KernelContext kernel_context = KernelContext(),
+                          RuntimeContextOptions options = {});
   /// A copy holds the same values (sharing tensor storage), the same retained-output names, run
   /// timeout and current deadline, and the same event log, recorder, allocator and stop state as
   /// the original. A copy is a new object and starts idle even when the original is held by a

@@ -49,8 +49,8 @@ class IfKernel final : public KernelBase {
 }  // namespace
 
 void RegisterIfKernels(KernelRegistry& registry) {
-  // Versions 1 through 23 only widen the allowed types; the semantics are unchanged.
-  registry.Register("", "If", {1, 23}, [](const KernelBuildInfo& info) {
+  // Versions 1 through 25 only widen the allowed types; the semantics are unchanged.
+  registry.Register("", "If", {1, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<IfKernel>(info);
   });
 }

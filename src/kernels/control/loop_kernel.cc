@@ -153,9 +153,9 @@ class LoopKernel final : public KernelBase {
 }  // namespace
 
 void RegisterLoopKernels(KernelRegistry& registry) {
-  // Versions 1 through 23 widen the allowed types (sequences from 13, optionals from 16); the
+  // Versions 1 through 25 widen the allowed types (sequences from 13, optionals from 16); the
   // iteration semantics are unchanged.
-  registry.Register("", "Loop", {1, 23}, [](const KernelBuildInfo& info) {
+  registry.Register("", "Loop", {1, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<LoopKernel>(info);
   });
 }

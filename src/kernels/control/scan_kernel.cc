@@ -352,7 +352,7 @@ void RegisterScanKernels(KernelRegistry& registry) {
     return std::make_unique<Scan8Kernel>(info);
   });
   // 9 dropped the batch axis; 11 allowed negative axes; later versions only widen types.
-  registry.Register("", "Scan", {9, 23}, [](const KernelBuildInfo& info) {
+  registry.Register("", "Scan", {9, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<ScanKernel>(info);
   });
 }

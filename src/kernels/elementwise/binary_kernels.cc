@@ -57,7 +57,9 @@ struct DivOp {
   }
 };
 
-// fmod=0: the result takes the divisor's sign (Python / numpy.mod).
+// fmod=0: A - floor(A / B) * B, the result takes the divisor's sign (Python / numpy.mod), a zero
+// result included (Mod-28 states it for floats; earlier versions leave floats undefined and get
+// the same definition).
 struct ModFloorOp {
   template <typename C>
   C operator()(C a, C b) const {
@@ -73,7 +75,8 @@ struct ModFloorOp {
       }
     } else {
       C r = std::fmod(a, b);
-      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      if (r == 0) return std::copysign(C(0), b);
+      if ((r < 0) != (b < 0)) r += b;
       return r;
     }
   }
@@ -153,17 +156,31 @@ struct BitwiseXorOp {
   }
 };
 
-// Unsigned types only; shifting by the bit width or more gives 0 (as NumPy does).
+// A shift amount outside [0, bit width) shifts every bit out: 0, or -1 for a right shift of a
+// negative signed value (BitShift-28; signed types exist from 28 on). Left shifts of signed
+// values shift the two's-complement bits (computed unsigned), right shifts are arithmetic.
+template <typename C>
+bool ShiftOutOfRange(C b) {
+  if constexpr (std::is_signed_v<C>) {
+    if (b < 0) return true;
+  }
+  return static_cast<std::make_unsigned_t<C>>(b) >= sizeof(C) * 8;
+}
 struct ShiftLeftOp {
   template <typename C>
   C operator()(C a, C b) const {
-    return b >= sizeof(C) * 8 ? C(0) : static_cast<C>(a << b);
+    using U = std::make_unsigned_t<C>;
+    return ShiftOutOfRange(b) ? C(0) : static_cast<C>(static_cast<U>(static_cast<U>(a) << b));
   }
 };
 struct ShiftRightOp {
   template <typename C>
   C operator()(C a, C b) const {
-    return b >= sizeof(C) * 8 ? C(0) : static_cast<C>(a >> b);
+    if (ShiftOutOfRange(b)) {
+      if constexpr (std::is_signed_v<C>) return a < 0 ? C(-1) : C(0);
+      return C(0);
+    }
+    return static_cast<C>(a >> b);
   }
 };
 
@@ -183,6 +200,8 @@ class BitwiseKernel final : public KernelBase {
   std::string name_;
 };
 
+// BitShift-11 takes unsigned types; 28 adds the signed ones.
+template <typename Types>
 class BitShiftKernel final : public KernelBase {
  public:
   explicit BitShiftKernel(const KernelBuildInfo& info) {
@@ -198,11 +217,9 @@ class BitShiftKernel final : public KernelBase {
 
   void Run(RuntimeContext& rt) const override {
     if (left_) {
-      RunBinaryNode<false>(rt, "BitShift", UnsignedTypes{}, ShiftLeftOp{}, rt.Input(0), rt.Input(1),
-                           "left-");
+      RunBinaryNode<false>(rt, "BitShift", Types{}, ShiftLeftOp{}, rt.Input(0), rt.Input(1), "left-");
     } else {
-      RunBinaryNode<false>(rt, "BitShift", UnsignedTypes{}, ShiftRightOp{}, rt.Input(0),
-                           rt.Input(1), "right-");
+      RunBinaryNode<false>(rt, "BitShift", Types{}, ShiftRightOp{}, rt.Input(0), rt.Input(1), "right-");
     }
   }
 
@@ -356,13 +373,18 @@ void RegisterBinaryKernels(KernelRegistry& registry) {
   RegisterArithmetic<DivOp>(registry, "Div", {1, 28});
   registry.Register("", "Pow", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<PowKernel>(info); });
-  registry.Register("", "Mod", {10, 27},
+  // Mod-28 defines fmod=0 for floats as ModFloorOp already computes it.
+  registry.Register("", "Mod", {10, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<ModKernel>(info); });
   RegisterBitwise<BitwiseAndOp>(registry, "BitwiseAnd", {18, 28});
   RegisterBitwise<BitwiseOrOp>(registry, "BitwiseOr", {18, 28});
   RegisterBitwise<BitwiseXorOp>(registry, "BitwiseXor", {18, 28});
+  // BitShift-28 adds the signed integer types (arithmetic right shift).
   registry.Register("", "BitShift", {11, 27}, [](const KernelBuildInfo& info) {
-    return std::make_unique<BitShiftKernel>(info);
+    return std::make_unique<BitShiftKernel<UnsignedTypes>>(info);
+  });
+  registry.Register("", "BitShift", {28, 28}, [](const KernelBuildInfo& info) {
+    return std::make_unique<BitShiftKernel<IntegerTypes>>(info);
   });
 }
 

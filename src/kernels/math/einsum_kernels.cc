@@ -569,7 +569,8 @@ class EinsumKernel final : public KernelBase {
 }  // namespace
 
 void RegisterEinsumKernels(KernelRegistry& registry) {
-  registry.Register("", "Einsum", {12, 27}, [](const KernelBuildInfo& info) {
+  // Einsum-28 adds bfloat16: half types compute in float32 through WithHalfPrecision.
+  registry.Register("", "Einsum", {12, 28}, [](const KernelBuildInfo& info) {
     return WithHalfPrecision(std::make_unique<EinsumKernel>(info), "Einsum");
   });
 }

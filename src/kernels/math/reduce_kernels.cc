@@ -329,7 +329,11 @@ bool IsIdentityOnOneElement(ReduceOp op) {
 class ReduceKernel final : public KernelBase {
  public:
   ReduceKernel(const KernelBuildInfo& info, ReduceOp op, std::string name, bool axes_input)
-      : op_(op), name_(std::move(name)), axes_input_(axes_input) {
+      : op_(op),
+        name_(std::move(name)),
+        axes_input_(axes_input),
+        // ReduceLogSum-28 and ReduceLogSumExp-28 dropped the integer types.
+        float_only_((op == ReduceOp::kLogSum || op == ReduceOp::kLogSumExp) && info.opset_version() >= 28) {
     keepdims_ = info.GetInt("keepdims", 1) != 0;
     if (axes_input_) {
       noop_with_empty_axes_ = info.GetInt("noop_with_empty_axes", 0) != 0;
@@ -340,6 +344,12 @@ class ReduceKernel final : public KernelBase {
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& input = rt.Input(0);
+    if (float_only_ && !IsFloatType(input.dtype())) {
+      throw Error(ErrorCode::kUnimplemented,
+                  fmt::format("{}: input 0 ('{}') has element type {}; from opset 28 on {} takes "
+                              "float, double, float16 or bfloat16 only",
+                              rt.DescribeNode(), rt.input_name(0), DataTypeName(input.dtype()), name_));
+    }
     const int64_t rank = input.rank();
     std::vector<int64_t> axes_from_input;
     std::span<const int64_t> axes = axes_;
@@ -400,9 +410,15 @@ class ReduceKernel final : public KernelBase {
     if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName(name_, type, path));
   }
 
+  static bool IsFloatType(DataType type) {
+    return type == DataType::kFloat || type == DataType::kDouble || type == DataType::kFloat16 ||
+           type == DataType::kBFloat16;
+  }
+
   ReduceOp op_;
   std::string name_;
   bool axes_input_;
+  bool float_only_;
   bool keepdims_ = true;
   bool noop_with_empty_axes_ = false;
   std::vector<int64_t> axes_;
@@ -426,8 +442,9 @@ void RegisterReduceKernels(KernelRegistry& registry) {
   RegisterReduce(registry, "ReduceL1", {1, 28}, ReduceOp::kL1, 18);
   RegisterReduce(registry, "ReduceL2", {1, 28}, ReduceOp::kL2, 18);
   RegisterReduce(registry, "ReduceSumSquare", {1, 28}, ReduceOp::kSumSquare, 18);
-  RegisterReduce(registry, "ReduceLogSum", {1, 27}, ReduceOp::kLogSum, 18);
-  RegisterReduce(registry, "ReduceLogSumExp", {1, 27}, ReduceOp::kLogSumExp, 18);
+  // Version 28 of these two removes the integer types (refused from 28 on).
+  RegisterReduce(registry, "ReduceLogSum", {1, 28}, ReduceOp::kLogSum, 18);
+  RegisterReduce(registry, "ReduceLogSumExp", {1, 28}, ReduceOp::kLogSumExp, 18);
 }
 
 }  // namespace onnx_light::runtime

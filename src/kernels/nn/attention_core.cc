@@ -73,75 +73,120 @@ void CopyRow(const T* src, int64_t n, T* dst) {
   if (dst != nullptr) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
 }
 
-// Turns one row of scaled scores into probabilities in place, filling the requested
-// qk_output row on the way. `bias` yields the mask's additive bias for key j (only called for
-// keys the causal frontier and the mask width allow).
+// Columns of a score row: `computed` holds products (all kv_seq keys when qk_output is
+// wanted), `used` the keys some row of the batch may attend (what P·V reads), and `allowed`
+// the keys this row may attend before mask biases. allowed ⊆ used ⊆ computed.
+struct RowColumns {
+  KeyRange computed;
+  KeyRange used;
+  KeyRange allowed;
+};
+
+// Turns the computed columns of one row of scaled scores into probabilities in place, filling
+// the requested qk_output row (all kv_seq columns, then computed) on the way. `bias` yields the
+// mask's additive bias for key j (only called for allowed keys).
 template <typename T, typename Bias>
-void FinishRow(T* s, int64_t n, int64_t allowed_end, const AttentionOptions& o, T* qk_row,
+void FinishRow(T* s, int64_t n, const RowColumns& c, const AttentionOptions& o, T* qk_row,
                Bias&& bias) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  const int64_t lo = c.computed.begin, hi = c.computed.end;
+  const int64_t begin = c.allowed.begin, end = c.allowed.end;
   if (o.qk_mode == 0) CopyRow(s, n, qk_row);
   if (o.softcap > 0) {
     const T cap = static_cast<T>(o.softcap);
     const T inv = T(1) / cap;
-    for (int64_t j = 0; j < n; ++j) s[j] = cap * std::tanh(s[j] * inv);
+    for (int64_t j = lo; j < hi; ++j) s[j] = cap * std::tanh(s[j] * inv);
   }
   if (o.qk_mode == 1) CopyRow(s, n, qk_row);
   bool any_allowed = false;
-  for (int64_t j = 0; j < allowed_end; ++j) {
+  for (int64_t j = lo; j < begin; ++j) s[j] = kNegInf;
+  for (int64_t j = begin; j < end; ++j) {
     const T b = bias(j);
     any_allowed |= b != kNegInf;
     s[j] += b;
   }
-  for (int64_t j = allowed_end; j < n; ++j) s[j] = kNegInf;
+  for (int64_t j = end; j < hi; ++j) s[j] = kNegInf;
   if (o.qk_mode == 2) CopyRow(s, n, qk_row);
   // A row whose bias disallows every key has no attendable key: its probabilities are zero.
-  // Keys past allowed_end hold -inf, so only [0, allowed_end) needs the exponential.
+  // Keys outside [begin, end) hold -inf, so only those need the exponential.
   T max = kNegInf;
   if (any_allowed) {
-    for (int64_t j = 0; j < allowed_end; ++j) max = std::max(max, s[j]);
+    for (int64_t j = begin; j < end; ++j) max = std::max(max, s[j]);
   }
   if (max == kNegInf) {
-    std::fill_n(s, n, T(0));
+    std::fill(s + lo, s + hi, T(0));
   } else {
-    const T inv = T(1) / ExpShiftedSum(s, allowed_end, max);
-    for (int64_t j = 0; j < allowed_end; ++j) s[j] *= inv;
-    std::fill(s + allowed_end, s + n, T(0));
+    const T inv = T(1) / ExpShiftedSum(s + begin, end - begin, max);
+    for (int64_t j = begin; j < end; ++j) s[j] *= inv;
+    std::fill(s + lo, s + begin, T(0));
+    std::fill(s + end, s + hi, T(0));
   }
   if (o.qk_mode == 3) CopyRow(s, n, qk_row);
 }
 
+int64_t KeyEnd(const AttentionDims& d, bool mask_present, int64_t mask_columns) {
+  return mask_present ? std::min(mask_columns, d.kv_seq) : d.kv_seq;
+}
+
+// The keys any query row of batch b may attend: allowed ranges only move right as the row
+// index grows, so this is the first row's begin to the last non-empty row's end.
+KeyRange UsedKeys(const AttentionDims& d, const AttentionOptions& o, int64_t key_end, int64_t b) {
+  KeyRange used{0, 0};
+  bool any = false;
+  for (int64_t i = 0; i < d.q_seq; ++i) {
+    const KeyRange r = AllowedKeys(d, o, key_end, b, i);
+    if (r.end <= r.begin) continue;
+    if (!any) used.begin = r.begin;
+    used.end = r.end;
+    any = true;
+  }
+  return used;
+}
+
+// Computed and used columns of batch b: products are skipped for keys no row attends unless
+// qk_output, which shows every key, is wanted.
+template <typename T, typename KV>
+RowColumns BatchColumns(const AttentionArgs<T, KV>& args, int64_t b) {
+  const AttentionDims& d = args.dims;
+  RowColumns c;
+  c.used = UsedKeys(d, args.options, KeyEnd(d, args.mask.present(), args.mask.columns), b);
+  c.computed = args.qk_output != nullptr ? KeyRange{0, d.kv_seq} : c.used;
+  return c;
+}
+
 template <typename T, typename KV>
 void ScoresToProbabilities(const AttentionArgs<T, KV>& args, int64_t b, int64_t first_head,
-                           int64_t heads, T* scores) {
+                           int64_t heads, RowColumns columns, T* scores) {
   const AttentionDims& d = args.dims;
   const AttentionOptions& o = args.options;
   const MaskView<T>& mask = args.mask;
   const int64_t n = d.kv_seq;
-  const int64_t mask_end = mask.present() ? std::min(mask.columns, n) : n;
-  for (int64_t hh = 0; hh < heads; ++hh) {
-    const int64_t h = first_head + hh;
-    for (int64_t i = 0; i < d.q_seq; ++i) {
+  const int64_t key_end = KeyEnd(d, mask.present(), mask.columns);
+  for (int64_t i = 0; i < d.q_seq; ++i) {
+    // Clamped into the used keys; an empty range stays empty.
+    const KeyRange r = AllowedKeys(d, o, key_end, b, i);
+    columns.allowed.begin = std::clamp(r.begin, columns.used.begin, columns.used.end);
+    columns.allowed.end = std::clamp(r.end, columns.allowed.begin, columns.used.end);
+    for (int64_t hh = 0; hh < heads; ++hh) {
+      const int64_t h = first_head + hh;
       T* s = scores + (hh * d.q_seq + i) * n;
       T* qk_row = args.qk_output == nullptr
                       ? nullptr
                       : args.qk_output + ((b * d.q_heads + h) * d.q_seq + i) * n;
-      int64_t end = mask_end;
-      if (o.is_causal) end = std::clamp<int64_t>(i + o.causal_offset + 1, 0, end);
       if (mask.bool_data != nullptr) {
         const bool* m =
             mask.bool_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
         const int64_t cs = mask.col_stride;
-        FinishRow(s, n, end, o, qk_row, [m, cs](int64_t j) {
+        FinishRow(s, n, columns, o, qk_row, [m, cs](int64_t j) {
           return m[j * cs] ? T(0) : -std::numeric_limits<T>::infinity();
         });
       } else if (mask.float_data != nullptr) {
         const T* m =
             mask.float_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
         const int64_t cs = mask.col_stride;
-        FinishRow(s, n, end, o, qk_row, [m, cs](int64_t j) { return m[j * cs]; });
+        FinishRow(s, n, columns, o, qk_row, [m, cs](int64_t j) { return m[j * cs]; });
       } else {
-        FinishRow(s, n, end, o, qk_row, [](int64_t) { return T(0); });
+        FinishRow(s, n, columns, o, qk_row, [](int64_t) { return T(0); });
       }
     }
   }
@@ -161,6 +206,20 @@ void ForEachKvHead(const AttentionDims& d, ThreadPool* pool, T* scratch, Fn&& fn
 }
 
 }  // namespace
+
+KeyRange AllowedKeys(const AttentionDims& d, const AttentionOptions& o, int64_t key_end, int64_t b,
+                     int64_t i) {
+  int64_t end = key_end;
+  int64_t position = i + o.causal_offset;
+  if (o.kv_valid != nullptr) {
+    end = std::min(end, o.kv_valid[b]);
+    position = i + o.kv_valid[b] - d.q_seq;
+  }
+  if (o.is_causal) end = std::min(end, position + 1);
+  if (o.right_window >= 0) end = std::min(end, position + o.right_window + 1);
+  const int64_t begin = o.left_window >= 0 ? std::max<int64_t>(0, position - o.left_window) : 0;
+  return {begin, std::max(begin, end)};
+}
 
 int64_t AttentionScratchSize(const AttentionDims& d) {
   const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
@@ -187,26 +246,32 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
       return AttentionPath::kSingleQuery;
     }
   }
+  // Scores are rows of n columns; only the computed columns are multiplied, and P·V reads the
+  // used ones (all of them unless valid-key counts or windows exclude keys from every row).
   ForEachKvHead(d, pool, scratch, [&](int64_t b, int64_t kh, T* scratch) {
       const int64_t h0 = kh * group;
-      const T* k = args.k.Row(b, kh, 0);
-      const T* v = args.v.Row(b, kh, 0);
+      const RowColumns c = BatchColumns(args, b);
+      const int64_t lo = c.computed.begin, width = c.computed.end - c.computed.begin;
+      const int64_t used = c.used.end - c.used.begin;
+      const T* k = args.k.Row(b, kh, lo);
+      const T* v = args.v.Row(b, kh, c.used.begin);
       if (grouped) {
-        Gemm<T>(true, group * d.q_seq, n, d.head_size, alpha, args.q.Row(b, h0, 0), q_stride, k,
-                args.k.row_stride, scratch, n);
+        Gemm<T>(true, group * d.q_seq, width, d.head_size, alpha, args.q.Row(b, h0, 0), q_stride, k,
+                args.k.row_stride, scratch + lo, n);
       } else {
         for (int64_t g = 0; g < group; ++g) {
-          Gemm<T>(true, d.q_seq, n, d.head_size, alpha, args.q.Row(b, h0 + g, 0), args.q.row_stride,
-                  k, args.k.row_stride, scratch + g * d.q_seq * n, n);
+          Gemm<T>(true, d.q_seq, width, d.head_size, alpha, args.q.Row(b, h0 + g, 0), args.q.row_stride,
+                  k, args.k.row_stride, scratch + g * d.q_seq * n + lo, n);
         }
       }
-      ScoresToProbabilities(args, b, h0, group, scratch);
+      ScoresToProbabilities(args, b, h0, group, c, scratch);
+      const T* p = scratch + c.used.begin;
       if (grouped) {
-        Gemm<T>(false, group * d.q_seq, d.v_head_size, n, T(1), scratch, n, v, args.v.row_stride,
+        Gemm<T>(false, group * d.q_seq, d.v_head_size, used, T(1), p, n, v, args.v.row_stride,
                 args.y.Row(b, h0, 0), y_stride);
       } else {
         for (int64_t g = 0; g < group; ++g) {
-          Gemm<T>(false, d.q_seq, d.v_head_size, n, T(1), scratch + g * d.q_seq * n, n, v,
+          Gemm<T>(false, d.q_seq, d.v_head_size, used, T(1), p + g * d.q_seq * n, n, v,
                   args.v.row_stride, args.y.Row(b, h0 + g, 0), args.y.row_stride);
         }
       }
@@ -225,14 +290,16 @@ void RunSingleQueryAttention(const AttentionArgs<float, KV>& args, float* scratc
   const int64_t n = d.kv_seq;
   ForEachKvHead(d, pool, scratch, [&](int64_t b, int64_t kh, float* scratch) {
       const int64_t h0 = kh * group;
+      const RowColumns c = BatchColumns(args, b);
+      const int64_t lo = c.computed.begin, width = c.computed.end - c.computed.begin;
       for (int64_t g = 0; g < group; ++g) {
-        RowDots(args.k.Row(b, kh, 0), args.k.row_stride, n, d.head_size, args.q.Row(b, h0 + g, 0), alpha,
-                scratch + g * n);
+        RowDots(args.k.Row(b, kh, lo), args.k.row_stride, width, d.head_size, args.q.Row(b, h0 + g, 0),
+                alpha, scratch + g * n + lo);
       }
-      ScoresToProbabilities(args, b, h0, group, scratch);
+      ScoresToProbabilities(args, b, h0, group, c, scratch);
       for (int64_t g = 0; g < group; ++g) {
-        WeightedRowSum(args.v.Row(b, kh, 0), args.v.row_stride, n, d.v_head_size, scratch + g * n,
-                       args.y.Row(b, h0 + g, 0));
+        WeightedRowSum(args.v.Row(b, kh, c.used.begin), args.v.row_stride, c.used.end - c.used.begin,
+                       d.v_head_size, scratch + g * n + c.used.begin, args.y.Row(b, h0 + g, 0));
       }
   });
 }

@@ -57,8 +57,17 @@ struct AttentionOptions {
   double scale = 1.0;  // multiplies Q·Kᵀ
   double softcap = 0;  // > 0: scores become softcap * tanh(scores / softcap)
   bool is_causal = false;
-  /// Causal alignment: query i attends key j iff j <= i + causal_offset (the past length).
+  /// Query row i sits at key position p = i + causal_offset (the past length): causal masking
+  /// lets it attend key j iff j <= p, and the windows are centred on p.
   int64_t causal_offset = 0;
+  /// Per-batch count of valid keys (Attention-24 nonpad_kv_seqlen), or nullptr when all kv_seq
+  /// keys are valid. Keys at or after kv_valid[b] are masked, and query row i of batch b sits at
+  /// p = i + kv_valid[b] - q_seq (an external cache) instead of i + causal_offset.
+  const int64_t* kv_valid = nullptr;
+  /// Sliding window (Attention-25): position p attends keys j with p - left_window <= j and
+  /// j <= p + right_window; -1 leaves that side unbounded.
+  int64_t left_window = -1;
+  int64_t right_window = -1;
   /// What `qk_output` receives: 0 scaled Q·Kᵀ, 1 after softcap, 2 after softcap and bias,
   /// 3 softmax probabilities.
   int qk_mode = 0;
@@ -78,6 +87,17 @@ struct AttentionArgs {
   /// Optional contiguous [batch, q_heads, q_seq, kv_seq] output; nullptr when not wanted.
   T* qk_output = nullptr;
 };
+
+/// Keys [begin, end) of one batch; empty when end <= begin.
+struct KeyRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+/// The keys query row `i` of batch `b` may attend before attn_mask biases are applied: causal
+/// frontier, windows, valid-key count and the mask width (`key_end`, at most dims.kv_seq).
+KeyRange AllowedKeys(const AttentionDims& dims, const AttentionOptions& options, int64_t key_end,
+                     int64_t b, int64_t i);
 
 /// How the products were issued.
 enum class AttentionPath {

@@ -1,8 +1,9 @@
-// Attention (opset 23): scaled dot-product attention with optional mask, causal masking, key/value
-// cache (past_key/past_value -> present_key/present_value, appended in place inside a
+// Attention (opsets 23-25): scaled dot-product attention with optional mask, causal masking,
+// key/value cache (past_key/past_value -> present_key/present_value, appended in place inside a
 // PersistentValueState call), grouped- and multi-query heads, softcap and the qk_matmul_output
-// debug output. float32/double compute through BLAS in attention_core; float16/bfloat16 nodes
-// build the cache in their own type and compute in float32 in a half-precision scratch context.
+// debug output; from 24 an external cache's valid-key counts (nonpad_kv_seqlen), from 25 sliding
+// windows. float32/double compute through BLAS in attention_core; float16/bfloat16 nodes build
+// the cache in their own type and compute in float32 in a half-precision scratch context.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -24,7 +25,7 @@ using attention::AttentionPath;
 using attention::HeadView;
 using attention::MaskView;
 
-constexpr size_t kQ = 0, kK = 1, kV = 2, kMask = 3, kPastKey = 4, kPastValue = 5;
+constexpr size_t kQ = 0, kK = 1, kV = 2, kMask = 3, kPastKey = 4, kPastValue = 5, kNonpad = 6;
 constexpr size_t kPresentKey = 1, kPresentValue = 2, kQkOutput = 3;
 
 // [batch, seq, heads * head] seen as [batch, heads, seq, head] without copying.
@@ -116,7 +117,12 @@ struct Operands {
   int64_t rank = 4;
   attention::AttentionDims dims;  // kv_seq = past + current
   int64_t past = 0;
+  std::vector<int64_t> kv_valid;  // nonpad_kv_seqlen per batch, empty when not given
 };
+
+// Window attributes beyond any sequence length the products allow mean "unbounded" just as well;
+// capping them keeps position arithmetic far from overflow.
+constexpr int64_t kWindowCap = int64_t{1} << 40;
 
 // Computation types, in the order of the kernel's name tables.
 enum TypeIndex : size_t { kF32, kF64, kF16, kBF16, kNumTypes };
@@ -144,6 +150,21 @@ class AttentionKernel final : public KernelBase {
     }
     q_num_heads_ = info.GetInt("q_num_heads", 0);
     kv_num_heads_ = info.GetInt("kv_num_heads", 0);
+    heads_only_for_3d_ = info.opset_version() >= 25 &&
+                         (info.HasAttribute("q_num_heads") || info.HasAttribute("kv_num_heads"));
+    if (info.opset_version() < 24 && info.num_inputs() > kNonpad) {
+      invalid(fmt::format("Attention-{} takes at most {} inputs, got {} (nonpad_kv_seqlen is new in 24)",
+                          info.opset_version(), kNonpad, info.num_inputs()));
+    }
+    if (info.opset_version() >= 25) {
+      const auto window = [&](std::string_view name) {
+        const int64_t w = info.GetInt(name, -1);
+        if (w < -1) invalid(fmt::format("{} must be -1 (unbounded) or >= 0, got {}", name, w));
+        return std::min(w, kWindowCap);
+      };
+      left_window_ = window("left_window_size");
+      right_window_ = window("right_window_size");
+    }
     if (info.HasAttribute("q_num_heads") && q_num_heads_ <= 0) {
       ThrowInvalid(info, "q_num_heads must be positive, got {}", q_num_heads_);
     }
@@ -164,6 +185,8 @@ class AttentionKernel final : public KernelBase {
       }
       append_names_[t] = KernelUsageName("Attention", types[t], "persistent-append");
       scratch_names_[t] = KernelUsageName("Attention", types[t], "float32-scratch");
+      nonpad_names_[t] = KernelUsageName("Attention", types[t], "nonpad-kv");
+      window_names_[t] = KernelUsageName("Attention", types[t], "sliding-window");
     }
   }
 
@@ -184,7 +207,11 @@ class AttentionKernel final : public KernelBase {
     bool appended = false;
     Tensor present_key = ConcatPast(rt, kPresentKey, op.past_key, op.k, &appended);
     Tensor present_value = ConcatPast(rt, kPresentValue, op.past_value, op.v, &appended);
-    if (appended && rt.kernel_usage_enabled()) rt.RecordKernelUsage(append_names_[index]);
+    if (rt.kernel_usage_enabled()) {
+      if (appended) rt.RecordKernelUsage(append_names_[index]);
+      if (!op.kv_valid.empty()) rt.RecordKernelUsage(nonpad_names_[index]);
+      if (left_window_ >= 0 || right_window_ >= 0) rt.RecordKernelUsage(window_names_[index]);
+    }
 
     const Shape y_shape =
         op.rank == 3 ? Shape{op.dims.batch, op.dims.q_seq, op.dims.q_heads * op.dims.v_head_size}
@@ -241,6 +268,10 @@ class AttentionKernel final : public KernelBase {
       ThrowInvalid(rt, "Q, K and V must all be 3-D or all 4-D, got Q {}, K {}, V {}",
                    ShapeToString(q_in.shape()), ShapeToString(k_in.shape()),
                    ShapeToString(v_in.shape()));
+    }
+    if (op.rank == 4 && heads_only_for_3d_) {
+      ThrowInvalid(rt, "q_num_heads and kv_num_heads apply to 3-D inputs only (Attention-25), "
+                       "but Q, K and V are 4-D (Q {})", ShapeToString(q_in.shape()));
     }
     if (op.rank == 3) {
       if (q_num_heads_ <= 0 || kv_num_heads_ <= 0) {
@@ -317,6 +348,13 @@ class AttentionKernel final : public KernelBase {
       if (past_value->dtype() != q.dtype())
         ThrowUnsupportedType(rt, kPastValue, past_value->dtype());
     }
+    if (const Tensor* nonpad = rt.OptionalInput(kNonpad)) {
+      if (past_key != nullptr) {
+        ThrowInvalid(rt, "nonpad_kv_seqlen (an external cache) cannot be combined with past_key "
+                         "and past_value (a cache the operator appends to)");
+      }
+      op.kv_valid = ReadValidKeyCounts(rt, *nonpad, batch, kv_seq);
+    }
     const int64_t total = op.past + kv_seq;
     constexpr int64_t kBlasLimit = std::numeric_limits<int32_t>::max();
     if (std::max({total, head_size, v_head_size, q_heads * q_seq}) > kBlasLimit) {
@@ -342,6 +380,9 @@ class AttentionKernel final : public KernelBase {
     args.options.softcap = softcap_;
     args.options.is_causal = is_causal_;
     args.options.causal_offset = op.past;
+    args.options.kv_valid = op.kv_valid.empty() ? nullptr : op.kv_valid.data();
+    args.options.left_window = left_window_;
+    args.options.right_window = right_window_;
     args.options.qk_mode = static_cast<int>(qk_mode_);
     args.q = ReadableView<T>(rt, q);
     args.k = ReadableView<KV>(rt, k);
@@ -383,6 +424,25 @@ class AttentionKernel final : public KernelBase {
                         : path == AttentionPath::kGrouped     ? 1
                                                               : 2;
     rt.RecordKernelUsage(names_[index][impl]);
+  }
+
+  // nonpad_kv_seqlen: one int64 count per batch, each in [0, kv_seq] (a count of keys present).
+  static std::vector<int64_t> ReadValidKeyCounts(const RuntimeContext& rt, const Tensor& t, int64_t batch,
+                                                 int64_t kv_seq) {
+    if (t.dtype() != DataType::kInt64) ThrowUnsupportedType(rt, kNonpad, t.dtype());
+    if (t.rank() != 1 || t.dim(0) != batch) {
+      ThrowInvalid(rt, "nonpad_kv_seqlen must have shape [batch] = [{}], got {}", batch,
+                   ShapeToString(t.shape()));
+    }
+    const Tensor c = t.Contiguous(rt.allocator());
+    std::vector<int64_t> counts(c.data<int64_t>(), c.data<int64_t>() + batch);
+    for (int64_t b = 0; b < batch; ++b) {
+      if (counts[b] < 0 || counts[b] > kv_seq) {
+        ThrowInvalid(rt, "nonpad_kv_seqlen[{}] = {} is outside [0, {}] (the key sequence length)", b,
+                     counts[b], kv_seq);
+      }
+    }
+    return counts;
   }
 
   // attn_mask must broadcast to [batch, q_heads, q_seq, total_seq] (it may have fewer columns).
@@ -448,16 +508,22 @@ class AttentionKernel final : public KernelBase {
   double softcap_ = 0;
   int64_t q_num_heads_ = 0;
   int64_t kv_num_heads_ = 0;
+  bool heads_only_for_3d_ = false;
+  int64_t left_window_ = -1;
+  int64_t right_window_ = -1;
   // Only Q decides the type, so a float32 node with a float16 mask computes in float32.
   std::array<std::array<std::string, kNumPaths>, kNumTypes> names_;
   std::array<std::string, kNumTypes> append_names_;
   std::array<std::string, kNumTypes> scratch_names_;
+  std::array<std::string, kNumTypes> nonpad_names_;
+  std::array<std::string, kNumTypes> window_names_;
 };
 
 }  // namespace
 
 void RegisterAttentionKernels(KernelRegistry& registry) {
-  registry.Register("", "Attention", {23, 23}, [](const KernelBuildInfo& info) {
+  // 24 adds nonpad_kv_seqlen, 25 the window sizes; the kernel reads each from its version on.
+  registry.Register("", "Attention", {23, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<AttentionKernel>(info);
   });
 }

@@ -24,6 +24,8 @@ OpsetId DefaultOpset(int64_t version) {
   return OpsetId{"", version};
 }
 
+KernelContext::KernelContext() : KernelContext(DefaultOpset(kMaxOnnxOpset)) {}
+
 KernelContext::KernelContext(OpsetId opset)
     : opset_(std::move(opset)), custom_kernels_(std::make_shared<KernelRegistry>()) {}
 

@@ -84,6 +84,12 @@ class ConstantOfShapeKernel final : public KernelBase {
       if (value_.size() != 1) {
         ThrowInvalid(info, "value must hold one element, got shape {}", ShapeToString(value_.shape()));
       }
+      if (value_.dtype() != DataType::kString && ElementSize(value_.dtype()) == 0) {
+        throw Error(ErrorCode::kUnimplemented,
+                    fmt::format("{}: attribute 'value' has element type {}, which this operator "
+                                "does not support",
+                                info.Describe(), DataTypeName(value_.dtype())));
+      }
     } else {
       value_ = MakeTensor<float>(DataType::kFloat, {1}, {0.0f});
     }
@@ -92,7 +98,7 @@ class ConstantOfShapeKernel final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const Shape shape = ReadShapeInput(rt, 0);
     Tensor y = rt.AllocateOutput(0, value_.dtype(), shape);
-    DispatchByElementSize(rt, 0, value_.dtype(), [&](auto tag) {
+    DispatchByElementSize(value_.dtype(), [&](auto tag) {
       using U = decltype(tag);
       const U value = *value_.data<U>();
       if constexpr (!std::is_same_v<U, std::string>) {
@@ -112,8 +118,21 @@ class ConstantOfShapeKernel final : public KernelBase {
   Tensor value_;
 };
 
+// Range: float16 and bfloat16 compute start + i * delta in float32 (Range-27's default
+// stash_type) or double (stash_type = 11, and every version before 27, whose schema has no half
+// types: we define them the same way).
 class RangeKernel final : public KernelBase {
  public:
+  explicit RangeKernel(const KernelBuildInfo& info) {
+    if (info.opset_version() >= 27) {
+      const int64_t stash = info.GetInt("stash_type", 1);
+      if (stash != 1 && stash != 11) {
+        throw BuildError(info, fmt::format("stash_type must be 1 (float) or 11 (double), got {}", stash));
+      }
+      half_in_float_ = stash == 1;
+    }
+  }
+
   void Run(RuntimeContext& rt) const override {
     const Tensor& start_t = rt.Input(0);
     for (size_t i = 0; i < 3; ++i) {
@@ -151,6 +170,16 @@ class RangeKernel final : public KernelBase {
           T* out = y.data<T>();
           if constexpr (std::is_integral_v<T>) {
             for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(start + i * delta);
+          } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+            if (half_in_float_) {
+              const float s = static_cast<float>(start);
+              const float d = static_cast<float>(delta);
+              for (int64_t i = 0; i < count; ++i) out[i] = T(s + static_cast<float>(i) * d);
+            } else {
+              const double s = static_cast<double>(static_cast<float>(start));
+              const double d = static_cast<double>(static_cast<float>(delta));
+              for (int64_t i = 0; i < count; ++i) out[i] = T(static_cast<float>(s + i * d));
+            }
           } else {
             const double s = static_cast<double>(ToCompute(start));
             const double d = static_cast<double>(ToCompute(delta));
@@ -160,6 +189,9 @@ class RangeKernel final : public KernelBase {
         });
     if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("Range", start_t.dtype(), "loop"));
   }
+
+ private:
+  bool half_in_float_ = false;
 };
 
 // Reads any numeric tensor as int64 (floats truncate toward zero).
@@ -307,13 +339,17 @@ class TriluKernel final : public KernelBase {
 }  // namespace
 
 void RegisterGeneratorKernels(KernelRegistry& registry) {
-  registry.Register("", "Constant", {1, 23},
+  // Constant-24/25 and ConstantOfShape-24/25 only add element types.
+  registry.Register("", "Constant", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<ConstantKernel>(info); });
-  registry.Register("", "ConstantOfShape", {9, 23}, [](const KernelBuildInfo& info) {
+  registry.Register("", "ConstantOfShape", {9, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<ConstantOfShapeKernel>(info);
   });
-  registry.Register("", "Range", {11, 26}, [](const KernelBuildInfo&) { return std::make_unique<RangeKernel>(); });
-  registry.Register("", "OneHot", {9, 27},
+  // Range-27 adds float16/bfloat16 with stash_type.
+  registry.Register("", "Range", {11, 28},
+                    [](const KernelBuildInfo& info) { return std::make_unique<RangeKernel>(info); });
+  // OneHot-28 adds bfloat16 values, which the element-size fill already serves.
+  registry.Register("", "OneHot", {9, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<OneHotKernel>(info); });
   registry.Register("", "NonZero", {9, 28},
                     [](const KernelBuildInfo&) { return std::make_unique<NonZeroKernel>(); });

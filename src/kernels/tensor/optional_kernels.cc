@@ -68,15 +68,16 @@ class OptionalGetElementKernel final : public KernelBase {
 }  // namespace
 
 void RegisterOptionalKernels(KernelRegistry& registry) {
-  registry.Register("", "Optional", {15, 27}, [](const KernelBuildInfo& info) {
+  // Version 28 of all three only adds element types; none of them looks at the elements.
+  registry.Register("", "Optional", {15, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<OptionalKernel>(info);
   });
   // Version 18 made the input of OptionalHasElement optional and let both ops take plain
   // tensors and sequences; treating a plain value as a full optional serves 15 and 18 alike.
-  registry.Register("", "OptionalHasElement", {15, 27}, [](const KernelBuildInfo&) {
+  registry.Register("", "OptionalHasElement", {15, 28}, [](const KernelBuildInfo&) {
     return std::make_unique<OptionalHasElementKernel>();
   });
-  registry.Register("", "OptionalGetElement", {15, 27}, [](const KernelBuildInfo&) {
+  registry.Register("", "OptionalGetElement", {15, 28}, [](const KernelBuildInfo&) {
     return std::make_unique<OptionalGetElementKernel>();
   });
 }

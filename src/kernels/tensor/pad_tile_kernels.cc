@@ -37,6 +37,7 @@ class PadKernel final : public KernelBase {
   }
 
   void Run(RuntimeContext& rt) const override {
+    RequireMovableType(rt, 0, rt.Input(0).dtype());
     const Tensor x = rt.Input(0).Contiguous(rt.allocator());
     const int64_t rank = x.rank();
     const std::vector<int64_t> pads = opset_ < 11 ? pads_attr_ : ReadInt64s(rt, 1);
@@ -197,7 +198,8 @@ class TileKernel final : public KernelBase {
 
 void RegisterPadTileKernels(KernelRegistry& registry) {
   // Both kernels check the opset themselves (attributes before Pad-11, tiles/axis in Tile-1).
-  registry.Register("", "Pad", {1, 23},
+  // Pad-24/25 only add element types; types without a byte size are refused per node.
+  registry.Register("", "Pad", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<PadKernel>(info); });
   registry.Register("", "Tile", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<TileKernel>(info); });

@@ -232,18 +232,20 @@ class ExpandKernel final : public KernelBase {
 }  // namespace
 
 void RegisterReshapeKernels(KernelRegistry& registry) {
-  // The kernels check the opset themselves (attributes that became inputs).
-  registry.Register("", "Reshape", {1, 23},
+  // The kernels check the opset themselves (attributes that became inputs). Versions 24 and 25
+  // of all six only add element types (float8e8m0, int2, uint2); these kernels move or view
+  // elements of any type a Tensor can hold.
+  registry.Register("", "Reshape", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<ReshapeKernel>(info); });
-  registry.Register("", "Flatten", {1, 23},
+  registry.Register("", "Flatten", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<FlattenKernel>(info); });
-  registry.Register("", "Squeeze", {1, 23},
+  registry.Register("", "Squeeze", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<SqueezeKernel>(info); });
-  registry.Register("", "Unsqueeze", {1, 23},
+  registry.Register("", "Unsqueeze", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<UnsqueezeKernel>(info); });
-  registry.Register("", "Shape", {1, 23},
+  registry.Register("", "Shape", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<ShapeKernel>(info); });
-  registry.Register("", "Size", {1, 23}, [](const KernelBuildInfo&) { return std::make_unique<SizeKernel>(); });
+  registry.Register("", "Size", {1, 28}, [](const KernelBuildInfo&) { return std::make_unique<SizeKernel>(); });
   registry.Register("", "Expand", {8, 28}, [](const KernelBuildInfo&) { return std::make_unique<ExpandKernel>(); });
 }
 

@@ -331,7 +331,8 @@ void RegisterSequenceKernels(KernelRegistry& registry) {
   registry.Register("", "SequenceInsert", {11, 28}, Plain<SequenceInsertKernel>());
   registry.Register("", "SequenceErase", {11, 28}, Plain<SequenceEraseKernel>());
   registry.Register("", "ConcatFromSequence", {11, 28}, WithInfo<ConcatFromSequenceKernel>());
-  registry.Register("", "SplitToSequence", {11, 23}, WithInfo<SplitToSequenceKernel>());
+  // SplitToSequence-24 adds bfloat16, which the element-size copies already serve.
+  registry.Register("", "SplitToSequence", {11, 28}, WithInfo<SplitToSequenceKernel>());
 }
 
 }  // namespace onnx_light::runtime

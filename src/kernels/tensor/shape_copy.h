@@ -25,6 +25,13 @@ decltype(auto) DispatchByElementSize(const RuntimeContext& rt, size_t input_inde
   return DispatchByElementSize(type, std::forward<Fn>(fn));
 }
 
+/// Throws Error(kUnimplemented) naming the node, input `input_index` and `type` when elements of
+/// `type` cannot move one at a time (no whole-byte element size): kernels that copy elements call
+/// it before they allocate, so a type they do not handle is refused clearly.
+inline void RequireMovableType(const RuntimeContext& rt, size_t input_index, DataType type) {
+  if (type != DataType::kString && ElementSize(type) == 0) ThrowUnsupportedType(rt, input_index, type);
+}
+
 /// Precomputed kernel-usage names "Op/any/<path>" for each CopyPath.
 class CopyUsageNames {
  public:

@@ -56,6 +56,7 @@ class TransposeKernel final : public KernelBase {
       rt.SetOutput(0, x.Reshaped(std::move(out_shape)));
       return;
     }
+    RequireMovableType(rt, 0, x.dtype());
     Tensor y = rt.AllocateOutput(0, x.dtype(), out_shape);
     const CopyPath path = StridedCopy(x.dtype(), x.raw_data(), out_shape, strides, y.raw_data());
     rt.RecordKernelUsage(names_[path]);
@@ -68,19 +69,19 @@ class TransposeKernel final : public KernelBase {
 };
 
 // DepthToSpace and SpaceToDepth are a reshape to 6-D, a transpose and a reshape back; the input
-// is read through the strides of that 6-D view.
+// is read through the strides of that 6-D view. `mode` exists from DepthToSpace-11 and
+// SpaceToDepth-28 on; earlier versions are DCR only.
 class DepthToSpaceKernel final : public KernelBase {
  public:
   DepthToSpaceKernel(const KernelBuildInfo& info, bool to_space)
-      : to_space_(to_space),
-        crd_(to_space && info.GetString("mode", "DCR") == "CRD"),
-        block_(info.GetInt("blocksize")),
-        names_(to_space ? "DepthToSpace" : "SpaceToDepth") {
-    const std::string mode = info.GetString("mode", "DCR");
-    if (to_space && mode != "DCR" && mode != "CRD") {
+      : to_space_(to_space), block_(info.GetInt("blocksize")), names_(to_space ? "DepthToSpace" : "SpaceToDepth") {
+    const bool has_mode = info.opset_version() >= (to_space ? 11 : 28);
+    const std::string mode = has_mode ? info.GetString("mode", "DCR") : "DCR";
+    if (mode != "DCR" && mode != "CRD") {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("{}: mode must be DCR or CRD, got '{}'", info.Describe(), mode));
     }
+    crd_ = mode == "CRD";
     if (block_ <= 0) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("{}: blocksize must be positive, got {}", info.Describe(), block_));
@@ -119,9 +120,14 @@ class DepthToSpaceKernel final : public KernelBase {
       }
       const int64_t hh = h / b, ww = w / b;
       out_shape = {n, c * b * b, hh, ww};
-      // Output channel index is (b1 * b + b2) * c + ch; H splits as (hh, b1), W as (ww, b2).
-      view_shape = {n, b, b, c, hh, ww};
-      view_strides = {s[0], s[2], s[3], s[1], b * s[2], b * s[3]};
+      // H splits as (hh, b1), W as (ww, b2).
+      if (crd_) {  // output channel ch * b * b + b1 * b + b2
+        view_shape = {n, c, b, b, hh, ww};
+        view_strides = {s[0], s[1], s[2], s[3], b * s[2], b * s[3]};
+      } else {  // DCR: output channel (b1 * b + b2) * c + ch
+        view_shape = {n, b, b, c, hh, ww};
+        view_strides = {s[0], s[2], s[3], s[1], b * s[2], b * s[3]};
+      }
     }
     Tensor y = rt.AllocateOutput(0, x.dtype(), out_shape);
     const CopyPath path = StridedCopy(x.dtype(), x.raw_data(), view_shape, view_strides, y.raw_data());
@@ -130,7 +136,7 @@ class DepthToSpaceKernel final : public KernelBase {
 
  private:
   bool to_space_;
-  bool crd_;
+  bool crd_ = false;
   int64_t block_;
   CopyUsageNames names_;
 };
@@ -138,12 +144,14 @@ class DepthToSpaceKernel final : public KernelBase {
 }  // namespace
 
 void RegisterTransposeKernels(KernelRegistry& registry) {
-  registry.Register("", "Transpose", {1, 23},
+  // Transpose-24/25 only add element types; types without a byte size are refused per node.
+  registry.Register("", "Transpose", {1, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<TransposeKernel>(info); });
-  registry.Register("", "DepthToSpace", {1, 27}, [](const KernelBuildInfo& info) {
+  // DepthToSpace-28 only adds a function body; SpaceToDepth-28 adds `mode`.
+  registry.Register("", "DepthToSpace", {1, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<DepthToSpaceKernel>(info, /*to_space=*/true);
   });
-  registry.Register("", "SpaceToDepth", {1, 27}, [](const KernelBuildInfo& info) {
+  registry.Register("", "SpaceToDepth", {1, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<DepthToSpaceKernel>(info, /*to_space=*/false);
   });
 }
