@@ -153,13 +153,13 @@ class AttentionKernel final : public KernelBase {
     heads_only_for_3d_ = info.opset_version() >= 25 &&
                          (info.HasAttribute("q_num_heads") || info.HasAttribute("kv_num_heads"));
     if (info.opset_version() < 24 && info.num_inputs() > kNonpad) {
-      invalid(fmt::format("Attention-{} takes at most {} inputs, got {} (nonpad_kv_seqlen is new in 24)",
-                          info.opset_version(), kNonpad, info.num_inputs()));
+      ThrowInvalid(info, "Attention-{} takes at most {} inputs, got {} (nonpad_kv_seqlen is new in 24)",
+                   info.opset_version(), kNonpad, info.num_inputs());
     }
     if (info.opset_version() >= 25) {
       const auto window = [&](std::string_view name) {
         const int64_t w = info.GetInt(name, -1);
-        if (w < -1) invalid(fmt::format("{} must be -1 (unbounded) or >= 0, got {}", name, w));
+        if (w < -1) ThrowInvalid(info, "{} must be -1 (unbounded) or >= 0, got {}", name, w);
         return std::min(w, kWindowCap);
       };
       left_window_ = window("left_window_size");

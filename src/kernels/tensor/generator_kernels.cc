@@ -127,7 +127,7 @@ class RangeKernel final : public KernelBase {
     if (info.opset_version() >= 27) {
       const int64_t stash = info.GetInt("stash_type", 1);
       if (stash != 1 && stash != 11) {
-        throw BuildError(info, fmt::format("stash_type must be 1 (float) or 11 (double), got {}", stash));
+        ThrowInvalid(info, "stash_type must be 1 (float) or 11 (double), got {}", stash);
       }
       half_in_float_ = stash == 1;
     }
