@@ -241,8 +241,15 @@ def endless_loop_model() -> tuple[bytes, dict]:
 
 # ---- the worker -------------------------------------------------------------------------------
 
+def _under_asan() -> bool:
+    return "libasan" in os.environ.get("LD_PRELOAD", "")
+
+
 def _worker(conn) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    # AddressSanitizer reserves terabytes of address space for its shadow memory, so under it the
+    # limit comes from its allocator options instead (set by Worker._start).
+    if not _under_asan():
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     import onnx_light.runtime as runtime
 
     while True:
@@ -282,7 +289,20 @@ class Worker:
         context = multiprocessing.get_context("spawn")
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_worker, args=(child,), daemon=True)
-        self.process.start()
+        saved = os.environ.get("ASAN_OPTIONS")
+        if _under_asan():
+            # An allocation over the worker's memory limit fails (std::bad_alloc) instead of
+            # ending the process with an allocation-size report.
+            os.environ["ASAN_OPTIONS"] = ":".join(
+                filter(None, [saved, "allocator_may_return_null=1",
+                              f"max_allocation_size_mb={MEMORY_LIMIT >> 20}"]))
+        try:
+            self.process.start()
+        finally:
+            if saved is None:
+                os.environ.pop("ASAN_OPTIONS", None)
+            else:
+                os.environ["ASAN_OPTIONS"] = saved
         child.close()
 
     def probe(self, model_bytes: bytes, feeds: dict) -> tuple[str, str]:
