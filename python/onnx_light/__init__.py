@@ -22,5 +22,9 @@ from onnx_light import trace as _trace  # noqa: E402  (needs the runtime module 
 # import path.
 runtime.export_chrome_trace = _trace.export_chrome_trace
 
-__all__ = ["runtime"]
+# The base of every exception the runtime raises (each is also the matching built-in exception,
+# ValueError, KeyError, ...); `.code` says which kind (runtime.ErrorCode).
+Error = runtime.Error
+
+__all__ = ["Error", "runtime"]
 __version__ = "0.1.0"

@@ -7,8 +7,10 @@ Errors: every runtime failure raises one of four built-in exceptions, chosen by 
 code: ``ValueError`` (invalid argument: malformed model, wrong dtype or shape), ``KeyError``
 (unknown name), ``NotImplementedError`` (unsupported operator, opset or type) and
 ``RuntimeError`` (wrong state, such as a closed state or an overlapping call, and a run ended by
-``request_stop()`` or ``run_timeout``). Feeds that are not arrays raise ``TypeError``. Messages show
-bytes that are not UTF-8 escaped (``\\xff``).
+``request_stop()`` or ``run_timeout``); a missing model file raises ``FileNotFoundError`` and
+feeds that are not arrays ``TypeError``. Each is also an instance of ``Error``
+(``onnx_light.Error``), whose ``code`` is an ``ErrorCode``. Messages show bytes that are not
+UTF-8 escaped (``\\xff``).
 
 Names: every name read back (inputs, outputs, events, model_info, dict keys) is a str decoded with
 "surrogateescape", so ``name.encode("utf-8", "surrogateescape")`` gives the model's bytes even when
@@ -19,7 +21,7 @@ import enum
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import IO, Any, Literal, Union
+from typing import IO, Any, Literal, Union, overload
 
 import numpy as np
 
@@ -81,6 +83,78 @@ class RuntimeEventAction(enum.IntEnum):
     """A node was dispatched; duration_ns says how long it ran."""
     kPersistentStorage = 4
     """Persistent-state storage work; see the storage_* fields."""
+
+class ErrorCode(enum.IntEnum):
+    """What kind of failure a runtime.Error reports."""
+
+    kInvalidArgument = 0
+    """Bad input: a malformed model, a wrong dtype, shape or attribute value."""
+    kNotFound = 1
+    """An unknown name, or a model file that does not exist."""
+    kUnimplemented = 2
+    """An operator, operator version, domain or element type the runtime does not support."""
+    kFailedPrecondition = 3
+    """Wrong state: a closed state, a context held by another run."""
+    kInternal = 4
+    """A broken invariant inside the runtime (a bug)."""
+    kCancelled = 5
+    """A run ended by request_stop() or its run_timeout."""
+
+class Error(Exception):
+    """Base of every exception the runtime raises (also ``onnx_light.Error``). Each instance is
+    also the built-in exception of its kind, so ``except ValueError`` keeps working."""
+
+    code: ErrorCode | None
+
+class InvalidArgumentError(Error, ValueError):
+    """Bad input: a malformed model, a wrong dtype, shape or attribute value."""
+
+    code: ErrorCode
+
+class NotFoundError(Error, KeyError):
+    """An unknown name."""
+
+    code: ErrorCode
+
+class UnimplementedError(Error, NotImplementedError):
+    """An operator, operator version, domain or element type the runtime does not support."""
+
+    code: ErrorCode
+
+class FailedPreconditionError(Error, RuntimeError):
+    """Wrong state: a closed state, a context held by another run."""
+
+    code: ErrorCode
+
+class InternalError(Error, RuntimeError):
+    """A broken invariant inside the runtime (a bug: please report it)."""
+
+    code: ErrorCode
+
+class CancelledError(Error, RuntimeError):
+    """A run ended by request_stop() or its run_timeout."""
+
+    code: ErrorCode
+
+class ModelFileNotFoundError(Error, FileNotFoundError):
+    """A model file (or one of its external-data files) does not exist."""
+
+    code: ErrorCode
+
+class InvalidTypeError(Error, TypeError):
+    """An argument of the wrong Python type (a feed that is not an array, ...)."""
+
+    code: ErrorCode
+
+class IndexOutOfRangeError(Error, IndexError):
+    """An index out of range."""
+
+    code: ErrorCode
+
+class InvalidBufferError(Error, BufferError):
+    """A buffer that cannot be viewed as asked."""
+
+    code: ErrorCode
 
 def runtime_event_action_name(action: int) -> str:
     """'add', 'replace', 'remove', 'run_node', 'persistent_storage'; 'unknown' for other values."""
@@ -279,10 +353,18 @@ class RuntimeSession:
     own RuntimeContext; it releases the GIL."""
 
     def __init__(self, model: ModelSource, options: RuntimeSessionOptions | None = None) -> None: ...
-    def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None) -> dict[str, Value]:
-        """Puts feeds into the context, runs, and returns every graph output by name. The run
-        holds the context (RuntimeError when another thread's run holds it); a failed run,
-        stopped ones included, leaves the context's values as they were before the call."""
+    @overload
+    def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None) -> dict[str, Value]: ...
+    @overload
+    def run(self, feeds: Mapping[Name, Feed]) -> dict[str, Value]: ...
+    @overload
+    def run(self, context: Sequence[Name] | None, feeds: Mapping[Name, Feed]) -> list[Value | None]: ...
+    def run(self, context: Any = None, feeds: Mapping[Name, Feed] | None = None) -> Any:
+        """run(context, feeds): puts feeds into the context, runs, and returns every graph output
+        by name. The run holds the context (RuntimeError when another thread's run holds it); a
+        failed run, stopped ones included, leaves the context's values as they were before the
+        call. run(feeds) does the same with a fresh default context; run(None, feeds) and
+        run([names], feeds) return a list: every output in graph order, or the named ones."""
     def _custom_plan_count(self) -> int:
         """Diagnostics: plans cached for contexts with custom kernels of their own."""
     @property

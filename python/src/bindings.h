@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/runtime_event.h"
 #include "onnx_light/runtime/runtime_value.h"
@@ -18,6 +19,25 @@ namespace onnx_light::runtime::python {
 namespace py = pybind11;
 
 void BindErrors(py::module_& m);
+
+/// Error(kNotFound) met while opening a model file named by a path (the file or one of its
+/// external-data files is missing): Python's ModelFileNotFoundError, a FileNotFoundError, where
+/// other kNotFound errors (unknown names) are KeyError.
+class ModelFileNotFound : public Error {
+ public:
+  explicit ModelFileNotFound(const Error& error) : Error(error.code(), error.what()) {}
+};
+
+/// Runs `open` (which reads a model file) and rethrows its Error(kNotFound) as ModelFileNotFound.
+template <typename Open>
+decltype(auto) OpeningModelFile(Open&& open) {
+  try {
+    return open();
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::kNotFound) throw ModelFileNotFound(error);
+    throw;
+  }
+}
 void BindTensor(py::module_& m);
 void BindContext(py::module_& m);
 void BindSession(py::module_& m);

@@ -55,7 +55,7 @@ std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode) {
     // os.fsencode: a file name that is not UTF-8 reaches Python as surrogate escapes.
     const std::string path = os.attr("fsencode")(model).cast<std::string>();
     py::gil_scoped_release release;
-    return LoadModel(path, options);
+    return OpeningModelFile([&] { return LoadModel(path, options); });
   }
   if (PyBytes_Check(model.ptr())) return LoadViewedBytes(model, options);
   if (PyObject_CheckBuffer(model.ptr())) {
@@ -176,6 +176,47 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
     }
   }
   return outputs;
+}
+
+// The ORT-style forms of run: run(feeds), run(None, feeds) and run([names], feeds) use a fresh
+// default context; the first returns the dict, the others a list in graph-output order or in the
+// order of `names`.
+py::object RunSessionAnyForm(const RuntimeSession& session, py::object first, py::object feeds) {
+  if (py::isinstance<RuntimeContext>(first)) return RunSession(session, first.cast<RuntimeContext&>(), feeds);
+  if (py::isinstance<py::dict>(first) && feeds.is_none()) {
+    RuntimeContext fresh;
+    return RunSession(session, fresh, first);
+  }
+  if (!first.is_none() && !py::isinstance<py::list>(first) && !py::isinstance<py::tuple>(first)) {
+    throw py::type_error(fmt::format(
+        "run takes (context, feeds), (feeds), (None, feeds) or (output_names, feeds); the first "
+        "argument is a {}",
+        py::str(py::type::of(first).attr("__name__")).cast<std::string>()));
+  }
+  std::vector<std::string> wanted;
+  if (first.is_none()) {
+    for (const ValueInfo& output : session.outputs()) wanted.push_back(output.name);
+  } else {
+    wanted = NamesFromPython(first, "output name");
+    for (const std::string& name : wanted) {
+      bool known = false;
+      for (const ValueInfo& output : session.outputs()) known = known || output.name == name;
+      if (!known) {
+        std::vector<std::string> names;
+        for (const ValueInfo& output : session.outputs()) names.push_back(output.name);
+        throw py::key_error(fmt::format("'{}' is not a graph output; the outputs are [{}]", name,
+                                        fmt::join(names, ", ")));
+      }
+    }
+  }
+  RuntimeContext fresh;
+  const py::dict outputs = RunSession(session, fresh, feeds);
+  py::list result;
+  for (const std::string& name : wanted) {
+    const py::str key = NameToPython(name);
+    result.append(outputs.contains(key) ? py::object(outputs[key]) : py::object(py::none()));
+  }
+  return result;
 }
 
 // Option setters validate the whole struct with the new value, so a bad value is a ValueError
@@ -382,10 +423,12 @@ void BindSession(py::module_& m) {
            "copied; or onnx.ModelProto). An operator without a kernel that onnx defines by a "
            "function body (e.g. SoftmaxCrossEntropyLoss) runs that body (see "
            "schema_function_operators()).")
-      .def("run", &RunSession, py::arg("context"), py::arg("feeds") = py::none(),
-           "Puts feeds into the context, runs, and returns every graph output by name. The run holds "
-           "the context (RuntimeError when another thread's run holds it); a failed run, stopped ones "
-           "included, leaves the context's values as they were before the call.")
+      .def("run", &RunSessionAnyForm, py::arg("context") = py::none(), py::arg("feeds") = py::none(),
+           "run(context, feeds): puts feeds into the context, runs, and returns every graph output "
+           "by name. The run holds the context (RuntimeError when another thread's run holds it); a "
+           "failed run, stopped ones included, leaves the context's values as they were before the "
+           "call. run(feeds) does the same with a fresh default context; run(None, feeds) and "
+           "run([names], feeds) return a list: every output in graph order, or the named ones.")
       .def("_custom_plan_count", &RuntimeSession::custom_plan_count,
            "Diagnostics: plans cached for contexts with custom kernels of their own.")
       .def_property_readonly("input_names", [](const RuntimeSession& s) {

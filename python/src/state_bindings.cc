@@ -18,7 +18,7 @@ std::string ModelBytesFromPython(py::handle model) {
     const std::string path = os.attr("fsencode")(model).cast<std::string>();
     // The loader's own opening rules: regular files only, no blocking on a FIFO.
     py::gil_scoped_release release;
-    model_internal::OpenedFile file = model_internal::OpenRegularFile(path);
+    model_internal::OpenedFile file = OpeningModelFile([&] { return model_internal::OpenRegularFile(path); });
     std::string bytes(static_cast<size_t>(file.size), '\0');
     model_internal::ReadFileRange(file.fd.get(), 0, std::as_writable_bytes(std::span(bytes)), path);
     return bytes;
