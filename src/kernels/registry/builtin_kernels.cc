@@ -27,6 +27,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterOptionalKernels(r);
     RegisterReduceKernels(r);
     RegisterArgTopKKernels(r);
+    RegisterCumProdKernels(r);
     RegisterSoftmaxKernels(r);
     RegisterNormalizationKernels(r);
     RegisterDropoutKernels(r);

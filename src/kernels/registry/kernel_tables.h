@@ -33,6 +33,7 @@ void RegisterSequenceKernels(KernelRegistry& registry);
 void RegisterOptionalKernels(KernelRegistry& registry);
 void RegisterReduceKernels(KernelRegistry& registry);
 void RegisterArgTopKKernels(KernelRegistry& registry);
+void RegisterCumProdKernels(KernelRegistry& registry);
 void RegisterSoftmaxKernels(KernelRegistry& registry);
 void RegisterNormalizationKernels(KernelRegistry& registry);
 void RegisterDropoutKernels(KernelRegistry& registry);
