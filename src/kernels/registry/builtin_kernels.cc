@@ -9,6 +9,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterBinaryKernels(r);
     RegisterUnaryKernels(r);
     RegisterActivationKernels(r);
+    RegisterSwishKernels(r);
     RegisterCompareLogicKernels(r);
     RegisterVariadicKernels(r);
     RegisterCastKernels(r);

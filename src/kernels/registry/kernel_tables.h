@@ -15,6 +15,7 @@ void RegisterIdentityKernels(KernelRegistry& registry);
 void RegisterBinaryKernels(KernelRegistry& registry);
 void RegisterUnaryKernels(KernelRegistry& registry);
 void RegisterActivationKernels(KernelRegistry& registry);
+void RegisterSwishKernels(KernelRegistry& registry);
 void RegisterCompareLogicKernels(KernelRegistry& registry);
 void RegisterVariadicKernels(KernelRegistry& registry);
 void RegisterCastKernels(KernelRegistry& registry);
