@@ -13,6 +13,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterCompareLogicKernels(r);
     RegisterVariadicKernels(r);
     RegisterCastKernels(r);
+    RegisterBitCastKernels(r);
     RegisterReshapeKernels(r);
     RegisterTransposeKernels(r);
     RegisterConcatSplitKernels(r);

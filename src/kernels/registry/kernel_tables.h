@@ -19,6 +19,7 @@ void RegisterSwishKernels(KernelRegistry& registry);
 void RegisterCompareLogicKernels(KernelRegistry& registry);
 void RegisterVariadicKernels(KernelRegistry& registry);
 void RegisterCastKernels(KernelRegistry& registry);
+void RegisterBitCastKernels(KernelRegistry& registry);
 void RegisterReshapeKernels(KernelRegistry& registry);
 void RegisterTransposeKernels(KernelRegistry& registry);
 void RegisterConcatSplitKernels(KernelRegistry& registry);
