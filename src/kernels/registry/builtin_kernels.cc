@@ -19,6 +19,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterConcatSplitKernels(r);
     RegisterSliceKernels(r);
     RegisterGatherScatterKernels(r);
+    RegisterTensorScatterKernels(r);
     RegisterPadTileKernels(r);
     RegisterGeneratorKernels(r);
     RegisterResizeKernels(r);

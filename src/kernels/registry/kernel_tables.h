@@ -25,6 +25,7 @@ void RegisterTransposeKernels(KernelRegistry& registry);
 void RegisterConcatSplitKernels(KernelRegistry& registry);
 void RegisterSliceKernels(KernelRegistry& registry);
 void RegisterGatherScatterKernels(KernelRegistry& registry);
+void RegisterTensorScatterKernels(KernelRegistry& registry);
 void RegisterPadTileKernels(KernelRegistry& registry);
 void RegisterGeneratorKernels(KernelRegistry& registry);
 void RegisterResizeKernels(KernelRegistry& registry);
