@@ -41,6 +41,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterEinsumKernels(r);
     RegisterConvKernels(r);
     RegisterConvTransposeKernels(r);
+    RegisterCausalConvKernels(r);
     RegisterPoolKernels(r);
     return r;
   }();

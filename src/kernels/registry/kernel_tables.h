@@ -47,6 +47,7 @@ void RegisterGemmKernels(KernelRegistry& registry);
 void RegisterEinsumKernels(KernelRegistry& registry);
 void RegisterConvKernels(KernelRegistry& registry);
 void RegisterConvTransposeKernels(KernelRegistry& registry);
+void RegisterCausalConvKernels(KernelRegistry& registry);
 void RegisterPoolKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
