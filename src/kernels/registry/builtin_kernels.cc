@@ -36,6 +36,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterDropoutKernels(r);
     RegisterAttentionKernels(r);
     RegisterRotaryEmbeddingKernels(r);
+    RegisterLinearAttentionKernels(r);
     RegisterMatMulKernels(r);
     RegisterGemmKernels(r);
     RegisterEinsumKernels(r);

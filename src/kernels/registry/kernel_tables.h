@@ -42,6 +42,7 @@ void RegisterNormalizationKernels(KernelRegistry& registry);
 void RegisterDropoutKernels(KernelRegistry& registry);
 void RegisterAttentionKernels(KernelRegistry& registry);
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);
+void RegisterLinearAttentionKernels(KernelRegistry& registry);
 void RegisterMatMulKernels(KernelRegistry& registry);
 void RegisterGemmKernels(KernelRegistry& registry);
 void RegisterEinsumKernels(KernelRegistry& registry);
