@@ -78,14 +78,14 @@ TEST_P(CausalConvTest, PoolAndInPlaceGiveIdenticalResults) {
   ThreadPool pool(3);
   std::vector<float> y2(y.size()), present2(present.size());
   RunCausalConv(ArgsFor(c, d, y2.data(), present2.data()), &pool);
-  EXPECT_EQ(std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)), 0);
+  EXPECT_TRUE(y.empty() || std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)) == 0);
   EXPECT_EQ(present, present2);
 
   Data in_place = d;  // output written over the input
   std::vector<float> present3(present.size());
   CausalConvArgs<float> args = ArgsFor(c, in_place, in_place.x.data(), present3.data());
   RunCausalConv(args, &pool);
-  EXPECT_EQ(std::memcmp(y.data(), in_place.x.data(), y.size() * sizeof(float)), 0);
+  EXPECT_TRUE(y.empty() || std::memcmp(y.data(), in_place.x.data(), y.size() * sizeof(float)) == 0);
   EXPECT_EQ(present, present3);
 }
 

@@ -122,8 +122,8 @@ TEST_P(LinearAttentionTest, PoolGivesIdenticalResults) {
   ThreadPool pool(3);
   std::vector<float> state2 = data.state, out2(out_size);
   RunLinearAttention(ArgsFor(c, data, state2.data(), out2.data(), 0.25f), &pool);
-  EXPECT_EQ(std::memcmp(out.data(), out2.data(), out.size() * sizeof(float)), 0);
-  EXPECT_EQ(std::memcmp(state.data(), state2.data(), state.size() * sizeof(float)), 0);
+  EXPECT_TRUE(out.empty() || std::memcmp(out.data(), out2.data(), out.size() * sizeof(float)) == 0);
+  EXPECT_TRUE(state.empty() || std::memcmp(state.data(), state2.data(), state.size() * sizeof(float)) == 0);
 }
 
 TEST_P(LinearAttentionTest, InitialStateGivesTheInPlaceResult) {
@@ -138,8 +138,8 @@ TEST_P(LinearAttentionTest, InitialStateGivesTheInPlaceResult) {
   args.initial_state = data.state.data();
   ThreadPool pool(3);
   RunLinearAttention(args, &pool);
-  EXPECT_EQ(std::memcmp(out.data(), out2.data(), out.size() * sizeof(float)), 0);
-  EXPECT_EQ(std::memcmp(state.data(), present.data(), state.size() * sizeof(float)), 0);
+  EXPECT_TRUE(out.empty() || std::memcmp(out.data(), out2.data(), out.size() * sizeof(float)) == 0);
+  EXPECT_TRUE(state.empty() || std::memcmp(state.data(), present.data(), state.size() * sizeof(float)) == 0);
 }
 
 TEST_P(LinearAttentionTest, TokensOneAtATimeEqualOneShot) {
