@@ -95,8 +95,9 @@ class BitCastKernel final : public KernelBase {
         Record(rt, x.dtype(), "normalised-copy");
         return;
       }
+      const bool copied = src.raw_data() != x.raw_data();  // a strided input was gathered
       rt.SetOutput(0, View(src));
-      Record(rt, x.dtype(), "view");
+      Record(rt, x.dtype(), copied ? "copy" : "view");
       return;
     }
     rt.SetOutput(0, View(x));
