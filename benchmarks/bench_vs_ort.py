@@ -1,6 +1,6 @@
 """onnx-light runtime side by side with ONNX Runtime, in one process, same thread count.
 
-    python benchmarks/bench_vs_ort.py [--threads 1] [--cases chain,matmul,cnn,prefill,load]
+    python benchmarks/bench_vs_ort.py [--threads 1] [--cases chain,matmul,cnn,prefill,load,recurrent]
                                       [--load-modes copy,map]
 
 --load-modes chooses how case (e) loads the model file (RuntimeSessionOptions.load_mode), one
@@ -51,12 +51,12 @@ def ort_session(model_or_path, threads):
     return ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
 
 
-def compare(model, feeds, threads, repeat, rounds=5):
+def compare(model, feeds, threads, repeat, rounds=5, opset=23):
     """Medians over `rounds` alternating blocks of runs, so a slow spell of this shared machine
     hits both runtimes; a short pause between blocks lets either runtime's spinning threads go
     idle before the other one runs."""
     ours = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(num_threads=threads))
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(opset)))
     theirs = ort_session(model, threads)
     block = max(1, repeat // rounds)
     ours_samples, ort_samples = [], []
@@ -110,6 +110,42 @@ def big_weights_model(megabytes=200, dim=1024):
     return model
 
 
+def one_node_model(op, feeds, outputs, opset, **attrs):
+    """A model of one `op` node reading every feed (float32 inputs) in order."""
+    node = helper.make_node(op, list(feeds), outputs, **attrs)
+    graph = helper.make_graph(
+        [node], op, [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in feeds.items()],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=11)
+
+
+def recurrent_cases(rng, threads, repeat):
+    """LinearAttention (gated_delta, 16 heads, 128 x 128 state) and CausalConvWithState (SiLU,
+    8192 channels, kernel 4): one decode step and a 256-token prefill each."""
+    rows = []
+    heads, dk, dv = 16, 128, 128
+    for tokens in (1, 256):
+        feeds = {"q": rng.standard_normal((1, tokens, heads * dk)).astype(np.float32),
+                 "k": (0.05 * rng.standard_normal((1, tokens, heads * dk))).astype(np.float32),
+                 "v": rng.standard_normal((1, tokens, heads * dv)).astype(np.float32),
+                 "past": rng.standard_normal((1, heads, dk, dv)).astype(np.float32),
+                 "g": -rng.random((1, tokens, heads)).astype(np.float32),
+                 "beta": rng.random((1, tokens, heads)).astype(np.float32)}
+        model = one_node_model("LinearAttention", feeds, ["y", "state"], 27, q_num_heads=heads, kv_num_heads=heads)
+        rows.append((f"(f) LinearAttention gated_delta, {tokens} token(s), 16 heads, 128x128 state",
+                     *compare(model, feeds, threads, repeat, opset=27)))
+    channels = 8192
+    for length in (1, 256):
+        feeds = {"x": rng.standard_normal((1, channels, length)).astype(np.float32),
+                 "w": rng.standard_normal((channels, 1, 4)).astype(np.float32),
+                 "b": rng.standard_normal(channels).astype(np.float32),
+                 "past": rng.standard_normal((1, channels, 3)).astype(np.float32)}
+        model = one_node_model("CausalConvWithState", feeds, ["y", "state"], 27, activation="silu")
+        rows.append((f"(g) CausalConvWithState silu, {length} position(s), 8192 channels, k 4",
+                     *compare(model, feeds, threads, repeat, opset=27)))
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=1)
@@ -146,6 +182,9 @@ def main():
                 t_ours = median_time(lambda: runtime.RuntimeSession(path, opts), 5, warmup=1)
                 t_ort = median_time(lambda: ort_session(path, args.threads), 5, warmup=1)
                 rows.append((f"(e) load + build, 200 MB of initializers, load_mode={mode}", t_ours, t_ort))
+
+    if "recurrent" in cases:
+        rows.extend(recurrent_cases(rng, args.threads, args.repeat))
 
     print(f"threads: {args.threads}; onnxruntime {ort.__version__}; numpy {np.__version__}\n")
     print("| case | onnx-light ms | ORT ms | ratio (ours / ORT) |")

@@ -9,6 +9,7 @@
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
 #include "kernels/math/reduce_common.h"
+#include "kernels/tensor/cumulative_scan.h"
 
 namespace onnx_light::runtime {
 
@@ -239,53 +240,6 @@ class TopKKernel final : public KernelBase {
 
 // ---- CumSum -----------------------------------------------------------------------------------
 
-template <typename T>
-const char* CumSumLoop(const T* x, T* y, const AxisSplit& s, bool exclusive, bool reverse) {
-  using C = ComputeType<T>;
-  const int64_t r = s.axis, inner = s.inner;
-  // Walk the axis forwards or backwards: element k of the walk is at position first + k * step.
-  const int64_t first = reverse ? (r - 1) * inner : 0;
-  const int64_t step = reverse ? -inner : inner;
-  if (inner == 1) {
-    for (int64_t o = 0; o < s.outer; ++o) {
-      const T* src = x + o * r + first;
-      T* dst = y + o * r + first;
-      C acc = C(0);
-      for (int64_t k = 0; k < r; ++k) {
-        const C v = ToCompute(src[k * step]);
-        if (exclusive) {
-          dst[k * step] = FromCompute<T>(acc);
-          acc = WrapAdd(acc, v);
-        } else {
-          acc = WrapAdd(acc, v);
-          dst[k * step] = FromCompute<T>(acc);
-        }
-      }
-    }
-    return "last-axis";
-  }
-  std::unique_ptr<C[]> acc(new C[static_cast<size_t>(inner)]);
-  for (int64_t o = 0; o < s.outer; ++o) {
-    std::fill(acc.get(), acc.get() + inner, C(0));
-    for (int64_t k = 0; k < r; ++k) {
-      const T* src = x + o * r * inner + first + k * step;
-      T* dst = y + o * r * inner + first + k * step;
-      if (exclusive) {
-        for (int64_t i = 0; i < inner; ++i) {
-          dst[i] = FromCompute<T>(acc[i]);
-          acc[i] = WrapAdd(acc[i], ToCompute(src[i]));
-        }
-      } else {
-        for (int64_t i = 0; i < inner; ++i) {
-          acc[i] = WrapAdd(acc[i], ToCompute(src[i]));
-          dst[i] = FromCompute<T>(acc[i]);
-        }
-      }
-    }
-  }
-  return "strided";
-}
-
 class CumSumKernel final : public KernelBase {
  public:
   explicit CumSumKernel(const KernelBuildInfo& info)
@@ -304,8 +258,9 @@ class CumSumKernel final : public KernelBase {
     const char* path = DispatchTypes<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>(
         rt, 0, x.dtype(), [&](auto tag) {
           using T = decltype(tag);
-          if (y.size() == 0) return "empty";
-          return CumSumLoop<T>(x.data<T>(), y.data<T>(), s, exclusive_, reverse_);
+          using C = ComputeType<T>;
+          return CumulativeScan<T>(x.data<T>(), y.data<T>(), s, exclusive_, reverse_, C(0),
+                                   [](C a, C b) { return WrapAdd(a, b); }, rt.thread_pool());
         });
     if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("CumSum", x.dtype(), path));
   }
