@@ -32,7 +32,7 @@ class CopyUsageNames {
   const std::string& operator[](CopyPath path) const { return names_[static_cast<size_t>(path)]; }
 
  private:
-  std::array<std::string, 5> names_;
+  std::array<std::string, 6> names_;
 };
 
 /// Copies `parts` one after another along `axis` into `dst`, laid out with element strides
@@ -53,8 +53,8 @@ bool IsContiguousRun(std::span<const int64_t> shape, std::span<const int64_t> st
 /// Per-axis index maps: output coordinate o along axis d reads input coordinate maps[d][o], or
 /// the fill value when maps[d][o] < 0. Used by Pad, Tile and nearest Resize.
 /// `src` is contiguous with shape `in_shape`; `dst` is contiguous with shape
-/// {maps[0].size(), maps[1].size(), ...}; `fill` points to one element of the type (may be
-/// null when no map holds a negative entry).
+/// {maps[0].size(), maps[1].size(), ...}; `fill` points to one element of the type (for a
+/// sub-byte type: one byte holding its code; may be null when no map holds a negative entry).
 void MapCopy(DataType type, const void* src, std::span<const int64_t> in_shape,
              const std::vector<std::vector<int64_t>>& maps, const void* fill, void* dst);
 
