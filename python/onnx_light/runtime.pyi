@@ -160,6 +160,9 @@ class Tensor:
         """A NumPy view, typed with ml_dtypes for bfloat16 and float8. Copies for strings (an
         object array) and for the packed sub-byte types (int4, uint4, int2, uint2, float4e2m1,
         float6), which NumPy keeps one element per byte."""
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """numpy.asarray(t) for the tensors the buffer protocol cannot show: strings (copied);
+        packed sub-byte tensors raise TypeError (call .numpy(), which unpacks them)."""
     @staticmethod
     def pack(array: np.ndarray, name: str = "") -> Tensor:
         """A new tensor packing an ml_dtypes int4, uint4, int2, uint2, float4_e2m1fn,

@@ -356,6 +356,21 @@ void BindTensor(py::module_& m) {
            "A NumPy view, typed with ml_dtypes for bfloat16 and float8. Copies for strings (an object "
            "array) and for the packed sub-byte types (int4, uint4, int2, uint2, float4e2m1, float6), "
            "which NumPy keeps one element per byte.")
+      .def("__array__",
+           [](py::object self, py::object dtype, py::object copy) -> py::object {
+             // NumPy asks here only when the buffer protocol failed: strings and the packed types.
+             const PyTensor& t = self.cast<const PyTensor&>();
+             if (IsSubByte(t.tensor.dtype())) {
+               throw py::type_error(fmt::format("tensor '{}' of type {} is packed ({} bits per element) and "
+                                                "NumPy cannot view it; call .numpy(), which unpacks it into a "
+                                                "new array",
+                                                t.name, DataTypeName(t.tensor.dtype()), ElementBits(t.tensor.dtype())));
+             }
+             py::object array = self.attr("numpy")();
+             if (!dtype.is_none()) array = array.attr("astype")(dtype);
+             return array;
+           },
+           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def_static("pack", [](const py::array& array, const std::string& name) {
              return PyTensor{name, PackSubByteArray(array)};
            },

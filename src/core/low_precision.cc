@@ -52,7 +52,9 @@ struct Format {
     const uint32_t sign = code & kSign;
     const uint32_t magnitude = code & (kSign - 1);
     const float nan = sign != 0 ? -std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::quiet_NaN();
-    if (kSpecial == Special::kFnuz && code == kSign) return std::numeric_limits<float>::quiet_NaN();
+    // ml_dtypes decodes the fnuz NaN (0x80) as a negative NaN; the sign shows when it is cast on to
+    // a 4- or 6-bit float (NaN becomes a zero of the inverted sign).
+    if (kSpecial == Special::kFnuz && code == kSign) return -std::numeric_limits<float>::quiet_NaN();
     if (kSpecial == Special::kFn && magnitude == kSign - 1) return nan;
     if (kSpecial == Special::kIeee && (magnitude & kExpAllOnes) == kExpAllOnes) {
       if ((magnitude & ~kExpAllOnes) != 0) return nan;
