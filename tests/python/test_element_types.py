@@ -323,6 +323,25 @@ def test_optionals_and_sequences(code):
 
 
 @pytest.mark.parametrize("code", sorted(SUB_BYTE), ids=IDS.get)
+def test_other_strided_movers_match_the_same_move_of_bytes(code):
+    """Expand, Tile, DepthToSpace, SpaceToDepth and nearest Resize go through the strided copy or
+    MapCopy, so they carry packed types: the result equals the same move of one-byte codes."""
+    rng = np.random.default_rng(code)
+    cases = [("Expand", (1, 5), None, {"s": np.array([3, 5], np.int64)}),
+             ("Tile", (3, 5), None, {"r": np.array([2, 3], np.int64)}),
+             ("DepthToSpace", (1, 8, 3, 3), {"blocksize": 2, "mode": "CRD"}, None),
+             ("DepthToSpace", (1, 8, 3, 3), {"blocksize": 2, "mode": "DCR"}, None),
+             ("SpaceToDepth", (1, 2, 4, 6), {"blocksize": 2}, None),
+             ("Resize", (1, 1, 3, 3), {"mode": "nearest"},
+              {"r": np.array([], np.float32), "s": np.array([1, 1, 2, 1.5], np.float32)})]
+    for op, shape, attrs, inits in cases:
+        codes = sample(code, shape, seed=int(rng.integers(1000)))
+        want = run_node(op, {"x": codes.view(np.uint8)}, attrs, initializers=inits)[0]
+        got = run_node(op, {"x": codes}, attrs, initializers=inits)[0]
+        np.testing.assert_array_equal(got.view(np.uint8), want, err_msg=op)
+
+
+@pytest.mark.parametrize("code", sorted(SUB_BYTE), ids=IDS.get)
 def test_element_wise_movers_refuse_packed_types_clearly(code):
     x = sample(code, (3, 4), seed=14)
     with pytest.raises(NotImplementedError, match=rf"'n0'.*{TensorProto.DataType.Name(code).lower()}"):
