@@ -360,3 +360,24 @@ def test_events_carry_the_onnx_codes():
     codes = {e.name: e.data_type for e in ctx.events() if e.name in ("x", "y", "f", "g")}
     assert codes == {"x": TensorProto.INT4, "y": TensorProto.INT4, "f": TensorProto.FLOAT8E5M2,
                      "g": TensorProto.FLOAT8E5M2}
+
+
+@pytest.mark.parametrize("code", [TensorProto.INT4, TensorProto.FLOAT6E3M2, TensorProto.FLOAT8E4M3FN], ids=IDS.get)
+def test_persistent_state_appends_packed_rows(code):
+    """A cache of a packed type grows by Concat: rows of 3 int4 elements start inside a byte every
+    other step, where the in-place reservation is declined and the node writes a fresh output."""
+    graph = helper.make_graph([helper.make_node("Concat", ["past", "x"], ["present"], axis=1)], "g",
+                              [helper.make_tensor_value_info("past", code, [1, "n", 3]),
+                               helper.make_tensor_value_info("x", code, [1, 1, 3])],
+                              [helper.make_tensor_value_info("present", code, [1, "m", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    declared = runtime.with_persistent_bindings(model, {"past": "present"})
+    state = runtime.PersistentValueState(declared, {"past": as_feed(sample(code, (1, 0, 3)))},
+                                         runtime.RuntimeSessionOptions(persistent_tensor_initial_capacity=4))
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(OPSET)))
+    rows = []
+    for step in range(9):  # past the initial capacity too
+        x = sample(code, (1, 1, 3), seed=100 + step)
+        rows.append(x)
+        out = state.run(ctx, {"x": as_feed(x)})
+        same(out["present"].numpy(), np.concatenate(rows, axis=1))
