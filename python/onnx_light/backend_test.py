@@ -249,8 +249,24 @@ class OursBackend:
     def run(self, case: NodeCase) -> list[Any]:
         rt = self.runtime
         session = rt.RuntimeSession(case.model)
-        out = session.run(rt.RuntimeContext(), case.feeds())
+        feeds = {name: _to_ours(value) for name, value in case.feeds().items()}
+        out = session.run(rt.RuntimeContext(), feeds)
         return [_from_ours(out.get(name)) for name in case.output_names]
+
+
+# NumPy (ml_dtypes) keeps these one element per byte; the runtime packs them, which is a copy the
+# caller asks for explicitly with runtime.Tensor.pack.
+_SUB_BYTE_DTYPE_NAMES = frozenset({"int4", "uint4", "int2", "uint2", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"})
+
+
+def _to_ours(value: Any) -> Any:
+    import onnx_light.runtime as runtime
+
+    if isinstance(value, list):
+        return [_to_ours(v) for v in value]
+    if isinstance(value, np.ndarray) and value.dtype.name in _SUB_BYTE_DTYPE_NAMES:
+        return runtime.Tensor.pack(value)
+    return value
 
 
 def _from_ours(value: Any) -> Any:

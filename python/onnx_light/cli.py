@@ -43,7 +43,10 @@ _DTYPES: dict[int, tuple[str, Any]] = {
     5: ("int16", np.int16), 6: ("int32", np.int32), 7: ("int64", np.int64), 8: ("string", np.str_),
     9: ("bool", np.bool_), 10: ("float16", np.float16), 11: ("float64", np.float64),
     12: ("uint32", np.uint32), 13: ("uint64", np.uint64), 14: ("complex64", np.complex64),
-    15: ("complex128", np.complex128), 16: ("bfloat16", None),
+    15: ("complex128", np.complex128), 16: ("bfloat16", None), 17: ("float8e4m3fn", None),
+    18: ("float8e4m3fnuz", None), 19: ("float8e5m2", None), 20: ("float8e5m2fnuz", None), 21: ("uint4", None),
+    22: ("int4", None), 23: ("float4e2m1", None), 24: ("float8e8m0", None), 25: ("uint2", None),
+    26: ("int2", None), 27: ("float6e2m3", None), 28: ("float6e3m2", None),
 }
 
 

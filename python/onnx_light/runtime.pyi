@@ -245,8 +245,17 @@ class Tensor:
     @property
     def is_contiguous(self) -> bool: ...
     def numpy(self) -> np.ndarray:
-        """A NumPy view (strings and bfloat16 get their proper dtypes). Strings are copied into
-        an object array: str elements, or bytes for elements that are not valid UTF-8."""
+        """A NumPy view, typed with ml_dtypes for bfloat16 and float8. Copies for strings (an
+        object array of str elements, or bytes for elements that are not valid UTF-8) and for the packed sub-byte types (int4, uint4, int2, uint2, float4e2m1,
+        float6), which NumPy keeps one element per byte."""
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """numpy.asarray(t) for the tensors the buffer protocol cannot show: strings (copied);
+        packed sub-byte tensors raise TypeError (call .numpy(), which unpacks them)."""
+    @staticmethod
+    def pack(array: np.ndarray, name: str = "") -> Tensor:
+        """A new tensor packing an ml_dtypes int4, uint4, int2, uint2, float4_e2m1fn,
+        float6_e2m3fn or float6_e3m2fn array (one element per byte in NumPy) as the runtime
+        stores it: a copy."""
     def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
     if sys.version_info >= (3, 12):

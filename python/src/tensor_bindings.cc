@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "element_types.h"
 #include "onnx_light/runtime/error.h"
 #include "py_tensor.h"
 #include "python_owner.h"
@@ -30,11 +31,19 @@ const char* BufferFormat(DataType type) {
     case DataType::kBool: return "?";
     case DataType::kComplex64: return "Zf";
     case DataType::kComplex128: return "Zd";
-    default: return nullptr;
+    case DataType::kFloat8E4M3FN:  // raw bits as uint8, like bfloat16; numpy() views them typed
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ:
+    case DataType::kFloat8E8M0: return "B";
+    default: return nullptr;  // strings, and the packed sub-byte types (numpy() unpacks them)
   }
 }
 
 DataType FromNumpyDtype(const py::dtype& dtype, const std::string& name) {
+  // ml_dtypes types first: float8_e5m2 reports kind 'f' with one byte.
+  const std::string dtype_name = py::str(dtype.attr("name")).cast<std::string>();
+  if (const DataType ml = FromMlDtypesName(dtype_name); ml != DataType::kUndefined) return ml;
   const char kind = dtype.kind();
   const auto size = dtype.itemsize();
   switch (kind) {
@@ -59,9 +68,6 @@ DataType FromNumpyDtype(const py::dtype& dtype, const std::string& name) {
     case 'c':
       if (size == 8) return DataType::kComplex64;
       if (size == 16) return DataType::kComplex128;
-      break;
-    case 'V':
-      if (py::str(dtype.attr("name")).cast<std::string>() == "bfloat16") return DataType::kBFloat16;
       break;
     default: break;
   }
@@ -94,7 +100,9 @@ py::object NumpyDtypeOf(DataType type) {
     case DataType::kComplex64: return np.attr("dtype")("complex64");
     case DataType::kComplex128: return np.attr("dtype")("complex128");
     case DataType::kString: return np.attr("dtype")("object");
-    default: return py::none();
+    default:
+      if (!MlDtypesName(type).empty()) return MlDtype(type);
+      return py::none();
   }
 }
 
@@ -119,6 +127,12 @@ Tensor TensorFromNumpy(const py::array& array, const std::string& name) {
         "feed '{}': the array's dtype {} is not in this machine's byte order; convert it explicitly "
         "with x.astype(x.dtype.newbyteorder('='))",
         name, py::str(dtype.attr("str")).cast<std::string>()));
+  }
+  if (IsSubByte(type)) {
+    throw py::type_error(fmt::format(
+        "feed '{}': NumPy keeps {} one element per byte and the runtime packs it ({} per byte), so it "
+        "cannot be viewed; pack it explicitly with runtime.Tensor.pack(x) (a copy)",
+        name, py::str(dtype).cast<std::string>(), ElementBits(type) == 6 ? "4/3" : std::to_string(8 / ElementBits(type))));
   }
   if (!py::cast<py::object>(array.attr("flags")).attr("c_contiguous").cast<bool>()) {
     throw py::value_error(fmt::format(
@@ -153,7 +167,9 @@ DLDataType ToDLDataType(DataType type) {
     case DataType::kComplex64: return {kDLComplex, 64, 1};
     case DataType::kComplex128: return {kDLComplex, 128, 1};
     default:
-      throw py::type_error(fmt::format("{} tensors cannot be exported through DLPack", DataTypeName(type)));
+      throw py::type_error(fmt::format("{} tensors cannot be exported through DLPack (version 0.6 has no "
+                                       "code for the type); use .numpy()",
+                                       DataTypeName(type)));
   }
 }
 
@@ -258,8 +274,9 @@ py::buffer_info BufferOf(const PyTensor& self) {
   const Tensor& t = self.tensor;
   const char* format = BufferFormat(t.dtype());
   if (format == nullptr) {
-    throw py::type_error(fmt::format("tensor '{}' of type {} has no buffer view; use .numpy()",
-                                     self.name, DataTypeName(t.dtype())));
+    throw py::type_error(fmt::format("tensor '{}' of type {} has no buffer view; use .numpy(){}", self.name,
+                                     DataTypeName(t.dtype()),
+                                     IsSubByte(t.dtype()) ? ", which unpacks it into a new array" : ""));
   }
   const auto item = static_cast<py::ssize_t>(ElementSize(t.dtype()));
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
@@ -373,12 +390,36 @@ void BindTensor(py::module_& m) {
                for (int64_t i = 0; i < t.tensor.size(); ++i) items.append(StringElementToPython(s[i]));
                return np.attr("array")(items, "object").attr("reshape")(py::cast(t.tensor.shape()));
              }
+             if (IsSubByte(t.tensor.dtype())) return UnpackSubByteTensor(t.tensor);
              py::object array = np.attr("asarray")(self);
-             if (t.tensor.dtype() == DataType::kBFloat16) array = array.attr("view")(NumpyDtypeOf(DataType::kBFloat16));
+             // bfloat16 and float8 arrive as raw bits (uint16/uint8): view them with their dtype.
+             if (!MlDtypesName(t.tensor.dtype()).empty()) array = array.attr("view")(NumpyDtypeOf(t.tensor.dtype()));
              return array;
            },
-           "A NumPy view (strings and bfloat16 get their proper dtypes). Strings are copied into an "
-           "object array: str elements, or bytes for elements that are not valid UTF-8.")
+           "A NumPy view, typed with ml_dtypes for bfloat16 and float8. Copies for strings (an object "
+           "array of str elements, or bytes for elements that are not valid UTF-8) and for the packed sub-byte types (int4, uint4, int2, uint2, float4e2m1, float6), "
+           "which NumPy keeps one element per byte.")
+      .def("__array__",
+           [](py::object self, py::object dtype, py::object copy) -> py::object {
+             // NumPy asks here only when the buffer protocol failed: strings and the packed types.
+             const PyTensor& t = self.cast<const PyTensor&>();
+             if (IsSubByte(t.tensor.dtype())) {
+               throw py::type_error(fmt::format("tensor '{}' of type {} is packed ({} bits per element) and "
+                                                "NumPy cannot view it; call .numpy(), which unpacks it into a "
+                                                "new array",
+                                                t.name, DataTypeName(t.tensor.dtype()), ElementBits(t.tensor.dtype())));
+             }
+             py::object array = self.attr("numpy")();
+             if (!dtype.is_none()) array = array.attr("astype")(dtype);
+             return array;
+           },
+           py::arg("dtype") = py::none(), py::arg("copy") = py::none())
+      .def_static("pack", [](const py::array& array, const std::string& name) {
+             return PyTensor{name, PackSubByteArray(array)};
+           },
+           py::arg("array"), py::arg("name") = "",
+           "A new tensor packing an ml_dtypes int4, uint4, int2, uint2, float4_e2m1fn, float6_e2m3fn or "
+           "float6_e3m2fn array (one element per byte in NumPy) as the runtime stores it: a copy.")
       .def("__dlpack__", [](const PyTensor& t, py::object stream, py::kwargs) { return ToDLPack(t.tensor); },
            py::arg("stream") = py::none())
       .def("__dlpack_device__", [](const PyTensor&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })

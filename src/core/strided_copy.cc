@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "core/packed_bits.h"
+#include "onnx_light/runtime/tensor.h"
+
 namespace onnx_light::runtime {
 
 namespace {
@@ -142,6 +145,12 @@ CopyPath Copy(DataType type, const void* src, std::span<const int64_t> shape,
   for (int64_t d : shape) {
     if (d == 0) return CopyPath::kEmpty;
   }
+  if (IsSubByte(type)) {
+    const Shape contiguous = dst_contiguous ? ContiguousStrides(shape) : Shape{};
+    PackedStridedCopy(ElementBits(type), src, 0, shape, src_strides, dst, 0,
+                      dst_contiguous ? std::span<const int64_t>(contiguous) : dst_strides);
+    return CopyPath::kPacked;
+  }
   // Drop unit dimensions and merge neighbours that both sides walk contiguously (a contiguous
   // destination always does).
   Dims merged_shape;
@@ -189,6 +198,8 @@ std::string_view CopyPathName(CopyPath path) noexcept {
       return "tiled2d";
     case CopyPath::kStrided:
       return "strided";
+    case CopyPath::kPacked:
+      return "packed";
   }
   return "unknown";
 }
@@ -205,6 +216,27 @@ CopyPath StridedCopy(DataType type, const void* src, std::span<const int64_t> sh
 CopyPath StridedCopy(DataType type, const void* src, std::span<const int64_t> shape,
                      std::span<const int64_t> src_strides, void* dst) {
   return Copy(type, src, shape, src_strides, dst, {});
+}
+
+CopyPath StridedCopyAt(DataType type, const void* src, int64_t src_offset, std::span<const int64_t> shape,
+                       std::span<const int64_t> src_strides, void* dst, int64_t dst_offset,
+                       std::span<const int64_t> dst_strides) {
+  if (src_strides.size() != shape.size() || (!dst_strides.empty() && dst_strides.size() != shape.size())) {
+    throw Error(ErrorCode::kInternal, "StridedCopyAt needs one stride per dimension on each side");
+  }
+  for (int64_t d : shape) {
+    if (d == 0) return CopyPath::kEmpty;
+  }
+  if (IsSubByte(type)) {
+    const Shape contiguous = dst_strides.empty() ? ContiguousStrides(shape) : Shape{};
+    PackedStridedCopy(ElementBits(type), src, src_offset, shape, src_strides, dst, dst_offset,
+                      dst_strides.empty() ? std::span<const int64_t>(contiguous) : dst_strides);
+    return CopyPath::kPacked;
+  }
+  const auto element = static_cast<int64_t>(ElementSize(type));
+  const auto* from = static_cast<const std::byte*>(src) + src_offset * element;
+  auto* to = static_cast<std::byte*>(dst) + dst_offset * element;
+  return Copy(type, from, shape, src_strides, to, dst_strides);
 }
 
 }  // namespace onnx_light::runtime

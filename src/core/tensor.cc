@@ -72,16 +72,15 @@ Tensor::Tensor(DataType type, Shape shape, std::shared_ptr<void> owner, void* da
 
 Tensor Tensor::Allocate(DataType type, Shape shape, const std::shared_ptr<Allocator>& allocator) {
   const int64_t count = ShapeSize(shape);
-  const size_t element = ElementSize(type);
-  if (element == 0) {
+  if (ElementBits(type) == 0) {
     throw Error(ErrorCode::kUnimplemented,
                 fmt::format("cannot allocate a tensor of type {}", DataTypeName(type)));
   }
-  if (static_cast<uint64_t>(count) > std::numeric_limits<size_t>::max() / element) {
+  const size_t bytes = StorageBytes(type, count);
+  if (bytes == std::numeric_limits<size_t>::max()) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("tensor of shape {} is too large", ShapeToString(shape)));
   }
-  const size_t bytes = static_cast<size_t>(count) * element;
   if (type == DataType::kString) {
     void* block = allocator->Allocate(bytes);
     auto* strings = static_cast<std::string*>(block);
@@ -95,6 +94,9 @@ Tensor Tensor::Allocate(DataType type, Shape shape, const std::shared_ptr<Alloca
   }
   std::shared_ptr<void> owner = AllocateBuffer(allocator, bytes);
   void* data = owner.get();
+  // Sub-byte elements are written bit-wise into their bytes: the padding after the last element
+  // is zeroed once here and no write ever touches it again.
+  if (IsSubByte(type) && bytes > 0) static_cast<unsigned char*>(data)[bytes - 1] = 0;
   return Tensor(type, std::move(shape), std::move(owner), data);
 }
 

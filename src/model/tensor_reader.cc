@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/packed_bits.h"
 #include "model/external_data.h"
 #include "onnx_light/runtime/error.h"
 
@@ -58,7 +59,19 @@ uint32_t TypedFieldFor(DataType type) {
     case DataType::kUInt8:
     case DataType::kBool:
     case DataType::kFloat16:
-    case DataType::kBFloat16: return kInt32Data;
+    case DataType::kBFloat16:
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ:
+    case DataType::kFloat8E8M0:
+    case DataType::kUInt4:
+    case DataType::kInt4:
+    case DataType::kFloat4E2M1:
+    case DataType::kUInt2:
+    case DataType::kInt2:
+    case DataType::kFloat6E2M3:
+    case DataType::kFloat6E3M2: return kInt32Data;
     case DataType::kString: return kStringData;
     case DataType::kInt64: return kInt64Data;
     case DataType::kDouble:
@@ -70,30 +83,36 @@ uint32_t TypedFieldFor(DataType type) {
   return 0;
 }
 
-// Names for ONNX codes the runtime cannot hold, so that errors say more than a number.
-std::string_view UnsupportedTypeName(int32_t code) {
-  switch (code) {
-    case 17: return "float8e4m3fn";
-    case 18: return "float8e4m3fnuz";
-    case 19: return "float8e5m2";
-    case 20: return "float8e5m2fnuz";
-    case 21: return "uint4";
-    case 22: return "int4";
-    case 23: return "float4e2m1";
-    case 24: return "float8e8m0";
-    case 25: return "uint2";
-    case 26: return "int2";
-    default: return "unknown";
-  }
-}
-
 bool IsComplex(DataType type) {
   return type == DataType::kComplex64 || type == DataType::kComplex128;
 }
 
-// Raw bytes are viewed in place only at an address where the element type may live.
+// How a sub-byte type packs, for size errors.
+std::string_view PackingNote(DataType type) {
+  switch (ElementBits(type)) {
+    case 4: return " (packed two per byte)";
+    case 2: return " (packed four per byte)";
+    case 6: return " (packed four per three bytes)";
+    default: return "";
+  }
+}
+
+// Raw bytes are viewed in place only at an address where the element type may live (any
+// address for the packed sub-byte types).
 size_t RequiredAlignment(DataType type) {
+  if (IsSubByte(type)) return 1;
   return IsComplex(type) ? ElementSize(type) / 2 : ElementSize(type);
+}
+
+// int32_data entries a tensor of `count` elements needs: one per element, except that each entry
+// of a 4-bit type holds one packed byte (two elements) and each entry of a 2-bit type one packed
+// byte (four elements). float6 keeps one element per entry. Complex types use float_data/
+// double_data with two values per element.
+uint64_t TypedValueCount(DataType type, uint64_t count) {
+  if (IsComplex(type)) return count > std::numeric_limits<uint64_t>::max() / 2 ? std::numeric_limits<uint64_t>::max() : 2 * count;
+  const int bits = ElementBits(type);
+  if (bits == 4 || bits == 2) return StorageBytes(type, static_cast<int64_t>(count));
+  return count;
 }
 
 // What the first pass over a TensorProto learns; the values are decoded in a second pass.
@@ -201,7 +220,8 @@ DataType CheckedDataType(const TensorHeader& header) {
                fmt::format("invalid data_type {}", code));
   }
   FailTensor(ErrorCode::kUnimplemented, header, header.offset,
-             fmt::format("data type {} ({}) is not supported", code, UnsupportedTypeName(code)));
+             fmt::format("data type {} is not supported (this runtime knows codes 1 to {})", code,
+                         kMaxDataTypeCode));
 }
 
 // Element count of the dims; rejects negative dimensions and counts that overflow int64.
@@ -223,12 +243,11 @@ uint64_t CheckedElementCount(const TensorHeader& header) {
   return count;
 }
 
-// `count` elements of `element_size` bytes, or max when that does not fit 64 bits.
-uint64_t ByteCount(uint64_t count, size_t element_size) {
-  if (count > std::numeric_limits<uint64_t>::max() / element_size) {
-    return std::numeric_limits<uint64_t>::max();
-  }
-  return count * element_size;
+// Bytes of `count` elements of `type` stored as ONNX stores them (packed for sub-byte types);
+// max when that does not fit.
+uint64_t ByteCount(DataType type, uint64_t count) {
+  const size_t bytes = StorageBytes(type, static_cast<int64_t>(count));
+  return bytes == std::numeric_limits<size_t>::max() ? std::numeric_limits<uint64_t>::max() : bytes;
 }
 
 // Bool elements are bytes that must be 0 or 1: kernels compute with them as integers (Not of 2
@@ -331,6 +350,25 @@ void StoreInt32Data(Tensor& tensor, DataType type, uint64_t index, uint64_t capa
     case DataType::kBool:
       *CheckedSlot<uint8_t>(tensor, index, capacity) = value != 0 ? 1 : 0;
       break;
+    // One byte per entry: the element's bits (float8) or one packed byte (4- and 2-bit types).
+    // Like onnx.numpy_helper.to_array, higher bits of the entry are dropped.
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ:
+    case DataType::kFloat8E8M0:
+    case DataType::kUInt4:
+    case DataType::kInt4:
+    case DataType::kFloat4E2M1:
+    case DataType::kUInt2:
+    case DataType::kInt2:
+      *CheckedSlot<uint8_t>(tensor, index, capacity) = static_cast<uint8_t>(value);
+      break;
+    case DataType::kFloat6E2M3:
+    case DataType::kFloat6E3M2:  // one element per entry, in bits 0-5 (to_array masks the rest)
+      if (index >= capacity) throw Error(ErrorCode::kInternal, "tensor decoder ran past its count");
+      WritePackedCode(tensor.raw_data(), static_cast<int64_t>(index), 6, static_cast<uint8_t>(value & 0x3F));
+      break;
     default: throw Error(ErrorCode::kInternal, "int32_data decoded into a wrong type");
   }
 }
@@ -393,7 +431,7 @@ Tensor ReadExternal(const TensorHeader& header, DataType type, uint64_t count,
     FailTensor(ErrorCode::kInvalidArgument, header, header.offset,
                "string tensors cannot be stored as external data");
   }
-  const uint64_t bytes = ByteCount(count, ElementSize(type));
+  const uint64_t bytes = ByteCount(type, count);
   const ExternalRange range =
       LocateExternalData(header.external_data, bytes, header.name, header.offset, context);
   if (context.mode == LoadMode::kMap) {
@@ -416,7 +454,6 @@ static Tensor ReadTensorData(ProtoReader reader, LoadContext& context, std::stri
   name = header.name;
   const DataType type = CheckedDataType(header);
   const uint64_t count = CheckedElementCount(header);
-  const size_t element_size = ElementSize(type);
 
   if (header.data_location == kLocationExternal) return ReadExternal(header, type, count, context);
   if (header.data_location != kLocationDefault) {
@@ -434,12 +471,12 @@ static Tensor ReadTensorData(ProtoReader reader, LoadContext& context, std::stri
       FailTensor(ErrorCode::kInvalidArgument, header, header.raw.offset,
                  "string tensors must use string_data, not raw_data");
     }
-    const uint64_t expected = ByteCount(count, element_size);
+    const uint64_t expected = ByteCount(type, count);
     if (expected != header.raw.bytes.size()) {
       FailTensor(
           ErrorCode::kInvalidArgument, header, header.raw.offset,
-          fmt::format("dims {} need {} bytes of {}, raw_data holds {}", ShapeToString(header.dims),
-                      expected, DataTypeName(type), header.raw.bytes.size()));
+          fmt::format("dims {} need {} bytes of {}{}, raw_data holds {}", ShapeToString(header.dims),
+                      expected, DataTypeName(type), PackingNote(type), header.raw.bytes.size()));
     }
     return ViewOrCopy(header.raw.bytes, context.backing, type, header.dims, context,
                       reader.message().bytes.data());
@@ -451,16 +488,18 @@ static Tensor ReadTensorData(ProtoReader reader, LoadContext& context, std::stri
                fmt::format("a {} tensor keeps its values in {}, not {}", DataTypeName(type),
                            TypedFieldName(expected_field), TypedFieldName(header.typed_field)));
   }
-  const uint64_t values_per_element = IsComplex(type) ? 2 : 1;
-  const uint64_t expected_values = ByteCount(count, values_per_element);
+  const uint64_t expected_values = TypedValueCount(type, count);
   if (header.typed_count != expected_values) {
     FailTensor(ErrorCode::kInvalidArgument, header,
                header.typed_field != 0 ? header.typed_offset : header.offset,
-               fmt::format("dims {} need {} values in {}, found {}", ShapeToString(header.dims),
-                           expected_values, TypedFieldName(expected_field), header.typed_count));
+               fmt::format("dims {} need {} values in {}{}, found {}", ShapeToString(header.dims),
+                           expected_values, TypedFieldName(expected_field), PackingNote(type),
+                           header.typed_count));
   }
   Tensor tensor = Tensor::Allocate(type, header.dims, context.allocator);
   if (header.typed_count != 0) DecodeTyped(reader, header, tensor);
+  // Packed bytes from the file may carry junk in the padding after the last element.
+  if (IsSubByte(type)) ZeroPackedTail(tensor.raw_data(), ElementBits(type), tensor.size());
   return tensor;
 }
 

@@ -20,8 +20,8 @@ PersistentBuffer::PersistentBuffer(const std::shared_ptr<Allocator>& allocator, 
 Tensor PersistentBuffer::Rows(int64_t begin, int64_t end) const {
   Shape shape = capacity_shape_;
   shape[axis_] = end - begin;
-  auto* base = static_cast<std::byte*>(storage_.get()) +
-               static_cast<size_t>(begin * strides_[axis_]) * ElementSize(type_);
+  // Sub-byte rows start on a byte here: reservations that would not are declined.
+  auto* base = static_cast<std::byte*>(storage_.get()) + ByteOffset(type_, begin * strides_[axis_]);
   return Tensor(type_, std::move(shape), storage_, base, strides_);
 }
 

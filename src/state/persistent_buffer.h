@@ -22,7 +22,8 @@ class PersistentBuffer {
   int64_t committed_rows() const noexcept { return committed_rows_; }
   void set_committed_rows(int64_t rows) noexcept { committed_rows_ = rows; }
 
-  /// Rows [begin, end) along the axis, as a strided view sharing the buffer's storage.
+  /// Rows [begin, end) along the axis, as a strided view sharing the buffer's storage. For a
+  /// sub-byte type, row `begin` must start on a byte.
   Tensor Rows(int64_t begin, int64_t end) const;
   /// Whether `tensor` is exactly rows [0, n) of this buffer for some n.
   bool IsPrefixView(const Tensor& tensor) const;

@@ -51,6 +51,11 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
     }
     const int64_t past_rows = past.shape()[axis];
     const int64_t rows = past_rows + append_rows;
+    // The appended rows of a sub-byte value must start on a byte to be a view; otherwise there
+    // is no reservation and the node writes a fresh output.
+    int64_t row_elements = 1;
+    for (int64_t d = axis + 1; d < past.rank(); ++d) row_elements *= past.shape()[d];
+    if (!IsByteAligned(past.dtype(), past_rows * row_elements)) return {};
     const std::shared_ptr<PersistentBuffer>& current = slots_[slot].buffer;
     std::shared_ptr<PersistentBuffer> buffer;
     const bool extends_current = current && current->axis() == axis && current->IsPrefixView(past) &&

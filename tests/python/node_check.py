@@ -8,6 +8,7 @@ Every operator test uses these helpers:
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -55,10 +56,26 @@ def node_model(op_type, inputs, attrs=None, n_outputs=1, opset=OPSET, initialize
     return make_model([node], inputs, outputs, initializers=initializers, opset=opset)
 
 
+SUB_BYTE_DTYPES = frozenset(
+    np.dtype(getattr(ml_dtypes, name))
+    for name in ("int4", "uint4", "int2", "uint2", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn")
+)
+
+
+def as_feed(value):
+    """A feed for our runtime: NumPy keeps sub-byte types one element per byte, so those arrays
+    are packed explicitly (runtime.Tensor.pack, a copy); everything else is passed as it is."""
+    if isinstance(value, list):
+        return [as_feed(v) for v in value]
+    if isinstance(value, np.ndarray) and value.dtype in SUB_BYTE_DTYPES:
+        return runtime.Tensor.pack(value)
+    return value
+
+
 def run_ours(model, feeds, context=None, options=None):
     ctx = context or runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
     session = runtime.RuntimeSession(model, options)
-    out = session.run(ctx, feeds)
+    out = session.run(ctx, {name: as_feed(value) for name, value in feeds.items()})
     return [_to_numpy(out[o.name]) for o in model.graph.output]
 
 

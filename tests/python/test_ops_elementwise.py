@@ -811,13 +811,23 @@ def test_cast_bad_string():
 
 
 @pytest.mark.parametrize(
-    "to", [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2FNUZ,
-           TensorProto.INT4, TensorProto.FLOAT4E2M1]
+    "to,opset,first",
+    [(TensorProto.FLOAT8E4M3FN, 18, 19), (TensorProto.INT4, 19, 21), (TensorProto.FLOAT4E2M1, 21, 23),
+     (TensorProto.FLOAT8E8M0, 23, 24), (TensorProto.UINT2, 24, 25), (TensorProto.FLOAT6E2M3, 25, 28)],
 )
-def test_cast_float8_not_supported(to):
+def test_cast_to_a_type_newer_than_the_opset_is_refused(to, opset, first):
+    # The types themselves are supported (test_cast_low_precision.py); a Cast version that does not
+    # list the target type refuses it, naming the opset that introduced it.
     x = values((3,), np.float32)
-    model = named(node_model("Cast", {"x": x}, {"to": to, "saturate": 1}))
-    with pytest.raises(NotImplementedError, match=rf"{NODE}.*not supported"):
+    model = named(node_model("Cast", {"x": x}, {"to": to}, opset=opset))
+    with pytest.raises(ValueError, match=rf"{NODE}.*at opset {opset} \(it does from opset {first} on\)"):
+        run_ours(model, {"x": x})
+
+
+def test_cast_to_complex_not_supported():
+    x = values((3,), np.float32)
+    model = named(node_model("Cast", {"x": x}, {"to": TensorProto.COMPLEX64}))
+    with pytest.raises(NotImplementedError, match=rf"{NODE}.*complex64.*not supported"):
         run_ours(model, {"x": x})
 
 

@@ -316,12 +316,28 @@ def test_control_flow_type_only_versions(opset):
 
 
 @pytest.mark.parametrize("elem_type", [TensorProto.INT2, TensorProto.UINT2, TensorProto.FLOAT8E8M0])
-def test_types_added_in_24_and_25_are_refused_clearly(elem_type):
-    # Until the runtime holds these element types, a model using them is refused when it is
-    # read, naming the type; no kernel ever sees a tensor of a type it does not handle.
+def test_types_added_in_24_and_25_move_through_identity(elem_type):
+    # The types opsets 24 and 25 added travel through the data-movement operators unchanged
+    # (packed for the 2-bit types: Tensor.pack in, .numpy() out).
+    import ml_dtypes
+
+    dtype = {TensorProto.INT2: ml_dtypes.int2, TensorProto.UINT2: ml_dtypes.uint2,
+             TensorProto.FLOAT8E8M0: ml_dtypes.float8_e8m0fnu}[elem_type]
     graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
-                              [helper.make_tensor_value_info("x", elem_type, [4])],
-                              [helper.make_tensor_value_info("y", elem_type, [4])])
+                              [helper.make_tensor_value_info("x", elem_type, [5])],
+                              [helper.make_tensor_value_info("y", elem_type, [5])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
-    with pytest.raises(NotImplementedError, match=f"element type {elem_type} is not supported"):
+    x = np.array([1, 0, 1, 0, 1] if elem_type != TensorProto.FLOAT8E8M0 else [1, 2, 0.5, 4, 8]).astype(dtype)
+    feed = runtime.Tensor.pack(x) if elem_type != TensorProto.FLOAT8E8M0 else x
+    y = runtime.RuntimeSession(model).run({"x": feed})["y"].numpy()
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y.astype(np.float32), x.astype(np.float32))
+
+
+def test_element_types_beyond_the_standard_are_refused_clearly():
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", 29, [4])],
+                              [helper.make_tensor_value_info("y", 29, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)])
+    with pytest.raises(NotImplementedError, match="element type 29 is not supported"):
         runtime.RuntimeSession(model)

@@ -33,15 +33,25 @@ Shape ContiguousStrides(std::span<const int64_t> shape);
 /// constructed Tensor is undefined (`defined() == false`).
 ///
 /// Strings (DataType::kString) are stored as an array of std::string.
+///
+/// Sub-byte types (int4, uint4, float4e2m1, int2, uint2, float6e2m3, float6e3m2) are packed as
+/// ONNX packs them (see data_type.h): the data pointer addresses the byte whose bit 0 holds the
+/// first bit of element 0, and the element at index i lives at bit offset
+/// (sum_d i[d] * strides[d]) * ElementBits(dtype()) from there. Strides stay in elements, so a
+/// transposed or broadcast view of a packed tensor is described exactly like any other view; its
+/// elements move with the one strided copy (core/strided_copy.h), bit by bit where needed. A view
+/// must start on a byte boundary: a slice, split or scan step whose first element lies inside a
+/// byte is copied instead of viewed (see IsByteAligned/ByteOffset in data_type.h).
 class Tensor {
  public:
   Tensor() = default;
   /// A view over `data` kept alive by `owner`. Empty `strides` means row-major contiguous;
-  /// strides are in elements.
+  /// strides are in elements (also for sub-byte types, whose element 0 starts at bit 0 of `data`).
   Tensor(DataType type, Shape shape, std::shared_ptr<void> owner, void* data, Shape strides = {});
 
-  /// A new contiguous tensor allocated from `allocator`; the elements are uninitialised
-  /// (strings are empty).
+  /// A new contiguous tensor of StorageBytes(type, elements) bytes allocated from `allocator`;
+  /// the elements are uninitialised (strings are empty; the padding bits of a sub-byte tensor's
+  /// last byte are zero).
   static Tensor Allocate(DataType type, Shape shape, const std::shared_ptr<Allocator>& allocator);
 
   bool defined() const noexcept { return type_ != DataType::kUndefined; }
@@ -51,8 +61,9 @@ class Tensor {
   int64_t dim(int64_t axis) const { return shape_.at(static_cast<size_t>(axis)); }
   /// Number of elements.
   int64_t size() const noexcept { return size_; }
-  /// Bytes spanned by the elements if stored contiguously.
-  size_t nbytes() const noexcept { return static_cast<size_t>(size_) * ElementSize(type_); }
+  /// Bytes the elements occupy stored contiguously: StorageBytes(dtype(), size()), which counts
+  /// packed bytes for sub-byte types.
+  size_t nbytes() const noexcept { return StorageBytes(type_, size_); }
   bool is_contiguous() const noexcept { return strides_.empty(); }
   /// Element strides; computed for contiguous tensors.
   Shape strides() const;
@@ -72,7 +83,8 @@ class Tensor {
   /// The same storage seen with another shape of equal element count. Requires contiguity.
   Tensor Reshaped(Shape shape) const;
   /// Another view into this tensor's storage (same owner and read-only mark): `data` must point
-  /// inside it and `shape`/`strides` (elements) must stay inside it.
+  /// inside it and `shape`/`strides` (elements) must stay inside it. For a sub-byte type `data`
+  /// must be the byte where the view's element 0 starts at bit 0.
   Tensor View(Shape shape, void* data, Shape strides = {}) const;
 
   /// Constant data (initializers, Constant attributes) is marked read-only; views keep the mark,

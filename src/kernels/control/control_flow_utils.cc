@@ -33,12 +33,17 @@ bool ReadCondition(const RuntimeContext& rt, const Tensor& cond, std::string_vie
   return *cond.data<bool>();
 }
 
-Tensor SliceFront(const Tensor& t, int64_t index) {
+Tensor SliceFront(const Tensor& t, int64_t index, const std::shared_ptr<Allocator>& allocator) {
   Shape rest(t.shape().begin() + 1, t.shape().end());
   const int64_t inner = Product(rest);
+  const int64_t first = index * inner;
+  if (!IsByteAligned(t.dtype(), first)) {
+    Tensor copy = Tensor::Allocate(t.dtype(), std::move(rest), allocator);
+    StridedCopyAt(t.dtype(), t.raw_data(), first, copy.shape(), copy.strides(), copy.raw_data(), 0);
+    return copy;
+  }
   char* base = const_cast<char*>(BytePtr(t));
-  void* data = base == nullptr ? nullptr
-                               : base + static_cast<size_t>(index * inner) * ElementSize(t.dtype());
+  void* data = base == nullptr ? nullptr : base + ByteOffset(t.dtype(), first);
   return t.View(std::move(rest), data);
 }
 
@@ -46,9 +51,13 @@ Tensor SliceFrontRange(const Tensor& t, int64_t begin, int64_t length) {
   Shape shape = t.shape();
   const int64_t inner = Product(std::span<const int64_t>(shape).subspan(1));
   shape[0] = length;
+  if (!IsByteAligned(t.dtype(), begin * inner)) {
+    throw Error(ErrorCode::kUnimplemented,
+                fmt::format("a view of rows {} to {} of a {} tensor of shape {} would start inside a byte",
+                            begin, begin + length, DataTypeName(t.dtype()), ShapeToString(t.shape())));
+  }
   char* base = const_cast<char*>(BytePtr(t));
-  void* data = base == nullptr ? nullptr
-                               : base + static_cast<size_t>(begin * inner) * ElementSize(t.dtype());
+  void* data = base == nullptr ? nullptr : base + ByteOffset(t.dtype(), begin * inner);
   return t.View(std::move(shape), data);
 }
 
@@ -74,8 +83,10 @@ void CopyIntoStack(const Tensor& part, Tensor& out, int64_t index, int64_t axis)
   Shape strides = out.strides();
   const int64_t step = strides[static_cast<size_t>(axis)];
   strides.erase(strides.begin() + axis);
-  char* dst = BytePtr(out) + index * step * static_cast<int64_t>(ElementSize(out.dtype()));
-  StridedCopy(part.dtype(), part.raw_data(), part.shape(), part.strides(), dst, strides);
+  // Element offsets: a position of a sub-byte stack may start inside a byte. Empty `strides`
+  // (a scalar part) means one element either way.
+  StridedCopyAt(part.dtype(), part.raw_data(), 0, part.shape(), part.strides(), BytePtr(out), index * step,
+                strides);
 }
 
 Shape InsertDim(std::span<const int64_t> shape, int64_t axis, int64_t dim) {
@@ -98,7 +109,7 @@ DeclaredTensorType DeclaredTypeOf(const ValueInfo& info) {
 
 Tensor EmptyStackedOutput(const RuntimeContext& rt, const DeclaredTensorType& declared, int64_t axis,
                           std::string_view output_name) {
-  if (declared.element_type == DataType::kUndefined || ElementSize(declared.element_type) == 0) {
+  if (declared.element_type == DataType::kUndefined || ElementBits(declared.element_type) == 0) {
     ThrowInvalid(rt,
                  "the loop ran zero times and body output '{}' declares no tensor element type, so "
                  "the empty scan output cannot be typed",

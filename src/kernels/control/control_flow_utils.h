@@ -17,10 +17,12 @@ namespace onnx_light::runtime {
 /// error thrown otherwise ("input 0 ('cond')", "body output 0 ('cond_out')").
 bool ReadCondition(const RuntimeContext& rt, const Tensor& cond, std::string_view what);
 
-/// A view of `t[index]` for a contiguous tensor of rank >= 1 (no copy; shares storage).
-Tensor SliceFront(const Tensor& t, int64_t index);
+/// A view of `t[index]` for a contiguous tensor of rank >= 1 (no copy; shares storage). A
+/// sub-byte slice that starts inside a byte cannot be a view: it is copied from `allocator`.
+Tensor SliceFront(const Tensor& t, int64_t index, const std::shared_ptr<Allocator>& allocator);
 
-/// A view of `t[begin:begin+length]` along axis 0 for a contiguous tensor (no copy).
+/// A view of `t[begin:begin+length]` along axis 0 for a contiguous tensor (no copy). Throws
+/// Error(kUnimplemented) for a sub-byte slice that would start inside a byte.
 Tensor SliceFrontRange(const Tensor& t, int64_t begin, int64_t length);
 
 /// A contiguous copy of `t` (any strides) with axis `axis` moved to the front (the other axes

@@ -146,7 +146,7 @@ class ScanKernel final : public KernelBase {
     const size_t n_out = rt.num_outputs();
     for (int64_t t = 0; t < trips; ++t) {
       for (size_t j = 0; j < s_.num_scan_inputs; ++j) {
-        body_inputs[n + j] = SliceFront(scan_inputs[j], input_directions_[j] ? trips - 1 - t : t);
+        body_inputs[n + j] = SliceFront(scan_inputs[j], input_directions_[j] ? trips - 1 - t : t, rt.allocator());
       }
       std::vector<RuntimeValue> results = s_.body->Run(rt, body_inputs);
       for (size_t i = 0; i < n; ++i) body_inputs[i] = std::move(results[i]);
@@ -258,13 +258,13 @@ class Scan8Kernel final : public KernelBase {
     std::vector<Tensor> outputs(s_.num_scan_outputs);
     std::vector<RuntimeValue> body_inputs(n + m);
     for (int64_t b = 0; b < batch; ++b) {
-      for (size_t i = 0; i < n; ++i) body_inputs[i] = SliceFront(states[i], b);
+      for (size_t i = 0; i < n; ++i) body_inputs[i] = SliceFront(states[i], b, rt.allocator());
       std::vector<Tensor> batch_scans(m);
-      for (size_t j = 0; j < m; ++j) batch_scans[j] = SliceFront(scans[j], b);
+      for (size_t j = 0; j < m; ++j) batch_scans[j] = SliceFront(scans[j], b, rt.allocator());
       const int64_t len = lengths[static_cast<size_t>(b)];
       for (int64_t t = 0; t < len; ++t) {
         for (size_t j = 0; j < m; ++j) {
-          body_inputs[n + j] = SliceFront(batch_scans[j], directions_[j] ? len - 1 - t : t);
+          body_inputs[n + j] = SliceFront(batch_scans[j], directions_[j] ? len - 1 - t : t, rt.allocator());
         }
         std::vector<RuntimeValue> results = s_.body->Run(rt, body_inputs);
         for (size_t i = 0; i < n; ++i) body_inputs[i] = std::move(results[i]);
@@ -289,8 +289,11 @@ class Scan8Kernel final : public KernelBase {
                            ShapeToString(expected));
             }
           }
-          Tensor row = SliceFront(outputs[k], b);
-          CopyIntoStack(part, row, t, 0);
+          // Position [b, t] of the output, by element offset (a sub-byte row may start inside a byte).
+          const Shape strides = outputs[k].strides();
+          const std::span<const int64_t> inner(strides.begin() + 2, strides.end());
+          StridedCopyAt(part.dtype(), part.raw_data(), 0, part.shape(), part.strides(), outputs[k].raw_data(),
+                        b * strides[0] + t * strides[1], inner);
         }
       }
       for (size_t i = 0; i < n; ++i) {
@@ -322,7 +325,7 @@ class Scan8Kernel final : public KernelBase {
       if (!rt.output_requested(n + k) || outputs[k].defined()) continue;
       // No iteration ran: [batch, max_len] + the declared dims (unknown ones as 0), zeros.
       const DeclaredTensorType& declared = s_.scan_output_types[k];
-      if (ElementSize(declared.element_type) == 0) {
+      if (ElementBits(declared.element_type) == 0) {
         ThrowInvalid(rt,
                      "no iteration ran and body output '{}' declares no tensor element type, so the "
                      "scan output cannot be typed",

@@ -4,12 +4,14 @@
 // in-range float to integer truncates, integers wrap, bool is "non-zero". Where it does not,
 // float to integer saturates and NaN gives 0 (FloatToInt, docs/semantics.md). Numbers become strings the way NumPy prints them (shortest
 // round-trip digits, "1.0", "1e-05", "True"); strings parse like Python's int() / float().
-// float8/float4/int4 targets are not supported: the runtime cannot hold those types.
+// float8/float6/float4 and int4/int2 casts live in cast_low_precision.cc (saturate, round_mode);
+// strings reach them through float32/float64/int64.
 #include <charconv>
 #include <cmath>
 #include <string>
 #include <system_error>
 
+#include "kernels/elementwise/cast_low_precision.h"
 #include "kernels/elementwise/elementwise_loops.h"
 #include "kernels/registry/kernel_tables.h"
 
@@ -159,37 +161,6 @@ bool ParseText(std::string_view text, D& out) {
 
 // ---- kernel -------------------------------------------------------------------------------------
 
-std::string_view UnsupportedTargetName(int64_t code) {
-  switch (code) {
-    case 14:
-      return "complex64";
-    case 15:
-      return "complex128";
-    case 17:
-      return "float8e4m3fn";
-    case 18:
-      return "float8e4m3fnuz";
-    case 19:
-      return "float8e5m2";
-    case 20:
-      return "float8e5m2fnuz";
-    case 21:
-      return "uint4";
-    case 22:
-      return "int4";
-    case 23:
-      return "float4e2m1";
-    case 24:
-      return "float8e8m0";
-    case 25:
-      return "uint2";
-    case 26:
-      return "int2";
-    default:
-      return {};
-  }
-}
-
 // Cast-1 names the target type with a string ("FLOAT", "INT64", ...).
 int64_t TypeCodeFromName(const KernelBuildInfo& info) {
   static constexpr std::string_view kNames[] = {
@@ -205,25 +176,55 @@ int64_t TypeCodeFromName(const KernelBuildInfo& info) {
                           info.Describe(), name));
 }
 
+// Cast-24's round_mode.
+E8M0Rounding ReadRounding(const KernelBuildInfo& info) {
+  const std::string mode = info.GetString("round_mode", "up");
+  if (mode == "up") return E8M0Rounding::kUp;
+  if (mode == "down") return E8M0Rounding::kDown;
+  if (mode == "nearest") return E8M0Rounding::kNearest;
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("{}: attribute 'round_mode' must be 'up', 'down' or 'nearest', got '{}'",
+                          info.Describe(), mode));
+}
+
+// The type string cast to or from a low-precision type passes through: float64 for the floats,
+// int64 for the packed integers (their text is an integer).
+DataType TextIntermediate(DataType type) {
+  const int bits = ElementBits(type);
+  const bool packed_int = bits < 8 && type != DataType::kFloat4E2M1 && type != DataType::kFloat6E2M3 &&
+                          type != DataType::kFloat6E3M2;
+  return packed_int ? DataType::kInt64 : DataType::kDouble;
+}
+
 class CastKernel final : public KernelBase {
  public:
-  CastKernel(const KernelBuildInfo& info, bool like) : like_(like) {
+  CastKernel(const KernelBuildInfo& info, bool like) : like_(like), version_(info.opset_version()) {
+    if (version_ >= 19) options_.saturate = info.GetInt("saturate", 1) != 0;
+    if (version_ >= 24) options_.rounding = ReadRounding(info);
+    // CastLike has no version 28: its opset-28 schema is CastLike-25.
+    op_version_ = like_ ? std::min<int64_t>(version_, 25) : version_;
     if (like_) return;
     const Attribute* attr = info.node().FindAttribute("to");
     const int64_t to = attr != nullptr && attr->type == AttributeType::kString
                            ? TypeCodeFromName(info)
                            : info.GetInt("to");
-    if (const std::string_view name = UnsupportedTargetName(to); !name.empty()) {
-      throw Error(ErrorCode::kUnimplemented,
-                  fmt::format("{}: casting to {} (attribute 'to' = {}) is not supported",
-                              info.Describe(), name, to));
-    }
-    if (to < 1 || to > 16 || !IsSupportedDataType(static_cast<int32_t>(to))) {
+    if (to < 1 || to > kMaxDataTypeCode || !IsSupportedDataType(static_cast<int32_t>(to))) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("{}: attribute 'to' = {} is not a valid tensor element type",
                               info.Describe(), to));
     }
     to_ = static_cast<DataType>(to);
+    if (to_ == DataType::kComplex64 || to_ == DataType::kComplex128) {
+      throw Error(ErrorCode::kUnimplemented,
+                  fmt::format("{}: casting to {} (attribute 'to' = {}) is not supported",
+                              info.Describe(), DataTypeName(to_), to));
+    }
+    if (FirstCastVersion(to_) > op_version_) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: attribute 'to' = {} ({}) is not a type Cast accepts at opset {} (it does "
+                              "from opset {} on)",
+                              info.Describe(), to, DataTypeName(to_), version_, FirstCastVersion(to_)));
+    }
   }
 
   void Run(RuntimeContext& rt) const override {
@@ -231,6 +232,8 @@ class CastKernel final : public KernelBase {
     const DataType to = like_ ? rt.Input(1).dtype() : to_;
     const char* op = like_ ? "CastLike" : "Cast";
     if (to == DataType::kComplex64 || to == DataType::kComplex128) ThrowUnsupportedType(rt, 1, to);
+    CheckVersionHasType(rt, 0, x.dtype());
+    if (like_) CheckVersionHasType(rt, 1, to);
     if (x.dtype() == to) {
       rt.SetOutput(0, rt.InputValue(0));
       RecordUsage(rt, op, to, "view");
@@ -238,6 +241,34 @@ class CastKernel final : public KernelBase {
     }
     const Tensor src = x.Contiguous(rt.allocator());
     Tensor& y = rt.AllocateOutput(0, to, x.shape());
+    if (IsLowPrecisionCastType(src.dtype()) || IsLowPrecisionCastType(to)) {
+      CastWithLowPrecision(rt, src, y);
+    } else {
+      CastExisting(rt, src, y, to, to);
+    }
+    if (rt.kernel_usage_enabled()) {
+      rt.RecordKernelUsage(KernelUsageName(op, x.dtype(), fmt::format("to-{}", DataTypeName(to))));
+    }
+  }
+
+ private:
+  // A type the node's version does not list (a float8 input to Cast-13, int2 to Cast-23, ...).
+  void CheckVersionHasType(const RuntimeContext& rt, size_t input_index, DataType type) const {
+    const int64_t first = FirstCastVersion(type);
+    if (first <= op_version_) return;
+    if (like_ && first > 25) {
+      ThrowInvalid(rt, "input {} ('{}') has type {}, which no version of CastLike accepts", input_index,
+                   rt.input_name(input_index), DataTypeName(type));
+    }
+    ThrowInvalid(rt, "input {} ('{}') has type {}, which {} does not accept at opset {} (it does from opset {} on)",
+                 input_index, rt.input_name(input_index), DataTypeName(type), like_ ? "CastLike" : "Cast",
+                 version_, first);
+  }
+
+  // Between the types Cast had before float8: numbers, bool and strings. `target` names the
+  // node's real target in errors (a string cast to int4 parses into int64 first).
+  void CastExisting(const RuntimeContext& rt, const Tensor& src, Tensor& y, DataType to,
+                    DataType target) const {
     const int64_t n = src.size();
     if (to == DataType::kString) {
       auto* out = y.data<std::string>();
@@ -254,7 +285,7 @@ class CastKernel final : public KernelBase {
         for (int64_t i = 0; i < n; ++i) {
           if (!ParseText(in[i], out[i])) {
             ThrowInvalid(rt, "input 0 ('{}') element {} is '{}', which cannot be read as {}",
-                         rt.input_name(0), i, in[i], DataTypeName(to));
+                         rt.input_name(0), i, in[i], DataTypeName(target));
           }
         }
       });
@@ -269,23 +300,40 @@ class CastKernel final : public KernelBase {
         });
       });
     }
-    if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName(op, x.dtype(), fmt::format("to-{}", DataTypeName(to))));
+  }
+
+  // Either side is a low-precision type; strings pass through float64 or int64 (exact for
+  // every value of those types).
+  void CastWithLowPrecision(RuntimeContext& rt, const Tensor& src, Tensor& y) const {
+    if (y.dtype() == DataType::kString) {
+      Tensor mid = Tensor::Allocate(TextIntermediate(src.dtype()), src.shape(), rt.allocator());
+      CastLowPrecision(rt, src, mid, options_);
+      CastExisting(rt, mid, y, DataType::kString, DataType::kString);
+    } else if (src.dtype() == DataType::kString) {
+      Tensor mid = Tensor::Allocate(TextIntermediate(y.dtype()), src.shape(), rt.allocator());
+      CastExisting(rt, src, mid, mid.dtype(), y.dtype());
+      CastLowPrecision(rt, mid, y, options_);
+    } else {
+      CastLowPrecision(rt, src, y, options_);
     }
   }
 
- private:
   bool like_;
+  int64_t version_;
+  int64_t op_version_ = 1;
+  LowPrecisionCastOptions options_;
   DataType to_ = DataType::kUndefined;
 };
 
 }  // namespace
 
 void RegisterCastKernels(KernelRegistry& registry) {
-  registry.Register("", "Cast", {1, 23}, [](const KernelBuildInfo& info) {
+  // One kernel per operator: the attributes each version adds (saturate from 19, round_mode
+  // from 24) and the types each version accepts (19, 21, 23, 24, 25, 28) are read at build.
+  registry.Register("", "Cast", {1, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<CastKernel>(info, false);
   });
-  registry.Register("", "CastLike", {15, 23}, [](const KernelBuildInfo& info) {
+  registry.Register("", "CastLike", {15, 28}, [](const KernelBuildInfo& info) {
     return std::make_unique<CastKernel>(info, true);
   });
 }

@@ -135,14 +135,21 @@ class SplitKernel final : public KernelBase {
     for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
     int64_t inner = 1;
     for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
-    const size_t element = ElementSize(x.dtype());
-    if (outer == 1 && x.is_contiguous()) {
+    // Views need every piece to start on a byte (always, except for sub-byte types).
+    bool aligned = true;
+    int64_t start = 0;
+    for (int64_t length : split) {
+      aligned = aligned && IsByteAligned(x.dtype(), start * inner);
+      start += length;
+    }
+    if (outer == 1 && x.is_contiguous() && aligned) {
       // Each piece is one contiguous block of the input: hand out views.
       int64_t offset = 0;
       for (size_t i = 0; i < n; ++i) {
         Shape shape = x.shape();
         shape[axis] = split[i];
-        auto* data = static_cast<std::byte*>(const_cast<void*>(x.raw_data())) + offset * inner * element;
+        auto* data =
+            static_cast<std::byte*>(const_cast<void*>(x.raw_data())) + ByteOffset(x.dtype(), offset * inner);
         rt.SetOutput(i, x.View(std::move(shape), data));
         offset += split[i];
       }
@@ -150,7 +157,6 @@ class SplitKernel final : public KernelBase {
       return;
     }
     const Shape strides = x.strides();
-    const auto* base = static_cast<const std::byte*>(x.raw_data());
     int64_t offset = 0;
     for (size_t i = 0; i < n; ++i) {
       if (rt.output_requested(i)) {
@@ -158,8 +164,7 @@ class SplitKernel final : public KernelBase {
         shape[axis] = split[i];
         Tensor y = rt.AllocateOutput(i, x.dtype(), shape);
         if (y.size() > 0) {
-          StridedCopy(x.dtype(), base + offset * strides[axis] * static_cast<int64_t>(element), shape, strides,
-                      y.raw_data());
+          StridedCopyAt(x.dtype(), x.raw_data(), offset * strides[axis], shape, strides, y.raw_data(), 0);
         }
       }
       offset += split[i];

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/packed_bits.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 
@@ -84,7 +85,7 @@ class ConstantOfShapeKernel final : public KernelBase {
       if (value_.size() != 1) {
         ThrowInvalid(info, "value must hold one element, got shape {}", ShapeToString(value_.shape()));
       }
-      if (value_.dtype() != DataType::kString && ElementSize(value_.dtype()) == 0) {
+      if (value_.dtype() != DataType::kString && ElementBits(value_.dtype()) == 0) {
         throw Error(ErrorCode::kUnimplemented,
                     fmt::format("{}: attribute 'value' has element type {}, which this operator "
                                 "does not support",
@@ -98,7 +99,12 @@ class ConstantOfShapeKernel final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const Shape shape = ReadShapeInput(rt, 0);
     Tensor y = rt.AllocateOutput(0, value_.dtype(), shape);
-    DispatchByElementSize(value_.dtype(), [&](auto tag) {
+    if (IsSubByte(value_.dtype())) {
+      FillPacked(y);
+      rt.RecordKernelUsage("ConstantOfShape/any/fill");
+      return;
+    }
+    DispatchByElementSize(rt, 0, value_.dtype(), [&](auto tag) {
       using U = decltype(tag);
       const U value = *value_.data<U>();
       if constexpr (!std::is_same_v<U, std::string>) {
@@ -115,6 +121,21 @@ class ConstantOfShapeKernel final : public KernelBase {
   }
 
  private:
+  // int4/int2/float4 values repeat within one byte (memset); float6 elements are written one by one.
+  void FillPacked(Tensor& y) const {
+    const int bits = ElementBits(value_.dtype());
+    const uint8_t code = ReadPackedCode(value_.raw_data(), 0, bits);
+    if (y.size() == 0) return;
+    if (8 % bits == 0) {
+      uint8_t byte = 0;
+      for (int shift = 0; shift < 8; shift += bits) byte = static_cast<uint8_t>(byte | (code << shift));
+      std::memset(y.raw_data(), byte, y.nbytes());
+      ZeroPackedTail(y.raw_data(), bits, y.size());
+    } else {
+      for (int64_t i = 0; i < y.size(); ++i) WritePackedCode(y.raw_data(), i, bits, code);
+    }
+  }
+
   Tensor value_;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/packed_bits.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 
@@ -133,7 +134,11 @@ class PadKernel final : public KernelBase {
         ThrowInvalid(rt, "constant_value must be one element of type {} like input 0, got {} of shape {}",
                      DataTypeName(type), DataTypeName(v->dtype()), ShapeToString(v->shape()));
       }
-      std::memcpy(fill, v->raw_data(), ElementSize(type));
+      if (IsSubByte(type)) {
+        fill[0] = std::byte{ReadPackedCode(v->raw_data(), 0, ElementBits(type))};
+      } else {
+        std::memcpy(fill, v->raw_data(), ElementSize(type));
+      }
       return;
     }
     DispatchTypes<ONNX_LIGHT_NUMERIC_TYPES, bool>(rt, 0, type, [&](auto tag) {

@@ -270,8 +270,14 @@ class SplitToSequenceKernel final : public KernelBase {
     for (int64_t d = 0; d < axis; ++d) outer *= shape[static_cast<size_t>(d)];
     int64_t inner = 1;
     for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
-    // With nothing before the split axis each piece is a contiguous run of the input: a view.
-    const bool views = outer == 1;
+    // With nothing before the split axis each piece is a contiguous run of the input: a view
+    // (unless a piece of a sub-byte type would start inside a byte).
+    bool aligned = true;
+    for (int64_t start = 0; int64_t length : lengths) {
+      aligned = aligned && IsByteAligned(x.dtype(), start * inner);
+      start += length;
+    }
+    const bool views = outer == 1 && aligned;
     RecordUsage(rt, "SplitToSequence", x.dtype(), views ? "views" : "copy");
     // Views need a contiguous input; copies read the input through its strides.
     const Tensor src = views ? x.Contiguous(rt.allocator()) : x;
@@ -279,7 +285,6 @@ class SplitToSequenceKernel final : public KernelBase {
 
     TensorSequence seq{.element_type = src.dtype(), .items = {}};
     seq.items.reserve(lengths.size());
-    const size_t es = ElementSize(src.dtype());
     int64_t pos = 0;
     for (int64_t length : lengths) {
       Shape piece_shape = shape;
@@ -287,13 +292,12 @@ class SplitToSequenceKernel final : public KernelBase {
       Tensor piece;
       if (views) {
         char* base = static_cast<char*>(const_cast<void*>(src.raw_data()));
-        piece = src.View(piece_shape, base == nullptr ? nullptr : base + static_cast<size_t>(pos * inner) * es);
+        piece = src.View(piece_shape, base == nullptr ? nullptr : base + ByteOffset(src.dtype(), pos * inner));
       } else {
         piece = Tensor::Allocate(src.dtype(), piece_shape, rt.allocator());
         if (piece.size() > 0) {
-          const auto* from = static_cast<const char*>(src.raw_data()) +
-                             pos * strides[static_cast<size_t>(axis)] * static_cast<int64_t>(es);
-          StridedCopy(src.dtype(), from, piece_shape, strides, piece.raw_data());
+          StridedCopyAt(src.dtype(), src.raw_data(), pos * strides[static_cast<size_t>(axis)], piece_shape, strides,
+                        piece.raw_data(), 0);
         }
       }
       if (squeeze) {

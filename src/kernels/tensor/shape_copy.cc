@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/packed_bits.h"
+
 namespace onnx_light::runtime {
 
 namespace {
@@ -73,6 +75,40 @@ void MapCopyTyped(const U* src, std::span<const int64_t> in_shape,
   }
 }
 
+// MapCopy for sub-byte types, element by element: `fill` is the pad element's code.
+void MapCopyPacked(int bits, const void* src, std::span<const int64_t> in_shape,
+                   const std::vector<std::vector<int64_t>>& maps, uint8_t fill, void* dst) {
+  const size_t rank = maps.size();
+  if (rank == 0) {
+    WritePackedCode(dst, 0, bits, ReadPackedCode(src, 0, bits));
+    return;
+  }
+  const Shape in_strides = ContiguousStrides(in_shape);
+  const std::vector<int64_t>& last = maps[rank - 1];
+  const size_t outer_rank = rank - 1;
+  std::vector<int64_t> index(outer_rank, 0);
+  int64_t out = 0;
+  while (true) {
+    int64_t offset = 0;
+    bool filled = false;
+    for (size_t d = 0; d < outer_rank && !filled; ++d) {
+      const int64_t m = maps[d][index[d]];
+      filled = m < 0;
+      offset += m * in_strides[d];
+    }
+    for (int64_t s : last) {
+      WritePackedCode(dst, out++, bits, filled || s < 0 ? fill : ReadPackedCode(src, offset + s, bits));
+    }
+    size_t d = outer_rank;
+    while (true) {
+      if (d == 0) return;
+      --d;
+      if (++index[d] < static_cast<int64_t>(maps[d].size())) break;
+      index[d] = 0;
+    }
+  }
+}
+
 }  // namespace
 
 CopyUsageNames::CopyUsageNames(std::string_view op) {
@@ -96,9 +132,9 @@ void ConcatenateInto(std::span<const Tensor> parts, void* dst, std::span<const i
         }
         strides = stacked_strides;
       }
-      auto* at = static_cast<std::byte*>(dst) +
-                 offset * dst_strides[a] * static_cast<int64_t>(ElementSize(part.dtype()));
-      StridedCopy(part.dtype(), part.raw_data(), part.shape(), part.strides(), at, strides);
+      // Offsets in elements: a part of a sub-byte type may start inside a byte.
+      StridedCopyAt(part.dtype(), part.raw_data(), 0, part.shape(), part.strides(), dst, offset * dst_strides[a],
+                    strides);
     }
     offset += stacked ? 1 : part.dim(axis);
   }
@@ -119,6 +155,11 @@ void MapCopy(DataType type, const void* src, std::span<const int64_t> in_shape,
              const std::vector<std::vector<int64_t>>& maps, const void* fill, void* dst) {
   for (const auto& m : maps) {
     if (m.empty()) return;
+  }
+  if (IsSubByte(type)) {
+    MapCopyPacked(ElementBits(type), src, in_shape, maps, fill == nullptr ? uint8_t{0} : *static_cast<const uint8_t*>(fill),
+                  dst);
+    return;
   }
   DispatchByElementSize(type, [&](auto tag) {
     using U = decltype(tag);

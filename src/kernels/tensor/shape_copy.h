@@ -25,11 +25,11 @@ decltype(auto) DispatchByElementSize(const RuntimeContext& rt, size_t input_inde
   return DispatchByElementSize(type, std::forward<Fn>(fn));
 }
 
-/// Throws Error(kUnimplemented) naming the node, input `input_index` and `type` when elements of
-/// `type` cannot move one at a time (no whole-byte element size): kernels that copy elements call
-/// it before they allocate, so a type they do not handle is refused clearly.
+/// Throws Error(kUnimplemented) naming the node, input `input_index` and `type` when `type` has no
+/// known bit width: kernels that move elements with StridedCopy (which also moves packed sub-byte
+/// elements) call it before they allocate, so a type they do not handle is refused clearly.
 inline void RequireMovableType(const RuntimeContext& rt, size_t input_index, DataType type) {
-  if (type != DataType::kString && ElementSize(type) == 0) ThrowUnsupportedType(rt, input_index, type);
+  if (type != DataType::kString && ElementBits(type) == 0) ThrowUnsupportedType(rt, input_index, type);
 }
 
 /// Precomputed kernel-usage names "Op/any/<path>" for each CopyPath.
@@ -39,7 +39,7 @@ class CopyUsageNames {
   const std::string& operator[](CopyPath path) const { return names_[static_cast<size_t>(path)]; }
 
  private:
-  std::array<std::string, 5> names_;
+  std::array<std::string, 6> names_;
 };
 
 /// Copies `parts` one after another along `axis` into `dst`, laid out with element strides
@@ -60,8 +60,8 @@ bool IsContiguousRun(std::span<const int64_t> shape, std::span<const int64_t> st
 /// Per-axis index maps: output coordinate o along axis d reads input coordinate maps[d][o], or
 /// the fill value when maps[d][o] < 0. Used by Pad, Tile and nearest Resize.
 /// `src` is contiguous with shape `in_shape`; `dst` is contiguous with shape
-/// {maps[0].size(), maps[1].size(), ...}; `fill` points to one element of the type (may be
-/// null when no map holds a negative entry).
+/// {maps[0].size(), maps[1].size(), ...}; `fill` points to one element of the type (for a
+/// sub-byte type: one byte holding its code; may be null when no map holds a negative entry).
 void MapCopy(DataType type, const void* src, std::span<const int64_t> in_shape,
              const std::vector<std::vector<int64_t>>& maps, const void* fill, void* dst);
 

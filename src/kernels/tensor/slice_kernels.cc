@@ -89,15 +89,15 @@ class SliceKernel final : public KernelBase {
       // With fewer than two elements the step never applies (and could overflow the stride).
       strides[axis] = count > 1 ? in_strides[axis] * step : in_strides[axis];
     }
-    const size_t element = ElementSize(x.dtype());
-    const auto* base = static_cast<const std::byte*>(x.raw_data()) + offset * static_cast<int64_t>(element);
-    if (ShapeSize(out_shape) > 0 && IsContiguousRun(out_shape, strides)) {
+    // A sub-byte slice that starts inside a byte cannot be a view: it is copied.
+    if (ShapeSize(out_shape) > 0 && IsContiguousRun(out_shape, strides) && IsByteAligned(x.dtype(), offset)) {
+      const auto* base = static_cast<const std::byte*>(x.raw_data()) + ByteOffset(x.dtype(), offset);
       rt.RecordKernelUsage("Slice/any/view");
       rt.SetOutput(0, x.View(std::move(out_shape), const_cast<std::byte*>(base)));
       return;
     }
     Tensor y = rt.AllocateOutput(0, x.dtype(), out_shape);
-    const CopyPath path = StridedCopy(x.dtype(), base, out_shape, strides, y.raw_data());
+    const CopyPath path = StridedCopyAt(x.dtype(), x.raw_data(), offset, out_shape, strides, y.raw_data(), 0);
     rt.RecordKernelUsage(names_[path]);
   }
 
