@@ -102,6 +102,7 @@ void WriteTensorScatterRows(const Tensor& update, std::span<const int64_t> write
   }
   const std::span<const int64_t> inner_shape(shape.data() + axis + 1, static_cast<size_t>(rank - axis - 1));
   const std::span<const int64_t> inner_strides(cache_strides.data() + axis + 1, inner_shape.size());
+  const Shape row_strides = ContiguousStrides(inner_shape);
   const int64_t prefixes_per_batch = outer / shape[0];
   const int64_t row_stride = cache_strides[axis];
   DispatchByElementSize(cache.dtype(), [&](auto tag) {
@@ -124,7 +125,7 @@ void WriteTensorScatterRows(const Tensor& update, std::span<const int64_t> write
           if (inner_contiguous) {
             CopyUnits(row, out, inner);
           } else {
-            StridedWrite(cache.dtype(), row, inner_shape, out, inner_strides);
+            StridedCopy(cache.dtype(), row, inner_shape, row_strides, out, inner_strides);
           }
           if (++position == capacity) position = 0;  // reached only in circular mode
         }
