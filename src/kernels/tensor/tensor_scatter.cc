@@ -105,6 +105,30 @@ void WriteTensorScatterRows(const Tensor& update, std::span<const int64_t> write
   const Shape row_strides = ContiguousStrides(inner_shape);
   const int64_t prefixes_per_batch = outer / shape[0];
   const int64_t row_stride = cache_strides[axis];
+  const auto start_of = [&](int64_t o) {
+    const int64_t start = write_indices.empty() ? 0 : write_indices[static_cast<size_t>(o / prefixes_per_batch)];
+    return spec.circular ? ((start % capacity) + capacity) % capacity : start;
+  };
+  if (IsSubByte(cache.dtype())) {
+    // Packed elements: rows can share a byte, so they are written on one thread, each by the
+    // bit-level strided copy at its element offset.
+    const Shape update_strides = ContiguousStrides(shape);
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t offset = 0;
+      for (int64_t d = axis - 1, rest = o; d >= 0; --d) {
+        offset += (rest % shape[d]) * cache_strides[d];
+        rest /= shape[d];
+      }
+      int64_t position = start_of(o);
+      for (int64_t s = 0; s < rows; ++s) {
+        StridedCopyAt(cache.dtype(), update.raw_data(), (o * rows + s) * inner, inner_shape,
+                      std::span(update_strides).subspan(static_cast<size_t>(axis + 1)), cache.raw_data(),
+                      offset + position * row_stride, inner_strides);
+        if (++position == capacity) position = 0;  // reached only in circular mode
+      }
+    }
+    return;
+  }
   DispatchByElementSize(cache.dtype(), [&](auto tag) {
     using U = decltype(tag);
     const U* src = update.data<U>();
@@ -117,8 +141,7 @@ void WriteTensorScatterRows(const Tensor& update, std::span<const int64_t> write
           offset += (rest % shape[d]) * cache_strides[d];
           rest /= shape[d];
         }
-        const int64_t start = write_indices.empty() ? 0 : write_indices[static_cast<size_t>(o / prefixes_per_batch)];
-        int64_t position = spec.circular ? ((start % capacity) + capacity) % capacity : start;
+        int64_t position = start_of(o);
         for (int64_t s = 0; s < rows; ++s) {
           const U* row = src + (o * rows + s) * inner;
           U* out = dst + offset + position * row_stride;
