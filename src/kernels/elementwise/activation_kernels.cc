@@ -281,13 +281,9 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   RegisterUnary<HardSwishOp, FloatTypes>(registry, "HardSwish", {14, 28});
   RegisterUnary<MishOp, FloatTypes>(registry, "Mish", {18, 28});
   registry.Register("", "Gelu", {20, 28}, [](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
-    const std::string approximate = info.GetString("approximate", "none");
-    if (approximate == "none") return std::make_unique<UnaryKernel<GeluOp, FloatTypes>>("Gelu");
-    if (approximate == "tanh")
-      return std::make_unique<UnaryKernel<GeluTanhOp, FloatTypes>>("Gelu", GeluTanhOp{}, "tanh-");
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: attribute 'approximate' must be 'none' or 'tanh', got '{}'",
-                            info.Describe(), approximate));
+    if (info.GetEnum("approximate", "none", {"none", "tanh"}) == "none")
+      return std::make_unique<UnaryKernel<GeluOp, FloatTypes>>("Gelu");
+    return std::make_unique<UnaryKernel<GeluTanhOp, FloatTypes>>("Gelu", GeluTanhOp{}, "tanh-");
   });
   registry.Register("", "PRelu", {1, 28},
                     [](const KernelBuildInfo&) { return std::make_unique<PReluKernel>(); });

@@ -207,6 +207,8 @@ int64_t TypeCodeFromName(const KernelBuildInfo& info) {
 class CastKernel final : public KernelBase {
  public:
   CastKernel(const KernelBuildInfo& info, bool like) : like_(like) {
+    // saturate only changes float8 targets, which are refused below; it is still a flag.
+    if (info.opset_version() >= 19) info.GetBool("saturate", true);
     if (like_) return;
     const Attribute* attr = info.node().FindAttribute("to");
     const int64_t to = attr != nullptr && attr->type == AttributeType::kString

@@ -25,17 +25,20 @@ enum class ReduceOp { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLog
 // How an accumulated value becomes an output element.
 enum class Finish { kNone, kMean, kSqrt, kLog, kLogShift };
 
-// Converts an accumulator to the output element type. Non-finite values going to an integer
-// type become the type's minimum (what x86 conversions produce) instead of undefined behaviour.
+// Converts an accumulator to the output element type. A floating value going to an integer
+// type converts like Cast (docs/semantics.md): truncated toward zero, NaN to 0, values beyond
+// the type (infinities included) saturate.
 template <typename Out, typename V>
 inline Out ConvertOut(V v) {
   if constexpr (std::is_same_v<Out, Float16> || std::is_same_v<Out, BFloat16>) {
     return Out(static_cast<float>(v));
   } else if constexpr (std::is_integral_v<Out> && std::is_floating_point_v<V>) {
-    if (!(v >= static_cast<V>(std::numeric_limits<Out>::lowest()) &&
-          v <= static_cast<V>(std::numeric_limits<Out>::max()))) {
-      return std::numeric_limits<Out>::min();
-    }
+    if (v != v) return Out{0};
+    // Both bounds are powers of two (or 0), exact in V: lowest and max + 1.
+    constexpr V kLow = static_cast<V>(std::numeric_limits<Out>::lowest());
+    constexpr V kHigh = static_cast<V>(std::numeric_limits<Out>::max() / 2 + 1) * V(2);
+    if (v < kLow) return std::numeric_limits<Out>::lowest();
+    if (v >= kHigh) return std::numeric_limits<Out>::max();
     return static_cast<Out>(v);
   } else {
     return static_cast<Out>(v);
@@ -163,11 +166,11 @@ struct Geometry {
 Geometry MergeDims(std::span<const int64_t> shape, std::span<const uint8_t> mask) {
   Geometry g;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (mask[d]) g.red_size *= shape[d];
-    else g.out_size *= shape[d];
+    int64_t& part = mask[d] ? g.red_size : g.out_size;
+    part = CheckedMul(part, shape[d], "reduction size");
     if (shape[d] == 1) continue;
     if (!g.sizes.empty() && g.reduced.back() == mask[d]) {
-      g.sizes.back() *= shape[d];
+      g.sizes.back() = CheckedMul(g.sizes.back(), shape[d], "reduction size");
     } else {
       g.sizes.push_back(shape[d]);
       g.reduced.push_back(mask[d]);
@@ -273,9 +276,9 @@ struct AccBuffer {
   A* data = nullptr;
 };
 
-template <typename T, template <typename, typename> class Policy>
+// A: the accumulator; the element's compute type unless a reduction needs another.
+template <typename T, template <typename, typename> class Policy, typename A = ComputeType<T>>
 const char* RunPolicy(Finish finish, const Geometry& g, const T* x, T* y) {
-  using A = ComputeType<T>;
   AccBuffer<T, A> acc(y, g.out_size);
   const char* path = ReduceLoops(Policy<T, A>{}, x, acc.data, g);
   FinishAll<T, A>(finish, acc.data, y, g.out_size, static_cast<double>(g.red_size), nullptr);
@@ -313,7 +316,10 @@ const char* RunReduceTyped(ReduceOp op, const Geometry& g, const T* x, T* y) {
       case ReduceOp::kL1: return RunPolicy<T, AbsSumPolicy>(Finish::kNone, g, x, y);
       case ReduceOp::kL2: return RunPolicy<T, SquareSumPolicy>(Finish::kSqrt, g, x, y);
       case ReduceOp::kSumSquare: return RunPolicy<T, SquareSumPolicy>(Finish::kNone, g, x, y);
-      case ReduceOp::kLogSum: return RunPolicy<T, SumPolicy>(Finish::kLog, g, x, y);
+      case ReduceOp::kLogSum:
+        // Integers: the float64 log of the float64 sum (docs/semantics.md), not of a wrapped sum.
+        if constexpr (std::is_integral_v<T>) return RunPolicy<T, SumPolicy, double>(Finish::kLog, g, x, y);
+        else return RunPolicy<T, SumPolicy>(Finish::kLog, g, x, y);
       case ReduceOp::kLogSumExp: return RunLogSumExp<T>(g, x, y);
     }
     return "";
@@ -330,9 +336,9 @@ class ReduceKernel final : public KernelBase {
  public:
   ReduceKernel(const KernelBuildInfo& info, ReduceOp op, std::string name, bool axes_input)
       : op_(op), name_(std::move(name)), axes_input_(axes_input) {
-    keepdims_ = info.GetInt("keepdims", 1) != 0;
+    keepdims_ = info.GetBool("keepdims", true);
     if (axes_input_) {
-      noop_with_empty_axes_ = info.GetInt("noop_with_empty_axes", 0) != 0;
+      noop_with_empty_axes_ = info.GetBool("noop_with_empty_axes", false);
     } else {
       axes_ = info.GetInts("axes", {});
     }

@@ -72,7 +72,7 @@ class BatchNormKernel final : public KernelBase {
  public:
   explicit BatchNormKernel(const KernelBuildInfo& info) : epsilon_(info.GetFloat("epsilon", 1e-5f)) {
     const int64_t opset = info.opset_version();
-    if (opset >= 14 && info.GetInt("training_mode", 0) != 0) {
+    if (opset >= 14 && info.GetBool("training_mode", false)) {
       ThrowUnimplemented(info, "training_mode=1 is not supported (inference only)");
     }
     for (size_t i = 1; i < info.num_outputs(); ++i) {
@@ -83,7 +83,9 @@ class BatchNormKernel final : public KernelBase {
       }
     }
     // Before opset 9, spatial=0 gives every activation (not just every channel) its parameters.
-    per_activation_ = opset < 9 && info.GetInt("spatial", 1) == 0;
+    per_activation_ = opset < 9 && !info.GetBool("spatial", true);
+    // Before opset 7 `is_test` chose the mode; like other inference runtimes we run inference.
+    if (opset < 7) info.GetBool("is_test", false);
   }
 
   void Run(RuntimeContext& rt) const override {
@@ -166,18 +168,19 @@ void GroupNormCompute(const T* x, T* y, const AxisSplit& s, int64_t groups, cons
   }
 }
 
+DataType StashDataType(const KernelBuildInfo& info);
+
 class GroupNormKernel final : public KernelBase {
  public:
   // `instance`: InstanceNormalization (one group per channel).
   GroupNormKernel(const KernelBuildInfo& info, bool instance)
       : instance_(instance),
         epsilon_(info.GetFloat("epsilon", 1e-5f)),
-        num_groups_(instance ? 0 : info.GetInt("num_groups")),
+        num_groups_(instance ? 0 : info.GetIntInRange("num_groups", info.GetInt("num_groups"), 1)),
         per_group_params_(!instance && info.opset_version() < 21) {
-    if (!instance && num_groups_ <= 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: attribute 'num_groups' must be positive, got {}", info.Describe(), num_groups_));
-    }
+    // Statistics are always computed in float (or double for double inputs); stash_type must
+    // still name a floating-point type.
+    if (!instance && info.opset_version() >= 21) StashDataType(info);
   }
 
   void Run(RuntimeContext& rt) const override {

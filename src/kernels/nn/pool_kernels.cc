@@ -362,8 +362,8 @@ class PoolKernel final : public KernelBase {
   PoolKernel(const KernelBuildInfo& info, PoolKind kind)
       : kind_(kind),
         attrs_(WindowAttributes::Parse(info, true)),
-        count_include_pad_(info.GetInt("count_include_pad", 0) != 0),
-        column_major_(info.GetInt("storage_order", 0) != 0) {
+        count_include_pad_(info.GetBool("count_include_pad", false)),
+        column_major_(info.GetBool("storage_order", false)) {
     if (attrs_.kernel_shape.empty() || attrs_.kernel_shape.size() > kMaxPoolRank) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("{}: kernel_shape must have 1 to {} values, got {}", info.Describe(),
