@@ -99,7 +99,8 @@ void FinishRow(T* s, int64_t n, int64_t allowed_end, const AttentionOptions& o, 
   // Keys past allowed_end hold -inf, so only [0, allowed_end) needs the exponential.
   T max = kNegInf;
   if (any_allowed) {
-    for (int64_t j = 0; j < allowed_end; ++j) max = std::max(max, s[j]);
+    // A NaN score makes the max NaN, so the row's probabilities are NaN like Softmax's.
+    for (int64_t j = 0; j < allowed_end; ++j) max = s[j] > max || s[j] != s[j] ? s[j] : max;
   }
   if (max == kNegInf) {
     std::fill_n(s, n, T(0));

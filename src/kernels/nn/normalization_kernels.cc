@@ -160,9 +160,15 @@ void GroupNormCompute(const T* x, T* y, const AxisSplit& s, int64_t groups, cons
       for (int64_t k = 0; k < per_group; ++k) {
         const int64_t c = g * per_group + k;
         const size_t p = static_cast<size_t>(per_group_params ? g : c);
-        const C a = scale[p] * inv_std;
-        const C b = bias[p] - mean * a;
-        Affine<C>(x + off + k * s.inner, y + off + k * s.inner, s.inner, a, b);
+        // ((x - mean) * inv_std) * scale + bias, in that order: folding scale into inv_std or
+        // mean into the offset turns a huge scale into inf * 0 or inf - inf (NaN) even where
+        // x equals the mean.
+        const T* src = x + off + k * s.inner;
+        T* dst = y + off + k * s.inner;
+        for (int64_t i = 0; i < s.inner; ++i) {
+          const C normalized = (static_cast<C>(ToCompute(src[i])) - mean) * inv_std;
+          dst[i] = FromCompute<T>(static_cast<ComputeType<T>>(normalized * scale[p] + bias[p]));
+        }
       }
     }
   }

@@ -473,7 +473,10 @@ class GlobalPoolKernel final : public KernelBase {
       for (int64_t p = 0; p < planes; ++p) {
         const T* src = x + p * plane_size;
         if (kind_ == PoolKind::kMax) {
-          out[p] = *std::max_element(src, src + plane_size);
+          // Like MaxPool's windows: NaN never wins (docs/semantics.md).
+          T acc = std::numeric_limits<T>::lowest();
+          for (int64_t i = 0; i < plane_size; ++i) acc = src[i] > acc ? src[i] : acc;
+          out[p] = acc;
         } else {
           // Eight partial sums: a single running sum is one long chain of dependent adds.
           constexpr int64_t kLanes = 8;
