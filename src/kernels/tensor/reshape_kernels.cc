@@ -107,8 +107,10 @@ class SqueezeKernel final : public KernelBase {
  public:
   explicit SqueezeKernel(const KernelBuildInfo& info) : from_attribute_(info.opset_version() < 13) {
     if (from_attribute_) {
-      has_axes_attr_ = info.HasAttribute("axes");
       axes_attr_ = info.GetInts("axes", {});
+      // An empty axes attribute counts as absent (every size-1 axis goes), as in onnx.reference
+      // and ONNX Runtime; from opset 13 an empty axes input squeezes nothing.
+      has_axes_attr_ = !axes_attr_.empty();
     }
   }
 

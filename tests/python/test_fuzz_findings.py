@@ -1,0 +1,75 @@
+"""Regression tests for disagreements the operator fuzzer (tests/fuzz/op_fuzzer.py) found where
+onnx-light was wrong, and for the rules docs/semantics.md defines where the spec is silent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import AttributeProto, helper
+
+from node_check import run_ours
+from test_size_overflow import named_model
+
+
+def test_group_normalization_with_a_huge_scale_keeps_the_mean_at_zero():
+    # Folding the mean into the offset gave x * inf - inf = NaN for the one-element group.
+    feeds = {"x": np.array([[[2.11571]]], np.float32), "scale": np.array([1e38], np.float32),
+             "bias": np.array([-0.0], np.float32)}
+    (y,) = run_ours(named_model("GroupNormalization", feeds, {"num_groups": 1}, opset=18), feeds)
+    np.testing.assert_array_equal(y, np.zeros((1, 1, 1), np.float32))
+
+
+def test_resize_of_integers_rounds_the_float64_result_once():
+    # onnx-light's rule (docs/semantics.md): interpolate in float64, round half to even once.
+    # onnx.reference truncates after each axis, ORT truncates; the fuzzer lists both.
+    x = np.array([[8, 3, -8, -5], [1, 4, 9, 0]], np.int32)
+    feeds = {"x": x, "roi": np.zeros(0, np.float32), "scales": np.array([2, 2], np.float32)}
+    (y,) = run_ours(named_model("Resize", feeds, {"mode": "linear"}, opset=13), feeds)
+    as_float = {**feeds, "x": x.astype(np.float64)}
+    (expected,) = run_ours(named_model("Resize", as_float, {"mode": "linear"}, opset=13), as_float)
+    assert np.any(expected != np.trunc(expected))  # the case has fractions to round
+    np.testing.assert_array_equal(y, np.rint(expected).astype(np.int32))
+
+
+def test_attention_propagates_a_nan_score():
+    q = np.zeros((1, 1, 2, 4), np.float32)
+    q[0, 0, 0, 1] = np.nan
+    k = np.ones((1, 1, 3, 4), np.float32)
+    v = np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)
+    feeds = {"q": q, "k": k, "v": v}
+    (y,) = run_ours(named_model("Attention", feeds, opset=23), feeds)
+    assert np.isnan(y[0, 0, 0]).all()
+    np.testing.assert_allclose(y[0, 0, 1], v[0, 0].mean(axis=0), rtol=1e-6)
+
+
+def test_global_max_pool_skips_nan_like_max_pool():
+    x = np.array([[[[np.nan, 1.0], [3.0, 2.0]]], [[[np.nan, np.nan], [np.nan, np.nan]]]], np.float32)
+    (y,) = run_ours(named_model("GlobalMaxPool", {"x": x}), {"x": x})
+    np.testing.assert_array_equal(y.reshape(-1), [3.0, np.finfo(np.float32).min])
+    (z,) = run_ours(named_model("MaxPool", {"x": x}, {"kernel_shape": [2, 2]}), {"x": x})
+    np.testing.assert_array_equal(z.reshape(-1), y.reshape(-1))
+
+
+@pytest.mark.parametrize("op,x,expected", [
+    ("ReduceLogSumExp", [[1, 2, 3]], [3]),      # log(e + e^2 + e^3) = 3.41
+    ("ReduceLogSumExp", [[-5, -6]], [-4]),      # -4.69 truncated toward zero
+    ("ReduceLogSum", [[-1, -2]], [0]),          # log(-3) is NaN -> 0
+    ("ReduceLogSum", [[0, 0]], [np.iinfo(np.int32).min]),  # log(0) = -inf saturates
+    ("ReduceLogSum", [[2**30, 2**30, 2**30]], [21]),  # the float64 sum, not a wrapped int32 sum
+])
+def test_integer_log_reductions_follow_the_float64_rule(op, x, expected):
+    feeds = {"x": np.array(x, np.int32), "axes": np.array([1], np.int64)}
+    (y,) = run_ours(named_model(op, feeds, {"keepdims": 0}, opset=18), feeds)
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize("opset", [1, 11])
+def test_squeeze_with_an_empty_axes_attribute_drops_every_size_1_axis(opset):
+    x = np.ones((1, 2, 1), np.float32)
+    model = named_model("Squeeze", {"x": x}, opset=opset)
+    model.graph.node[0].attribute.append(helper.make_attribute("axes", [], attr_type=AttributeProto.INTS))
+    (y,) = run_ours(model, {"x": x})
+    assert y.shape == (2,)
+
+
