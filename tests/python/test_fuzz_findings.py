@@ -45,7 +45,7 @@ def test_attention_propagates_a_nan_score():
 def test_global_max_pool_skips_nan_like_max_pool():
     x = np.array([[[[np.nan, 1.0], [3.0, 2.0]]], [[[np.nan, np.nan], [np.nan, np.nan]]]], np.float32)
     (y,) = run_ours(named_model("GlobalMaxPool", {"x": x}), {"x": x})
-    np.testing.assert_array_equal(y.reshape(-1), [3.0, np.finfo(np.float32).min])
+    np.testing.assert_array_equal(y.reshape(-1), [3.0, -np.inf])
     (z,) = run_ours(named_model("MaxPool", {"x": x}, {"kernel_shape": [2, 2]}), {"x": x})
     np.testing.assert_array_equal(z.reshape(-1), y.reshape(-1))
 
@@ -81,3 +81,44 @@ def test_opset_1_softmax_family_takes_axis_equal_to_rank(op):
     x = np.array([0.5, -2.0, 3.0], np.float64)
     (y,) = run_ours(named_model(op, {"x": x}, opset=1), {"x": x})
     np.testing.assert_array_equal(y, np.zeros(3) if op == "LogSoftmax" else np.ones(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv_with_padding_taller_than_the_input_stays_in_bounds(dtype):
+    # Height 1, kernel 3 with dilation 2 and SAME_UPPER: 2 rows of padding on each side. The
+    # im2col fast path wrote zeros past its column block (a crash found by the fuzzer).
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.random((1, 2, 1, 4)).astype(dtype), "w": rng.random((1, 2, 3, 3)).astype(dtype),
+             "b": rng.random(1).astype(dtype)}
+    attrs = {"dilations": [2, 1], "auto_pad": "SAME_UPPER", "kernel_shape": [3, 3]}
+    model = named_model("Conv", feeds, attrs, opset=11)
+    (y,) = run_ours(model, feeds)
+    # Only the middle kernel row meets the input: a 1 x 3 convolution with padding 1.
+    x, w, b = feeds["x"][0, :, 0], feeds["w"][0, :, 1], feeds["b"][0]
+    padded = np.pad(x, ((0, 0), (1, 1)))
+    expected = np.array([(padded[:, j:j + 3] * w).sum() for j in range(4)]) + b
+    np.testing.assert_allclose(y.reshape(-1), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("op,attrs", [("MaxPool", {"kernel_shape": [2]}), ("MaxPool", {"kernel_shape": [1], "ceil_mode": 1}),
+                                      ("GlobalMaxPool", {})])
+def test_max_pool_of_minus_infinity_is_minus_infinity(op, attrs):
+    # The running maximum started at the lowest finite value, so a window of -inf gave -FLT_MAX.
+    x = np.array([[[-np.inf, -np.inf, 1.0, -np.inf]]], np.float32)[:, :, :2]
+    (y,) = run_ours(named_model(op, {"x": x}, attrs), {"x": x})
+    assert np.all(y == -np.inf), y
+
+
+def test_max_pool_2x2_fast_path_keeps_minus_infinity():
+    x = np.full((1, 1, 4, 8), -np.inf, np.float32)
+    (y,) = run_ours(named_model("MaxPool", {"x": x}, {"kernel_shape": [2, 2], "strides": [2, 2]}), {"x": x})
+    assert y.shape == (1, 1, 2, 4) and np.all(y == -np.inf)
+
+
+@pytest.mark.parametrize("opset", [1, 6])
+def test_clip_before_opset_11_clamps_infinities_to_the_float_range(opset):
+    x = np.array([np.inf, -np.inf, 1.5], np.float32)
+    attrs = {"consumed_inputs": [0]} if opset == 1 else {}
+    (y,) = run_ours(named_model("Clip", {"x": x}, attrs, opset=opset), {"x": x})
+    f = np.finfo(np.float32)
+    np.testing.assert_array_equal(y, [f.max, f.min, 1.5])

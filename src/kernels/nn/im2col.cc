@@ -237,7 +237,9 @@ void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col)
           // Column entry i reads plane[i + shift]; clip to the plane (what falls outside is
           // wrapped padding, zeroed below).
           const int64_t shift = h_offset * iw_n + w_offset;
-          const int64_t begin = std::max(oh_lo * ow_n, -shift);
+          // A tap entirely above the input (padding taller than the input, oh_lo == oh_n) may
+          // have -shift past the block: clamp so the fills stay inside it.
+          const int64_t begin = std::min(std::max(oh_lo * ow_n, -shift), oh_n * ow_n);
           const int64_t end = std::max(begin, std::min(oh_hi * ow_n, plane_size - shift));
           std::fill(col, col + begin, T{0});
           std::memcpy(col + begin, plane + begin + shift, static_cast<size_t>(end - begin) * sizeof(T));
