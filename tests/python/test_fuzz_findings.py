@@ -74,15 +74,6 @@ def test_squeeze_with_an_empty_axes_attribute_drops_every_size_1_axis(opset):
 
 
 
-
-@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
-def test_opset_1_softmax_family_takes_axis_equal_to_rank(op):
-    # The default axis 1 on a 1-D input coerces it to [n, 1]: rows of one element.
-    x = np.array([0.5, -2.0, 3.0], np.float64)
-    (y,) = run_ours(named_model(op, {"x": x}, opset=1), {"x": x})
-    np.testing.assert_array_equal(y, np.zeros(3) if op == "LogSoftmax" else np.ones(3))
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_conv_with_padding_taller_than_the_input_stays_in_bounds(dtype):
     # Height 1, kernel 3 with dilation 2 and SAME_UPPER: 2 rows of padding on each side. The

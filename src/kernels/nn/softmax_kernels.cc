@@ -124,15 +124,12 @@ class SoftmaxKernel final : public KernelBase {
       : mode_(mode),
         name_(std::move(name)),
         coerce_2d_(info.opset_version() < 13),
-        opset_(info.opset_version()),
         axis_(info.GetInt("axis", coerce_2d_ ? 1 : -1)) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor x = rt.Input(0).Contiguous(rt.allocator());
     const int64_t rank = x.rank();
-    // Opset 1 gives no range: axis == rank coerces to [size, 1] (rows of one element), as the
-    // default axis 1 does for a 1-D input. Opset 11 limits axis to [-rank, rank - 1].
-    const int64_t axis = coerce_2d_ && opset_ < 11 && axis_ == rank ? rank : NormalizeAxis(rt, axis_, rank);
+    const int64_t axis = NormalizeAxis(rt, axis_, rank);
     const AxisSplit s = coerce_2d_ ? SplitShape(x.shape(), axis, rank) : SplitShape(x.shape(), axis, axis + 1);
     Tensor& y = rt.AllocateOutput(0, x.dtype(), x.shape());
     const char* path = y.size() == 0 ? "empty" : (coerce_2d_ ? "2d" : (s.inner == 1 ? "last-axis" : "strided"));
@@ -151,7 +148,6 @@ class SoftmaxKernel final : public KernelBase {
   SoftmaxMode mode_;
   std::string name_;
   bool coerce_2d_;
-  int64_t opset_;
   int64_t axis_;
 };
 
