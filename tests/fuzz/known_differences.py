@@ -438,6 +438,16 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         "sit one place over) and ORT leaves it out of the output size.",
         "onnx.defs.get_schema('AveragePool', 19)"),
     KnownDifference(
+        "NaN in Hardmax", ("Hardmax",), ("mismatch",), _has_nan,
+        "onnx-light's Hardmax marks the same element ArgMax picks, so the first NaN of a row wins "
+        "(docs/semantics.md, NaN in comparisons); onnx.reference and ORT each pick another "
+        "element of a row holding a NaN.", "docs/semantics.md#nan-in-comparisons"),
+    KnownDifference(
+        "Softmax family before opset 11 with axis equal to the rank", ("Softmax", "LogSoftmax", "Hardmax"),
+        ("ours-refuses",), lambda case, *_: case.opset < 11 and case.attrs.get("axis", 1) == case.inputs[0].ndim,
+        "The default axis 1 is out of range for a 1-D input: onnx-light refuses it, as ORT does; "
+        "onnx.reference normalises along the only axis.", "onnx.defs.get_schema('Softmax', 1)"),
+    KnownDifference(
         "neither oracle implements this version or type", ("*",), ("ours-accepts",),
         _reference_lacks_version,
         "ORT has no kernel for the operator version or type (NOT_IMPLEMENTED, or a float16 cast "
