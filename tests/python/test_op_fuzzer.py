@@ -22,7 +22,7 @@ from recipe_tools import Case  # noqa: E402
 import onnx_light.runtime as runtime  # noqa: E402
 
 SEED = 20261201
-CASES_PER_OP = 12
+CASES_PER_OP = 24
 
 
 def test_ci_slice_runs_clean(tmp_path):
