@@ -113,3 +113,15 @@ def test_clip_before_opset_11_clamps_infinities_to_the_float_range(opset):
     (y,) = run_ours(named_model("Clip", {"x": x}, attrs, opset=opset), {"x": x})
     f = np.finfo(np.float32)
     np.testing.assert_array_equal(y, [f.max, f.min, 1.5])
+
+
+@pytest.mark.parametrize("dtype,values,expected", [
+    (np.uint64, [2**64 - 2], 2**64 - 2),             # was 2^64 - 1 through a float64 quotient
+    (np.int64, [2**61 + 1, 2**61 + 3], 2**61 + 2),   # a float64 quotient gives 2^61
+    (np.int64, [-7, 0], -3),                         # truncation toward zero, like numpy's int(mean)
+    (np.int32, [1, 2, 2], 1),
+])
+def test_integer_reduce_mean_is_exact(dtype, values, expected):
+    feeds = {"x": np.array(values, dtype)}
+    (y,) = run_ours(named_model("ReduceMean", feeds, {"axes": [0], "keepdims": 0}, opset=11), feeds)
+    assert y.dtype == dtype and int(y) == expected

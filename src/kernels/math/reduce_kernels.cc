@@ -139,8 +139,12 @@ void FinishAll(Finish kind, const A* acc, T* y, int64_t n, double count, const A
     case Finish::kMean:
       if constexpr (std::is_floating_point_v<A>) {
         for (int64_t i = 0; i < n; ++i) y[i] = ConvertOut<T>(acc[i] / static_cast<A>(count));
-      } else {  // numpy's integer mean: true division, truncated back to the integer type
-        for (int64_t i = 0; i < n; ++i) y[i] = count == 0 ? T{} : ConvertOut<T>(static_cast<double>(acc[i]) / count);
+      } else {
+        // The true quotient truncated toward zero, computed exactly by integer division (a
+        // float64 quotient loses the low bits of sums beyond 2^53: the mean of the one uint64
+        // 2^64 - 2 came out as 2^64 - 1).
+        const A divisor = static_cast<A>(count);
+        for (int64_t i = 0; i < n; ++i) y[i] = count == 0 ? T{} : ConvertOut<T>(static_cast<A>(acc[i] / divisor));
       }
       return;
     case Finish::kSqrt:
