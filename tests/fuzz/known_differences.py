@@ -474,6 +474,12 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         "and rounds once. Only elements that are inf or NaN in one of the two differ.",
         "tolerance rules in docs/reliability.md"),
     KnownDifference(
+        "integer ReduceMean beyond 2^53", ("ReduceMean",), ("mismatch",),
+        lambda case, *_: _integer_input(case) and _any_input_at_least(case, 2.0 ** 53),
+        "onnx-light divides the (wrapping) integer sum exactly; numpy's mean goes through float64, "
+        "which rounds large values and can overflow the cast back (the mean of the uint64 "
+        "2^64 - 2 comes out as 0).", "docs/semantics.md#integer-arithmetic"),
+    KnownDifference(
         "neither oracle implements this version or type", ("*",), ("ours-accepts",),
         _reference_lacks_version,
         "ORT has no kernel for the operator version or type (NOT_IMPLEMENTED, or a float16 cast "
