@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <limits>
 #include <new>
 
+#include "core/checked_math.h"
 #include "core/strided_copy.h"
 #include "onnx_light/runtime/error.h"
 
@@ -70,19 +73,53 @@ Tensor::Tensor(DataType type, Shape shape, std::shared_ptr<void> owner, void* da
   }
 }
 
+int64_t MaxTensorBytes() {
+  static const int64_t limit = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    int64_t bytes;
+    if (pages <= 0 || page_size <= 0 || __builtin_mul_overflow(int64_t{pages}, int64_t{page_size}, &bytes)) {
+      return std::numeric_limits<int64_t>::max();
+    }
+    return bytes;
+  }();
+  return limit;
+}
+
+namespace {
+
+// Runs `allocate` for a tensor of `bytes`; a request beyond the physical memory, or one the
+// allocator fails, is an Error naming the tensor and the byte count (the executor adds the node)
+// instead of a bare std::bad_alloc.
+template <typename Fn>
+auto AllocateChecked(int64_t bytes, DataType type, const Shape& shape, Fn&& allocate) {
+  if (bytes > MaxTensorBytes()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("a tensor of type {} and shape {} needs {} bytes, more than the {} "
+                            "bytes of physical memory",
+                            DataTypeName(type), ShapeToString(shape), bytes, MaxTensorBytes()));
+  }
+  try {
+    return allocate();
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("out of memory allocating {} bytes for a tensor of type {} and shape {}", bytes,
+                            DataTypeName(type), ShapeToString(shape)));
+  }
+}
+
+}  // namespace
+
 Tensor Tensor::Allocate(DataType type, Shape shape, const std::shared_ptr<Allocator>& allocator) {
   const int64_t count = ShapeSize(shape);
   if (ElementBits(type) == 0) {
     throw Error(ErrorCode::kUnimplemented,
                 fmt::format("cannot allocate a tensor of type {}", DataTypeName(type)));
   }
-  const size_t bytes = StorageBytes(type, count);
-  if (bytes == std::numeric_limits<size_t>::max()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("tensor of shape {} is too large", ShapeToString(shape)));
-  }
+  const int64_t byte_count = CheckedByteSize(type, shape, "tensor allocation");
+  const size_t bytes = static_cast<size_t>(byte_count);
   if (type == DataType::kString) {
-    void* block = allocator->Allocate(bytes);
+    void* block = AllocateChecked(byte_count, type, shape, [&] { return allocator->Allocate(bytes); });
     auto* strings = static_cast<std::string*>(block);
     for (int64_t i = 0; i < count; ++i) new (strings + i) std::string();
     std::shared_ptr<void> owner(block, [allocator, bytes, count](void* p) {
@@ -92,7 +129,8 @@ Tensor Tensor::Allocate(DataType type, Shape shape, const std::shared_ptr<Alloca
     });
     return Tensor(type, std::move(shape), std::move(owner), block);
   }
-  std::shared_ptr<void> owner = AllocateBuffer(allocator, bytes);
+  std::shared_ptr<void> owner =
+      AllocateChecked(byte_count, type, shape, [&] { return AllocateBuffer(allocator, bytes); });
   void* data = owner.get();
   // Sub-byte elements are written bit-wise into their bytes: the padding after the last element
   // is zeroed once here and no write ever touches it again.

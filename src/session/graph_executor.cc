@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 
 #include "core/describe_node.h"
 #include "core/dispatch_frame.h"
@@ -126,6 +128,15 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
       planned.kernel->Run(rt);
     } catch (const Error& error) {
       RethrowWithNode(error, node);
+    } catch (const std::bad_alloc&) {
+      // Kernel scratch (vectors, maps) beyond what the machine can give.
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: out of memory for the node's scratch buffers",
+                              DescribeNode(node.name, node.op_type)));
+    } catch (const std::length_error&) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: a scratch buffer size exceeds what can be allocated",
+                              DescribeNode(node.name, node.op_type)));
     }
     if (events) {
       const int64_t duration = std::chrono::duration_cast<std::chrono::nanoseconds>(

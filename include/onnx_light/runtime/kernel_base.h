@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,6 +72,27 @@ class KernelBuildInfo {
   std::vector<std::string> GetStrings(std::string_view name,
                                       std::vector<std::string> default_value = {}) const;
   const Tensor& GetTensor(std::string_view name) const;
+
+  // Validated getters: each throws Error(kInvalidArgument) "node 'n' (Op): attribute 'a' must
+  // ..., got ..." when the value lies outside the attribute's documented domain, so a bad model
+  // is refused when the session is built.
+
+  /// A flag attribute: 0 or 1, nothing else.
+  bool GetBool(std::string_view name, bool default_value) const;
+  /// An int attribute within [min_value, max_value].
+  int64_t GetIntInRange(std::string_view name, int64_t default_value, int64_t min_value,
+                        int64_t max_value = INT64_MAX) const;
+  /// An ints attribute whose every value lies in [min_value, max_value] (strides, pads, ...).
+  std::vector<int64_t> GetIntsInRange(std::string_view name, int64_t min_value,
+                                      int64_t max_value = INT64_MAX,
+                                      std::vector<int64_t> default_value = {}) const;
+  /// A string attribute that must be one of `allowed` (an enum such as `mode`).
+  std::string GetEnum(std::string_view name, std::string default_value,
+                      std::span<const std::string_view> allowed) const;
+  std::string GetEnum(std::string_view name, std::string default_value,
+                      std::initializer_list<std::string_view> allowed) const {
+    return GetEnum(name, std::move(default_value), std::span(allowed.begin(), allowed.size()));
+  }
   /// The compiled graph of a graph attribute; throws when the node has no such attribute.
   const SubgraphRunner& GetSubgraph(std::string_view name) const;
 

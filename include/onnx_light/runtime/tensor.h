@@ -22,6 +22,11 @@ int64_t ShapeSize(std::span<const int64_t> shape);
 /// "[2, 3, 4]".
 std::string ShapeToString(std::span<const int64_t> shape);
 
+/// The largest tensor Tensor::Allocate attempts: the machine's physical memory in bytes. A
+/// larger request can never be satisfied without swapping the whole machine, so it is refused
+/// before the allocator is asked.
+int64_t MaxTensorBytes();
+
 /// Row-major element strides of a contiguous tensor with `shape`.
 Shape ContiguousStrides(std::span<const int64_t> shape);
 
@@ -51,7 +56,9 @@ class Tensor {
 
   /// A new contiguous tensor of StorageBytes(type, elements) bytes allocated from `allocator`;
   /// the elements are uninitialised (strings are empty; the padding bits of a sub-byte tensor's
-  /// last byte are zero).
+  /// last byte are zero). Throws Error(kInvalidArgument) naming the shape and the byte count
+  /// when the bytes overflow int64, exceed the machine's physical memory (MaxTensorBytes) or
+  /// cannot be allocated.
   static Tensor Allocate(DataType type, Shape shape, const std::shared_ptr<Allocator>& allocator);
 
   bool defined() const noexcept { return type_ != DataType::kUndefined; }

@@ -25,20 +25,14 @@ namespace {
 
 std::vector<int64_t> ReadPerValueInts(const KernelBuildInfo& info, std::string_view name, size_t count,
                                       bool directions) {
-  std::vector<int64_t> values = info.GetInts(name, std::vector<int64_t>(count, 0));
+  // Directions are 0 (forward) or 1 (reverse).
+  std::vector<int64_t> values =
+      directions ? info.GetIntsInRange(name, 0, 1, std::vector<int64_t>(count, 0))
+                 : info.GetInts(name, std::vector<int64_t>(count, 0));
   if (values.size() != count) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("{}: attribute '{}' has {} entries, expected {}", info.Describe(), name,
                             values.size(), count));
-  }
-  if (directions) {
-    for (int64_t v : values) {
-      if (v != 0 && v != 1) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    fmt::format("{}: attribute '{}' entries must be 0 (forward) or 1 (reverse), got {}",
-                                info.Describe(), name, v));
-      }
-    }
   }
   return values;
 }

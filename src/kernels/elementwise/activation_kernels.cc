@@ -204,8 +204,10 @@ class ClipKernel final : public KernelBase {
       using C = ComputeType<T>;
       ClipOp<C> op{Lowest<C>(), Highest<C>()};
       if (attributes_) {
-        if (has_min_) op.lo = static_cast<C>(min_);
-        if (has_max_) op.hi = static_cast<C>(max_);
+        // Before opset 11 the bounds default to float's lowest and largest finite values, so
+        // +-inf are clipped to them (onnx.reference and ORT agree).
+        op.lo = static_cast<C>(has_min_ ? min_ : std::numeric_limits<float>::lowest());
+        op.hi = static_cast<C>(has_max_ ? max_ : std::numeric_limits<float>::max());
       } else {
         if (const Tensor* t = Bound(rt, 1, x)) op.lo = Load(*t->data<T>());
         if (const Tensor* t = Bound(rt, 2, x)) op.hi = Load(*t->data<T>());
@@ -281,13 +283,9 @@ void RegisterActivationKernels(KernelRegistry& registry) {
   RegisterUnary<HardSwishOp, FloatTypes>(registry, "HardSwish", {14, 28});
   RegisterUnary<MishOp, FloatTypes>(registry, "Mish", {18, 28});
   registry.Register("", "Gelu", {20, 28}, [](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
-    const std::string approximate = info.GetString("approximate", "none");
-    if (approximate == "none") return std::make_unique<UnaryKernel<GeluOp, FloatTypes>>("Gelu");
-    if (approximate == "tanh")
-      return std::make_unique<UnaryKernel<GeluTanhOp, FloatTypes>>("Gelu", GeluTanhOp{}, "tanh-");
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: attribute 'approximate' must be 'none' or 'tanh', got '{}'",
-                            info.Describe(), approximate));
+    if (info.GetEnum("approximate", "none", {"none", "tanh"}) == "none")
+      return std::make_unique<UnaryKernel<GeluOp, FloatTypes>>("Gelu");
+    return std::make_unique<UnaryKernel<GeluTanhOp, FloatTypes>>("Gelu", GeluTanhOp{}, "tanh-");
   });
   registry.Register("", "PRelu", {1, 28},
                     [](const KernelBuildInfo&) { return std::make_unique<PReluKernel>(); });

@@ -205,14 +205,7 @@ template <typename Types>
 class BitShiftKernel final : public KernelBase {
  public:
   explicit BitShiftKernel(const KernelBuildInfo& info) {
-    const std::string direction = info.GetString("direction", "");
-    if (direction == "LEFT") {
-      left_ = true;
-    } else if (direction != "RIGHT") {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: attribute 'direction' must be \"LEFT\" or \"RIGHT\", got \"{}\"",
-                              info.Describe(), direction));
-    }
+    left_ = info.GetEnum("direction", "", {"LEFT", "RIGHT"}) == "LEFT";
   }
 
   void Run(RuntimeContext& rt) const override {
@@ -250,13 +243,7 @@ class ArithmeticKernel final : public KernelBase {
 
 class ModKernel final : public KernelBase {
  public:
-  explicit ModKernel(const KernelBuildInfo& info) : fmod_(info.GetInt("fmod", 0)) {
-    if (fmod_ != 0 && fmod_ != 1) {
-      throw Error(
-          ErrorCode::kInvalidArgument,
-          fmt::format("{}: attribute 'fmod' must be 0 or 1, got {}", info.Describe(), fmod_));
-    }
-  }
+  explicit ModKernel(const KernelBuildInfo& info) : fmod_(info.GetBool("fmod", false) ? 1 : 0) {}
 
   void Run(RuntimeContext& rt) const override {
     if (fmod_ == 1) {

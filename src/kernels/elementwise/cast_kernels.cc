@@ -199,7 +199,7 @@ DataType TextIntermediate(DataType type) {
 class CastKernel final : public KernelBase {
  public:
   CastKernel(const KernelBuildInfo& info, bool like) : like_(like), version_(info.opset_version()) {
-    if (version_ >= 19) options_.saturate = info.GetInt("saturate", 1) != 0;
+    if (version_ >= 19) options_.saturate = info.GetBool("saturate", true);
     if (version_ >= 24) options_.rounding = ReadRounding(info);
     // CastLike has no version 28: its opset-28 schema is CastLike-25.
     op_version_ = like_ ? std::min<int64_t>(version_, 25) : version_;

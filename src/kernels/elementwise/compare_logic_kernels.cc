@@ -199,8 +199,7 @@ void RegisterCompareLogicKernels(KernelRegistry& registry) {
   RegisterUnary<NotOp, BoolTypes>(registry, "Not", {1, 28});
   RegisterUnary<IsNaNOp, FloatTypes, true>(registry, "IsNaN", {9, 28});
   registry.Register("", "IsInf", {10, 28}, [](const KernelBuildInfo& info) {
-    const IsInfOp op{info.GetInt("detect_positive", 1) != 0,
-                     info.GetInt("detect_negative", 1) != 0};
+    const IsInfOp op{info.GetBool("detect_positive", true), info.GetBool("detect_negative", true)};
     return std::make_unique<UnaryKernel<IsInfOp, FloatTypes, true>>("IsInf", op);
   });
   registry.Register("", "Where", {9, 28},

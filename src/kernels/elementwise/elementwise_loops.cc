@@ -115,7 +115,7 @@ LegacyBroadcast ReadLegacyBroadcast(const KernelBuildInfo& info) {
   LegacyBroadcast legacy;
   if (info.opset_version() >= 7) return legacy;
   legacy.enabled = true;
-  legacy.broadcast = info.GetInt("broadcast", 0) != 0;
+  legacy.broadcast = info.GetBool("broadcast", false);
   legacy.has_axis = info.HasAttribute("axis");
   legacy.axis = info.GetInt("axis", 0);
   return legacy;

@@ -15,10 +15,10 @@ class GemmKernel final : public KernelBase {
   explicit GemmKernel(const KernelBuildInfo& info)
       : alpha_(info.GetFloat("alpha", 1.0f)),
         beta_(info.GetFloat("beta", 1.0f)),
-        trans_a_(info.GetInt("transA", 0) != 0),
-        trans_b_(info.GetInt("transB", 0) != 0),
+        trans_a_(info.GetBool("transA", false)),
+        trans_b_(info.GetBool("transB", false)),
         // Before opset 7, C had to match Y exactly unless broadcast=1.
-        exact_c_(info.opset_version() < 7 && info.GetInt("broadcast", 0) == 0) {}
+        exact_c_(info.opset_version() < 7 && !info.GetBool("broadcast", false)) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& a = rt.Input(0);

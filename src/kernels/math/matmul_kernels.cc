@@ -121,8 +121,6 @@ class MatMulKernel final : public KernelBase {
     const int64_t m = a_shape[ra - 2];
     const int64_t k = a_shape[ra - 1];
     const int64_t n = b_shape.back();
-    int64_t batch_count = 1;
-    for (int64_t d : batch) batch_count *= d;
     T* out = y.data<T>();
     if (y.size() == 0 || k == 0) {
       // Nothing to read: an empty output, or sums over an empty axis (zeros).
@@ -130,6 +128,8 @@ class MatMulKernel final : public KernelBase {
       std::fill(out, out + y.size(), T{0});
       return;
     }
+    int64_t batch_count = 1;  // bounded by y.size(): no overflow once y has elements
+    for (int64_t d : batch) batch_count *= d;
     const Operand oa =
         MakeOperand(a, a_shape, a.rank() == 1 ? Promotion::kRow : Promotion::kNone, batch, rt.allocator());
     const Operand ob =

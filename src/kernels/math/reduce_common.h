@@ -10,6 +10,7 @@
 #include <span>
 #include <type_traits>
 
+#include "core/checked_math.h"
 #include "kernels/elementwise/fast_math.h"
 #include "kernels/registry/kernel_utils.h"
 
@@ -23,12 +24,12 @@ struct AxisSplit {
 };
 
 /// Splits `shape` so that dims [begin, end) form the middle block.
+/// An empty tensor whose other dimensions multiply past int64 is an error, not an overflow.
 inline AxisSplit SplitShape(std::span<const int64_t> shape, int64_t begin, int64_t end) {
   AxisSplit s;
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
-    if (i < begin) s.outer *= shape[i];
-    else if (i < end) s.axis *= shape[i];
-    else s.inner *= shape[i];
+    int64_t& part = i < begin ? s.outer : i < end ? s.axis : s.inner;
+    part = CheckedMul(part, shape[i], "reduction block size");
   }
   return s;
 }

@@ -25,17 +25,20 @@ enum class ReduceOp { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kSumSquare, kLog
 // How an accumulated value becomes an output element.
 enum class Finish { kNone, kMean, kSqrt, kLog, kLogShift };
 
-// Converts an accumulator to the output element type. Non-finite values going to an integer
-// type become the type's minimum (what x86 conversions produce) instead of undefined behaviour.
+// Converts an accumulator to the output element type. A floating value going to an integer
+// type converts like Cast (docs/semantics.md): truncated toward zero, NaN to 0, values beyond
+// the type (infinities included) saturate.
 template <typename Out, typename V>
 inline Out ConvertOut(V v) {
   if constexpr (std::is_same_v<Out, Float16> || std::is_same_v<Out, BFloat16>) {
     return Out(static_cast<float>(v));
   } else if constexpr (std::is_integral_v<Out> && std::is_floating_point_v<V>) {
-    if (!(v >= static_cast<V>(std::numeric_limits<Out>::lowest()) &&
-          v <= static_cast<V>(std::numeric_limits<Out>::max()))) {
-      return std::numeric_limits<Out>::min();
-    }
+    if (v != v) return Out{0};
+    // Both bounds are powers of two (or 0), exact in V: lowest and max + 1.
+    constexpr V kLow = static_cast<V>(std::numeric_limits<Out>::lowest());
+    constexpr V kHigh = static_cast<V>(std::numeric_limits<Out>::max() / 2 + 1) * V(2);
+    if (v < kLow) return std::numeric_limits<Out>::lowest();
+    if (v >= kHigh) return std::numeric_limits<Out>::max();
     return static_cast<Out>(v);
   } else {
     return static_cast<Out>(v);
@@ -136,8 +139,12 @@ void FinishAll(Finish kind, const A* acc, T* y, int64_t n, double count, const A
     case Finish::kMean:
       if constexpr (std::is_floating_point_v<A>) {
         for (int64_t i = 0; i < n; ++i) y[i] = ConvertOut<T>(acc[i] / static_cast<A>(count));
-      } else {  // numpy's integer mean: true division, truncated back to the integer type
-        for (int64_t i = 0; i < n; ++i) y[i] = count == 0 ? T{} : ConvertOut<T>(static_cast<double>(acc[i]) / count);
+      } else {
+        // The true quotient truncated toward zero, computed exactly by integer division (a
+        // float64 quotient loses the low bits of sums beyond 2^53: the mean of the one uint64
+        // 2^64 - 2 came out as 2^64 - 1).
+        const A divisor = static_cast<A>(count);
+        for (int64_t i = 0; i < n; ++i) y[i] = count == 0 ? T{} : ConvertOut<T>(static_cast<A>(acc[i] / divisor));
       }
       return;
     case Finish::kSqrt:
@@ -163,11 +170,11 @@ struct Geometry {
 Geometry MergeDims(std::span<const int64_t> shape, std::span<const uint8_t> mask) {
   Geometry g;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (mask[d]) g.red_size *= shape[d];
-    else g.out_size *= shape[d];
+    int64_t& part = mask[d] ? g.red_size : g.out_size;
+    part = CheckedMul(part, shape[d], "reduction size");
     if (shape[d] == 1) continue;
     if (!g.sizes.empty() && g.reduced.back() == mask[d]) {
-      g.sizes.back() *= shape[d];
+      g.sizes.back() = CheckedMul(g.sizes.back(), shape[d], "reduction size");
     } else {
       g.sizes.push_back(shape[d]);
       g.reduced.push_back(mask[d]);
@@ -273,9 +280,9 @@ struct AccBuffer {
   A* data = nullptr;
 };
 
-template <typename T, template <typename, typename> class Policy>
+// A: the accumulator; the element's compute type unless a reduction needs another.
+template <typename T, template <typename, typename> class Policy, typename A = ComputeType<T>>
 const char* RunPolicy(Finish finish, const Geometry& g, const T* x, T* y) {
-  using A = ComputeType<T>;
   AccBuffer<T, A> acc(y, g.out_size);
   const char* path = ReduceLoops(Policy<T, A>{}, x, acc.data, g);
   FinishAll<T, A>(finish, acc.data, y, g.out_size, static_cast<double>(g.red_size), nullptr);
@@ -313,7 +320,10 @@ const char* RunReduceTyped(ReduceOp op, const Geometry& g, const T* x, T* y) {
       case ReduceOp::kL1: return RunPolicy<T, AbsSumPolicy>(Finish::kNone, g, x, y);
       case ReduceOp::kL2: return RunPolicy<T, SquareSumPolicy>(Finish::kSqrt, g, x, y);
       case ReduceOp::kSumSquare: return RunPolicy<T, SquareSumPolicy>(Finish::kNone, g, x, y);
-      case ReduceOp::kLogSum: return RunPolicy<T, SumPolicy>(Finish::kLog, g, x, y);
+      case ReduceOp::kLogSum:
+        // Integers: the float64 log of the float64 sum (docs/semantics.md), not of a wrapped sum.
+        if constexpr (std::is_integral_v<T>) return RunPolicy<T, SumPolicy, double>(Finish::kLog, g, x, y);
+        else return RunPolicy<T, SumPolicy>(Finish::kLog, g, x, y);
       case ReduceOp::kLogSumExp: return RunLogSumExp<T>(g, x, y);
     }
     return "";
@@ -334,9 +344,9 @@ class ReduceKernel final : public KernelBase {
         axes_input_(axes_input),
         // ReduceLogSum-28 and ReduceLogSumExp-28 dropped the integer types.
         float_only_((op == ReduceOp::kLogSum || op == ReduceOp::kLogSumExp) && info.opset_version() >= 28) {
-    keepdims_ = info.GetInt("keepdims", 1) != 0;
+    keepdims_ = info.GetBool("keepdims", true);
     if (axes_input_) {
-      noop_with_empty_axes_ = info.GetInt("noop_with_empty_axes", 0) != 0;
+      noop_with_empty_axes_ = info.GetBool("noop_with_empty_axes", false);
     } else {
       axes_ = info.GetInts("axes", {});
     }

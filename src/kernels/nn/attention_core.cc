@@ -111,7 +111,8 @@ void FinishRow(T* s, int64_t n, const RowColumns& c, const AttentionOptions& o, 
   // Keys outside [begin, end) hold -inf, so only those need the exponential.
   T max = kNegInf;
   if (any_allowed) {
-    for (int64_t j = begin; j < end; ++j) max = std::max(max, s[j]);
+    // A NaN score makes the max NaN, so the row's probabilities are NaN like Softmax's.
+    for (int64_t j = begin; j < end; ++j) max = s[j] > max || s[j] != s[j] ? s[j] : max;
   }
   if (max == kNegInf) {
     std::fill(s + lo, s + hi, T(0));

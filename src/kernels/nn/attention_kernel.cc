@@ -131,14 +131,8 @@ constexpr size_t kNumPaths = 4;  // blas, blas-gqa, blas-gqa-per-head, single-qu
 class AttentionKernel final : public KernelBase {
  public:
   explicit AttentionKernel(const KernelBuildInfo& info) {
-    const int64_t causal = info.GetInt("is_causal", 0);
-    if (causal != 0 && causal != 1)
-      ThrowInvalid(info, "is_causal must be 0 or 1, got {}", causal);
-    is_causal_ = causal == 1;
-    qk_mode_ = info.GetInt("qk_matmul_output_mode", 0);
-    if (qk_mode_ < 0 || qk_mode_ > 3) {
-      ThrowInvalid(info, "qk_matmul_output_mode must be 0, 1, 2 or 3, got {}", qk_mode_);
-    }
+    is_causal_ = info.GetBool("is_causal", false);
+    qk_mode_ = info.GetIntInRange("qk_matmul_output_mode", 0, 0, 3);
     if (info.HasAttribute("scale")) scale_ = info.GetFloat("scale");
     softcap_ = info.GetFloat("softcap", 0.0f);
     if (info.HasAttribute("softmax_precision")) {

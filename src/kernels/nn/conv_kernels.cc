@@ -30,6 +30,22 @@ constexpr int64_t kMaxDirectMultiplier = 8;
 
 enum class ConvPath { kPointwise, kDepthwise, kIm2Col, kDirect };
 
+bool HasPadding(const WindowGeometry& g) {
+  for (size_t i = 0; i < g.rank(); ++i) {
+    if (g.pad_begin[i] != 0 || g.pad_end[i] != 0) return true;
+  }
+  return false;
+}
+
+template <typename T>
+bool AllFinite(const Tensor& t, const RuntimeContext& rt) {
+  const Tensor c = t.Contiguous(rt.allocator());
+  const T* p = c.data<T>();
+  bool finite = true;
+  for (int64_t i = 0; i < c.size(); ++i) finite &= std::isfinite(p[i]);
+  return finite;
+}
+
 constexpr std::string_view PathName(ConvPath p) {
   switch (p) {
     case ConvPath::kPointwise:
@@ -120,13 +136,8 @@ class ConvKernel final : public KernelBase {
  public:
   explicit ConvKernel(const KernelBuildInfo& info, std::optional<FoldedConv> folded = std::nullopt)
       : attrs_(WindowAttributes::Parse(info, false)),
-        group_(info.GetInt("group", 1)),
-        folded_(std::move(folded)) {
-    if (group_ <= 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: group must be positive, got {}", info.Describe(), group_));
-    }
-  }
+        group_(info.GetIntInRange("group", 1, 1)),
+        folded_(std::move(folded)) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x_in = rt.Input(0);
@@ -190,6 +201,12 @@ class ConvKernel final : public KernelBase {
     if constexpr (std::is_same_v<T, float>) {
       if (path == ConvPath::kIm2Col && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable())
         path = ConvPath::kDirect;
+    }
+    // Padding is zeros, and 0 * inf is NaN. The direct and depthwise paths skip padded taps, so
+    // weights holding an infinity or a NaN take im2col, which multiplies the zeros like the spec.
+    if (path != ConvPath::kIm2Col && path != ConvPath::kPointwise && HasPadding(g) &&
+        !AllFinite<T>(w_in, rt)) {
+      path = ConvPath::kIm2Col;
     }
     if (rt.kernel_usage_enabled()) {
       if (folded_) {

@@ -7,6 +7,7 @@
 #include "kernels/nn/im2col.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
+#include "core/checked_math.h"
 #include "kernels/math/linalg_util.h"
 
 namespace onnx_light::runtime {
@@ -14,7 +15,7 @@ namespace onnx_light::runtime {
 namespace {
 
 SpatialDims ReadDims(const KernelBuildInfo& info, std::string_view name) {
-  std::vector<int64_t> v = info.GetInts(name, {});
+  std::vector<int64_t> v = info.GetIntsInRange(name, 0);
   return SpatialDims(v.begin(), v.end());
 }
 
@@ -22,21 +23,9 @@ class ConvTransposeKernel final : public KernelBase {
  public:
   explicit ConvTransposeKernel(const KernelBuildInfo& info)
       : attrs_(WindowAttributes::Parse(info, false)),
-        group_(info.GetInt("group", 1)),
+        group_(info.GetIntInRange("group", 1, 1)),
         output_padding_(ReadDims(info, "output_padding")),
-        output_shape_(ReadDims(info, "output_shape")) {
-    if (group_ <= 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: group must be positive, got {}", info.Describe(), group_));
-    }
-    for (int64_t v : output_padding_) {
-      if (v < 0) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    fmt::format("{}: output_padding must be non-negative, got {}", info.Describe(),
-                                ShapeToString(output_padding_)));
-      }
-    }
-  }
+        output_shape_(ReadDims(info, "output_shape")) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x_in = rt.Input(0);
@@ -103,9 +92,11 @@ class ConvTransposeKernel final : public KernelBase {
     for (size_t i = 0; i < r; ++i) {
       const int64_t in = g.output[i];
       const int64_t s = g.stride[i];
-      const int64_t eff = (g.kernel[i] - 1) * g.dilation[i] + 1;
+      const int64_t eff = EffectiveKernel(g.kernel[i], g.dilation[i]);
       const int64_t adj = output_padding_.empty() ? 0 : output_padding_[i];
-      const int64_t natural = s * (in - 1) + adj + eff;
+      constexpr std::string_view kWhat = "ConvTranspose output size";
+      const int64_t natural =
+          CheckedAdd(CheckedAdd(CheckedMul(s, in - 1, kWhat), adj, kWhat), eff, kWhat);
       const bool same = attrs_.auto_pad == AutoPad::kSameUpper || attrs_.auto_pad == AutoPad::kSameLower;
       int64_t out;
       int64_t pb;
@@ -119,7 +110,7 @@ class ConvTransposeKernel final : public KernelBase {
       } else {
         pb = attrs_.pads.empty() || attrs_.auto_pad == AutoPad::kValid ? 0 : attrs_.pads[i];
         pe = attrs_.pads.empty() || attrs_.auto_pad == AutoPad::kValid ? 0 : attrs_.pads[i + r];
-        out = natural - pb - pe;
+        out = CheckedSub(CheckedSub(natural, pb, kWhat), pe, kWhat);
       }
       if (out < 0 || (in > 0 && out == 0 && output_shape_.empty())) {
         ThrowInvalid(rt,

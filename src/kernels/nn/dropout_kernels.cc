@@ -16,7 +16,9 @@ namespace {
 class DropoutKernel final : public KernelBase {
  public:
   explicit DropoutKernel(const KernelBuildInfo& info)
-      : inputs_mode_(info.opset_version() >= 12), bool_mask_(info.opset_version() >= 10) {}
+      : inputs_mode_(info.opset_version() >= 12), bool_mask_(info.opset_version() >= 10) {
+    if (info.opset_version() < 7) info.GetBool("is_test", false);
+  }
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x = rt.Input(0);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/checked_math.h"
 #include "kernels/registry/kernel_utils.h"
 
 namespace onnx_light::runtime {
@@ -23,18 +24,17 @@ void CheckConvOperands(const RuntimeContext& rt, const Tensor& x, const Tensor& 
 
 namespace {
 
-SpatialDims ReadDims(const KernelBuildInfo& info, std::string_view name) {
-  std::vector<int64_t> v = info.GetInts(name, {});
+SpatialDims ReadDims(const KernelBuildInfo& info, std::string_view name, int64_t min_value) {
+  std::vector<int64_t> v = info.GetIntsInRange(name, min_value);
   return SpatialDims(v.begin(), v.end());
 }
 
-int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+// Division rounding down / up for b > 0, without intermediate sums that could overflow.
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - (a % b != 0 && a < 0 ? 1 : 0); }
+int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0 && a > 0 ? 1 : 0); }
 
 int64_t Product(const SpatialDims& d) {
-  int64_t p = 1;
-  for (int64_t v : d) p *= v;
-  return p;
+  return CheckedElementCount(std::span(d.data(), d.size()), "window size");
 }
 
 // The output positions [lo, hi) along the innermost axis whose input coordinate
@@ -92,41 +92,26 @@ void ForEachColumnRun(int64_t channels, const WindowGeometry& g, Fn&& fn) {
 
 }  // namespace
 
+int64_t EffectiveKernel(int64_t kernel, int64_t dilation) {
+  return CheckedAdd(CheckedMul(kernel - 1, dilation, "dilated kernel size"), 1, "dilated kernel size");
+}
+
 WindowAttributes WindowAttributes::Parse(const KernelBuildInfo& info, bool require_kernel_shape) {
   WindowAttributes a;
-  const std::string auto_pad = info.GetString("auto_pad", "NOTSET");
-  if (auto_pad == "NOTSET" || auto_pad.empty()) {
-    a.auto_pad = AutoPad::kNotSet;
-  } else if (auto_pad == "SAME_UPPER") {
-    a.auto_pad = AutoPad::kSameUpper;
-  } else if (auto_pad == "SAME_LOWER") {
-    a.auto_pad = AutoPad::kSameLower;
-  } else if (auto_pad == "VALID") {
-    a.auto_pad = AutoPad::kValid;
-  } else {
-    ThrowInvalid(info, "auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '{}'", auto_pad);
-  }
+  // An empty auto_pad is what some exporters write for NOTSET.
+  const std::string auto_pad =
+      info.GetEnum("auto_pad", "NOTSET", {"NOTSET", "", "SAME_UPPER", "SAME_LOWER", "VALID"});
+  a.auto_pad = auto_pad == "SAME_UPPER"   ? AutoPad::kSameUpper
+               : auto_pad == "SAME_LOWER" ? AutoPad::kSameLower
+               : auto_pad == "VALID"      ? AutoPad::kValid
+                                          : AutoPad::kNotSet;
   if (require_kernel_shape && !info.HasAttribute("kernel_shape"))
     ThrowInvalid(info, "attribute kernel_shape is required");
-  a.kernel_shape = ReadDims(info, "kernel_shape");
-  a.strides = ReadDims(info, "strides");
-  a.dilations = ReadDims(info, "dilations");
-  a.pads = ReadDims(info, "pads");
-  a.ceil_mode = info.GetInt("ceil_mode", 0) != 0;
-  for (int64_t v : a.kernel_shape) {
-    if (v <= 0)
-      ThrowInvalid(info, "kernel_shape values must be positive, got {}", ShapeToString(a.kernel_shape));
-  }
-  for (int64_t v : a.strides) {
-    if (v <= 0) ThrowInvalid(info, "strides must be positive, got {}", ShapeToString(a.strides));
-  }
-  for (int64_t v : a.dilations) {
-    if (v <= 0)
-      ThrowInvalid(info, "dilations must be positive, got {}", ShapeToString(a.dilations));
-  }
-  for (int64_t v : a.pads) {
-    if (v < 0) ThrowInvalid(info, "pads must be non-negative, got {}", ShapeToString(a.pads));
-  }
+  a.kernel_shape = ReadDims(info, "kernel_shape", 1);
+  a.strides = ReadDims(info, "strides", 1);
+  a.dilations = ReadDims(info, "dilations", 1);
+  a.pads = ReadDims(info, "pads", 0);
+  a.ceil_mode = info.GetBool("ceil_mode", false);
   if (a.pads.size() % 2 != 0) {
     ThrowInvalid(info, "pads must have an even length (begin and end values), got {}",
                  ShapeToString(a.pads));
@@ -174,7 +159,8 @@ WindowGeometry ResolveWindow(const RuntimeContext& rt, const WindowAttributes& a
   for (size_t i = 0; i < r; ++i) {
     const int64_t in = input[i];
     const int64_t s = g.stride[i];
-    const int64_t eff = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    const int64_t eff = EffectiveKernel(g.kernel[i], g.dilation[i]);
+    constexpr std::string_view kWhat = "window output size";
     int64_t out = 0;
     int64_t pb = 0;
     int64_t pe = 0;
@@ -182,25 +168,27 @@ WindowGeometry ResolveWindow(const RuntimeContext& rt, const WindowAttributes& a
       case AutoPad::kSameUpper:
       case AutoPad::kSameLower: {
         out = CeilDiv(in, s);
-        const int64_t total = std::max<int64_t>(0, (out - 1) * s + eff - in);
+        const int64_t total =
+            std::max<int64_t>(0, CheckedSub(CheckedAdd((out - 1) * s, eff, kWhat), in, kWhat));
         pb = attrs.auto_pad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
         pe = total - pb;
         break;
       }
       case AutoPad::kValid:
-        out = FloorDiv(in - eff, s) + 1;
+        out = FloorDiv(CheckedSub(in, eff, kWhat), s) + 1;
         break;
       case AutoPad::kNotSet:
         if (!attrs.pads.empty()) {
           pb = attrs.pads[i];
           pe = attrs.pads[i + r];
         }
+        const int64_t span = CheckedSub(CheckedAdd(CheckedAdd(in, pb, kWhat), pe, kWhat), eff, kWhat);
         if (attrs.ceil_mode) {
-          out = CeilDiv(in + pb + pe - eff, s) + 1;
+          out = CeilDiv(span, s) + 1;
           // The last window must start inside the input or its leading padding.
-          if ((out - 1) * s >= in + pb) --out;
+          if (out > 0 && CheckedMul(out - 1, s, kWhat) >= in + pb) --out;
         } else {
-          out = FloorDiv(in + pb + pe - eff, s) + 1;
+          out = FloorDiv(span, s) + 1;
         }
         break;
     }
@@ -249,7 +237,9 @@ void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col)
           // Column entry i reads plane[i + shift]; clip to the plane (what falls outside is
           // wrapped padding, zeroed below).
           const int64_t shift = h_offset * iw_n + w_offset;
-          const int64_t begin = std::max(oh_lo * ow_n, -shift);
+          // A tap entirely above the input (padding taller than the input, oh_lo == oh_n) may
+          // have -shift past the block: clamp so the fills stay inside it.
+          const int64_t begin = std::min(std::max(oh_lo * ow_n, -shift), oh_n * ow_n);
           const int64_t end = std::max(begin, std::min(oh_hi * ow_n, plane_size - shift));
           std::fill(col, col + begin, T{0});
           std::memcpy(col + begin, plane + begin + shift, static_cast<size_t>(end - begin) * sizeof(T));

@@ -48,6 +48,9 @@ struct WindowGeometry {
   int64_t kernel_size() const;
 };
 
+/// (kernel - 1) * dilation + 1: the extent of a dilated kernel; an overflow is an Error.
+int64_t EffectiveKernel(int64_t kernel, int64_t dilation);
+
 /// Output dims and pads of a convolution or pool over `input` with `kernel`: explicit pads, or
 /// auto_pad SAME_UPPER / SAME_LOWER (output ceil(in / stride)) / VALID; ceil_mode for pools.
 /// Throws (naming the node) when the attributes' lengths do not fit the input's spatial rank or

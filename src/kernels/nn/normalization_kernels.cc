@@ -72,7 +72,7 @@ class BatchNormKernel final : public KernelBase {
  public:
   explicit BatchNormKernel(const KernelBuildInfo& info) : epsilon_(info.GetFloat("epsilon", 1e-5f)) {
     const int64_t opset = info.opset_version();
-    if (opset >= 14 && info.GetInt("training_mode", 0) != 0) {
+    if (opset >= 14 && info.GetBool("training_mode", false)) {
       ThrowUnimplemented(info, "training_mode=1 is not supported (inference only)");
     }
     for (size_t i = 1; i < info.num_outputs(); ++i) {
@@ -83,7 +83,9 @@ class BatchNormKernel final : public KernelBase {
       }
     }
     // Before opset 9, spatial=0 gives every activation (not just every channel) its parameters.
-    per_activation_ = opset < 9 && info.GetInt("spatial", 1) == 0;
+    per_activation_ = opset < 9 && !info.GetBool("spatial", true);
+    // Before opset 7 `is_test` chose the mode; like other inference runtimes we run inference.
+    if (opset < 7) info.GetBool("is_test", false);
   }
 
   void Run(RuntimeContext& rt) const override {
@@ -158,13 +160,21 @@ void GroupNormCompute(const T* x, T* y, const AxisSplit& s, int64_t groups, cons
       for (int64_t k = 0; k < per_group; ++k) {
         const int64_t c = g * per_group + k;
         const size_t p = static_cast<size_t>(per_group_params ? g : c);
-        const C a = scale[p] * inv_std;
-        const C b = bias[p] - mean * a;
-        Affine<C>(x + off + k * s.inner, y + off + k * s.inner, s.inner, a, b);
+        // ((x - mean) * inv_std) * scale + bias, in that order: folding scale into inv_std or
+        // mean into the offset turns a huge scale into inf * 0 or inf - inf (NaN) even where
+        // x equals the mean.
+        const T* src = x + off + k * s.inner;
+        T* dst = y + off + k * s.inner;
+        for (int64_t i = 0; i < s.inner; ++i) {
+          const C normalized = (static_cast<C>(ToCompute(src[i])) - mean) * inv_std;
+          dst[i] = FromCompute<T>(static_cast<ComputeType<T>>(normalized * scale[p] + bias[p]));
+        }
       }
     }
   }
 }
+
+DataType StashDataType(const KernelBuildInfo& info);
 
 class GroupNormKernel final : public KernelBase {
  public:
@@ -172,12 +182,11 @@ class GroupNormKernel final : public KernelBase {
   GroupNormKernel(const KernelBuildInfo& info, bool instance)
       : instance_(instance),
         epsilon_(info.GetFloat("epsilon", 1e-5f)),
-        num_groups_(instance ? 0 : info.GetInt("num_groups")),
+        num_groups_(instance ? 0 : info.GetIntInRange("num_groups", info.GetInt("num_groups"), 1)),
         per_group_params_(!instance && info.opset_version() < 21) {
-    if (!instance && num_groups_ <= 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: attribute 'num_groups' must be positive, got {}", info.Describe(), num_groups_));
-    }
+    // Statistics are always computed in float (or double for double inputs); stash_type must
+    // still name a floating-point type.
+    if (!instance && info.opset_version() >= 21) StashDataType(info);
   }
 
   void Run(RuntimeContext& rt) const override {

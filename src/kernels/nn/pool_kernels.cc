@@ -95,6 +95,14 @@ Pool3d MakePool3d(const WindowGeometry& g) {
   return p;
 }
 
+// The start of a running maximum: -inf for floating types, so a window of -inf values gives
+// -inf (not the type's lowest finite value); the lowest value for integers.
+template <typename T>
+constexpr T MaxInit() {
+  if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+  else return std::numeric_limits<T>::lowest();
+}
+
 // y[ow] = max(y[ow], row[ow * stride + offset]) or y[ow] += row[...] for ow in [lo, hi). Strides
 // 1 and 2 (by far the most common) are compile-time constants so the loop vectorises.
 template <bool kMax, int kStride, typename T>
@@ -141,7 +149,7 @@ void MaxPoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool column_majo
     const T* xp = x + plane * p.input_size;
     for (int64_t od = 0; od < ad.output; ++od) {
       for (int64_t oh = 0; oh < ah.output; ++oh) {
-        std::fill(y, y + ow_n, std::numeric_limits<T>::lowest());
+        std::fill(y, y + ow_n, MaxInit<T>());
         if constexpr (kIndices) std::fill(indices, indices + ow_n, int64_t{-1});
         for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
           const int64_t id = ad.start[od] + kd * ad.dilation;
@@ -250,7 +258,7 @@ void RowPoolPlanes(const T* x, int64_t planes, const Pool3d& p, bool count_inclu
   const int64_t ow_n = aw.output;
   const int64_t kw_n = aw.kernel;
   const int64_t sw = aw.stride;
-  const T init = kMax ? std::numeric_limits<T>::lowest() : T{0};
+  const T init = kMax ? MaxInit<T>() : T{0};
   // Output positions whose whole window lies inside the row.
   int64_t in_lo = 0;
   while (in_lo < ow_n && (aw.lo[in_lo] != 0 || aw.hi[in_lo] != kw_n)) ++in_lo;
@@ -324,7 +332,7 @@ void MaxPool2x2Planes(const float* x, int64_t planes, const WindowGeometry& g, f
   const int64_t iw_n = g.input[1];
   const int64_t oh_n = g.output[0];
   const int64_t ow_n = g.output[1];
-  constexpr float kLowest = std::numeric_limits<float>::lowest();
+  constexpr float kLowest = MaxInit<float>();
   for (int64_t plane = 0; plane < planes; ++plane) {
     const float* xp = x + plane * ih_n * iw_n;
     for (int64_t oh = 0; oh < oh_n; ++oh, y += ow_n) {
@@ -362,8 +370,8 @@ class PoolKernel final : public KernelBase {
   PoolKernel(const KernelBuildInfo& info, PoolKind kind)
       : kind_(kind),
         attrs_(WindowAttributes::Parse(info, true)),
-        count_include_pad_(info.GetInt("count_include_pad", 0) != 0),
-        column_major_(info.GetInt("storage_order", 0) != 0) {
+        count_include_pad_(info.GetBool("count_include_pad", false)),
+        column_major_(info.GetBool("storage_order", false)) {
     if (attrs_.kernel_shape.empty() || attrs_.kernel_shape.size() > kMaxPoolRank) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("{}: kernel_shape must have 1 to {} values, got {}", info.Describe(),
@@ -473,7 +481,10 @@ class GlobalPoolKernel final : public KernelBase {
       for (int64_t p = 0; p < planes; ++p) {
         const T* src = x + p * plane_size;
         if (kind_ == PoolKind::kMax) {
-          out[p] = *std::max_element(src, src + plane_size);
+          // Like MaxPool's windows: NaN never wins (docs/semantics.md).
+          T acc = MaxInit<T>();
+          for (int64_t i = 0; i < plane_size; ++i) acc = src[i] > acc ? src[i] : acc;
+          out[p] = acc;
         } else {
           // Eight partial sums: a single running sum is one long chain of dependent adds.
           constexpr int64_t kLanes = 8;

@@ -12,12 +12,8 @@ namespace {
 class RotaryEmbeddingKernel final : public KernelBase {
  public:
   explicit RotaryEmbeddingKernel(const KernelBuildInfo& info) {
-    const int64_t interleaved = info.GetInt("interleaved", 0);
-    if (interleaved != 0 && interleaved != 1)
-      ThrowInvalid(info, "interleaved must be 0 or 1, got {}", interleaved);
-    interleaved_ = interleaved == 1;
-    num_heads_ = info.GetInt("num_heads", 0);
-    if (num_heads_ < 0) ThrowInvalid(info, "num_heads must not be negative, got {}", num_heads_);
+    interleaved_ = info.GetBool("interleaved", false);
+    num_heads_ = info.GetIntInRange("num_heads", 0, 0);
     rotary_dim_ = info.GetInt("rotary_embedding_dim", 0);
     if (rotary_dim_ < 0 || rotary_dim_ % 2 != 0) {
       ThrowInvalid(info, "rotary_embedding_dim must be a non-negative even number, got {}", rotary_dim_);

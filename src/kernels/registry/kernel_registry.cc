@@ -199,6 +199,62 @@ std::vector<std::string> KernelBuildInfo::GetStrings(std::string_view name,
 const Tensor& KernelBuildInfo::GetTensor(std::string_view name) const {
   return Require(name, AttributeType::kTensor).t;
 }
+bool KernelBuildInfo::GetBool(std::string_view name, bool default_value) const {
+  if (!HasAttribute(name)) return default_value;
+  const int64_t v = GetInt(name);
+  if (v != 0 && v != 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: attribute '{}' must be 0 or 1, got {}", Describe(), name, v));
+  }
+  return v == 1;
+}
+
+int64_t KernelBuildInfo::GetIntInRange(std::string_view name, int64_t default_value,
+                                       int64_t min_value, int64_t max_value) const {
+  if (!HasAttribute(name)) return default_value;
+  const int64_t v = GetInt(name);
+  if (v < min_value || v > max_value) {
+    throw Error(ErrorCode::kInvalidArgument,
+                max_value == INT64_MAX
+                    ? fmt::format("{}: attribute '{}' must be >= {}, got {}", Describe(), name,
+                                  min_value, v)
+                    : fmt::format("{}: attribute '{}' must be in [{}, {}], got {}", Describe(),
+                                  name, min_value, max_value, v));
+  }
+  return v;
+}
+
+std::vector<int64_t> KernelBuildInfo::GetIntsInRange(std::string_view name, int64_t min_value,
+                                                     int64_t max_value,
+                                                     std::vector<int64_t> default_value) const {
+  if (!HasAttribute(name)) return default_value;
+  std::vector<int64_t> values = GetInts(name);
+  for (int64_t v : values) {
+    if (v < min_value || v > max_value) {
+      const std::string domain = max_value == INT64_MAX
+                                     ? fmt::format(">= {}", min_value)
+                                     : fmt::format("in [{}, {}]", min_value, max_value);
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: attribute '{}' must hold values {}, got [{}]", Describe(), name,
+                              domain, fmt::join(values, ", ")));
+    }
+  }
+  return values;
+}
+
+std::string KernelBuildInfo::GetEnum(std::string_view name, std::string default_value,
+                                     std::span<const std::string_view> allowed) const {
+  std::string v = GetString(name, std::move(default_value));
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+    std::vector<std::string> quoted;
+    for (std::string_view a : allowed) quoted.push_back(fmt::format("'{}'", a));
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: attribute '{}' must be one of {}, got '{}'", Describe(), name,
+                            fmt::join(quoted, ", "), v));
+  }
+  return v;
+}
+
 const SubgraphRunner& KernelBuildInfo::GetSubgraph(std::string_view name) const {
   Require(name, AttributeType::kGraph);
   const SubgraphRunner* runner = subgraphs_ ? subgraphs_(name) : nullptr;

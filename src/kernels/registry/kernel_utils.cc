@@ -48,7 +48,8 @@ Shape BroadcastStrides(std::span<const int64_t> input, std::span<const int64_t> 
   for (size_t i = input.size(); i-- > 0;) {
     const size_t o = i + (output.size() - input.size());
     strides[o] = input[i] == 1 ? 0 : stride;
-    stride *= input[i];
+    // Only an empty input (nothing is read) can overflow here; its strides never matter.
+    if (__builtin_mul_overflow(stride, input[i], &stride)) stride = 0;
   }
   return strides;
 }

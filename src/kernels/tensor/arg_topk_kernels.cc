@@ -66,8 +66,8 @@ class ArgKernel final : public KernelBase {
   ArgKernel(const KernelBuildInfo& info, bool is_max)
       : is_max_(is_max),
         axis_(info.GetInt("axis", 0)),
-        keepdims_(info.GetInt("keepdims", 1) != 0),
-        select_last_(info.opset_version() >= 12 && info.GetInt("select_last_index", 0) != 0) {}
+        keepdims_(info.GetBool("keepdims", true)),
+        select_last_(info.opset_version() >= 12 && info.GetBool("select_last_index", false)) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor x = rt.Input(0).Contiguous(rt.allocator());
@@ -187,13 +187,11 @@ class TopKKernel final : public KernelBase {
  public:
   explicit TopKKernel(const KernelBuildInfo& info)
       : k_from_input_(info.opset_version() >= 10),
-        k_(k_from_input_ ? 0 : info.GetInt("k")),
+        k_(k_from_input_ ? 0 : info.GetIntInRange("k", info.GetInt("k"), 0)),
         axis_(info.GetInt("axis", -1)),
-        largest_(info.opset_version() < 11 || info.GetInt("largest", 1) != 0) {
-    if (k_ < 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: attribute 'k' must be >= 0, got {}", info.Describe(), k_));
-    }
+        largest_(info.opset_version() < 11 || info.GetBool("largest", true)) {
+    // sorted=0 allows any order; onnx-light always returns the sorted order (docs/semantics.md).
+    if (info.opset_version() >= 11) info.GetBool("sorted", true);
   }
 
   void Run(RuntimeContext& rt) const override {
@@ -243,7 +241,7 @@ class TopKKernel final : public KernelBase {
 class CumSumKernel final : public KernelBase {
  public:
   explicit CumSumKernel(const KernelBuildInfo& info)
-      : exclusive_(info.GetInt("exclusive", 0) != 0), reverse_(info.GetInt("reverse", 0) != 0) {}
+      : exclusive_(info.GetBool("exclusive", false)), reverse_(info.GetBool("reverse", false)) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor x = rt.Input(0).Contiguous(rt.allocator());

@@ -2,6 +2,7 @@
 // other side (ConcatenateInto, StridedCopy), so contiguous runs move with memcpy (std::string
 // assignment for strings) and strided inputs are read in place. A split whose pieces are contiguous blocks of a contiguous
 // input returns views.
+#include "core/checked_math.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 #include "onnx_light/runtime/persistent_append.h"
@@ -43,12 +44,12 @@ class ConcatKernel final : public KernelBase {
                        rt.input_name(i), ShapeToString(t.shape()), ShapeToString(first.shape()), axis);
         }
       }
-      out_shape[axis] += t.dim(axis);
+      out_shape[axis] = CheckedAdd(out_shape[axis], t.dim(axis), "Concat output dimension");
       inputs.push_back(t);
     }
     if (rt.persistent_append_sink() != nullptr && n >= 2 && AppendInPlace(rt, inputs, axis)) return;
-    int64_t outer = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= out_shape[d];
+    const int64_t outer =
+        CheckedElementCount(std::span(out_shape).first(static_cast<size_t>(axis)), "Concat outer dimension");
     Tensor y = rt.AllocateOutput(0, first.dtype(), out_shape);
     ConcatenateInto(inputs, y, axis);
     rt.RecordKernelUsage(outer == 1 ? "Concat/any/memcpy" : "Concat/any/runs");
@@ -80,9 +81,9 @@ class SplitKernel final : public KernelBase {
       : opset_(info.opset_version()),
         axis_(info.GetInt("axis", 0)),
         split_attr_(info.GetInts("split", {})),
-        num_outputs_(info.GetInt("num_outputs", 0)) {
+        num_outputs_(info.GetIntInRange("num_outputs", 0, 1)) {
     if (opset_ >= 18 && info.HasAttribute("num_outputs")) {
-      if (num_outputs_ <= 0 || static_cast<size_t>(num_outputs_) != info.num_outputs()) {
+      if (static_cast<size_t>(num_outputs_) != info.num_outputs()) {
         throw Error(ErrorCode::kInvalidArgument,
                     fmt::format("{}: num_outputs {} does not match the node's {} outputs", info.Describe(),
                                 num_outputs_, info.num_outputs()));
@@ -112,7 +113,7 @@ class SplitKernel final : public KernelBase {
       int64_t total = 0;
       for (int64_t s : split) {
         if (s < 0) ThrowInvalid(rt, "split {} has a negative size", ShapeToString(split));
-        total += s;
+        total = CheckedAdd(total, s, "Split sizes");
       }
       if (total != dim) {
         ThrowInvalid(rt, "split {} sums to {} but axis {} of input shape {} is {}", ShapeToString(split),
@@ -131,10 +132,10 @@ class SplitKernel final : public KernelBase {
       split.assign(n, chunk);
       split.back() = last;
     }
-    int64_t outer = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
-    int64_t inner = 1;
-    for (int64_t d = axis + 1; d < rank; ++d) inner *= x.dim(d);
+    const std::span<const int64_t> dims = x.shape();
+    const int64_t outer = CheckedElementCount(dims.first(static_cast<size_t>(axis)), "Split outer dimension");
+    const int64_t inner =
+        CheckedElementCount(dims.subspan(static_cast<size_t>(axis) + 1), "Split inner dimension");
     // Views need every piece to start on a byte (always, except for sub-byte types).
     bool aligned = true;
     int64_t start = 0;

@@ -23,14 +23,14 @@ inline int64_t WrapIndex(const RuntimeContext& rt, int64_t index, int64_t dim, i
 enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
 
 Reduction ParseReduction(const KernelBuildInfo& info) {
-  const std::string r = info.GetString("reduction", "none");
-  if (r == "none") return Reduction::kNone;
+  const std::string r = info.opset_version() >= 18
+                            ? info.GetEnum("reduction", "none", {"none", "add", "mul", "max", "min"})
+                            : info.GetEnum("reduction", "none", {"none", "add", "mul"});
   if (r == "add") return Reduction::kAdd;
   if (r == "mul") return Reduction::kMul;
-  if (r == "max" && info.opset_version() >= 18) return Reduction::kMax;
-  if (r == "min" && info.opset_version() >= 18) return Reduction::kMin;
-  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: reduction '{}' is not supported at opset {}",
-                                                       info.Describe(), r, info.opset_version()));
+  if (r == "max") return Reduction::kMax;
+  if (r == "min") return Reduction::kMin;
+  return Reduction::kNone;
 }
 
 std::string_view ReductionName(Reduction r) {
@@ -101,11 +101,16 @@ class GatherKernel final : public KernelBase {
     Shape out_shape(data.shape().begin(), data.shape().begin() + axis);
     out_shape.insert(out_shape.end(), indices_tensor.shape().begin(), indices_tensor.shape().end());
     out_shape.insert(out_shape.end(), data.shape().begin() + axis + 1, data.shape().end());
+    Tensor y = rt.AllocateOutput(0, data.dtype(), out_shape);
+    if (y.size() == 0) {  // nothing to copy, however large the other dimensions are
+      rt.RecordKernelUsage("Gather/any/elements");
+      return;
+    }
+    // y has elements, so data has too: these products are bounded by its size.
     int64_t outer = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= data.dim(d);
     int64_t inner = 1;
     for (int64_t d = axis + 1; d < data.rank(); ++d) inner *= data.dim(d);
-    Tensor y = rt.AllocateOutput(0, data.dtype(), out_shape);
     const int64_t count = static_cast<int64_t>(indices.size());
     DispatchByElementSize(rt, 0, data.dtype(), [&](auto tag) {
       using U = decltype(tag);
@@ -300,7 +305,8 @@ NdLayout ResolveNd(const RuntimeContext& rt, const Tensor& data, const Tensor& i
 
 class GatherNDKernel final : public KernelBase {
  public:
-  explicit GatherNDKernel(const KernelBuildInfo& info) : batch_dims_(info.GetInt("batch_dims", 0)) {}
+  explicit GatherNDKernel(const KernelBuildInfo& info)
+      : batch_dims_(info.GetIntInRange("batch_dims", 0, 0)) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor data = rt.Input(0).Contiguous(rt.allocator());

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
+#include "core/checked_math.h"
 #include "core/packed_bits.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
@@ -176,9 +178,17 @@ class RangeKernel final : public KernelBase {
           int64_t count = 0;
           if constexpr (std::is_integral_v<T>) {
             if (delta == 0) ThrowInvalid(rt, "delta must not be zero");
-            const int64_t span = static_cast<int64_t>(limit) - static_cast<int64_t>(start);
-            const int64_t d = static_cast<int64_t>(delta);
-            if ((d > 0 && span > 0) || (d < 0 && span < 0)) count = (span - (d > 0 ? 1 : -1)) / d + 1;
+            // In 128 bits: limit - start of two int64 values always fits, and so does the count.
+            const __int128 span = static_cast<__int128>(limit) - static_cast<__int128>(start);
+            const __int128 d = static_cast<__int128>(delta);
+            __int128 n = 0;
+            if ((d > 0 && span > 0) || (d < 0 && span < 0)) n = (span - (d > 0 ? 1 : -1)) / d + 1;
+            if (n > std::numeric_limits<int64_t>::max()) {
+              ThrowInvalid(rt, "range from {} to {} by {} has more elements than int64 can count",
+                           static_cast<int64_t>(start), static_cast<int64_t>(limit),
+                           static_cast<int64_t>(delta));
+            }
+            count = static_cast<int64_t>(n);
           } else {
             const double s = static_cast<double>(ToCompute(start));
             const double d = static_cast<double>(ToCompute(delta));
@@ -190,7 +200,13 @@ class RangeKernel final : public KernelBase {
           Tensor y = rt.AllocateOutput(0, start_t.dtype(), {count});
           T* out = y.data<T>();
           if constexpr (std::is_integral_v<T>) {
-            for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(start + i * delta);
+            // Every element lies between start and limit, so arithmetic modulo 2^64 (which
+            // cannot overflow) gives it exactly even where i * delta alone would not fit.
+            const uint64_t s = static_cast<uint64_t>(static_cast<int64_t>(start));
+            const uint64_t d = static_cast<uint64_t>(static_cast<int64_t>(delta));
+            for (int64_t i = 0; i < count; ++i) {
+              out[i] = static_cast<T>(static_cast<int64_t>(s + static_cast<uint64_t>(i) * d));
+            }
           } else if constexpr (std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
             if (half_in_float_) {
               const float s = static_cast<float>(start);
@@ -215,14 +231,30 @@ class RangeKernel final : public KernelBase {
   bool half_in_float_ = false;
 };
 
-// Reads any numeric tensor as int64 (floats truncate toward zero).
+// Reads any numeric tensor as int64, converting like Cast (docs/semantics.md): floats truncate
+// toward zero, NaN becomes 0, values beyond int64 saturate.
 std::vector<int64_t> ReadAsInt64(const RuntimeContext& rt, size_t index) {
   const Tensor t = rt.Input(index).Contiguous(rt.allocator());
   std::vector<int64_t> out(static_cast<size_t>(t.size()));
   DispatchTypes<ONNX_LIGHT_NUMERIC_TYPES>(rt, index, t.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* p = t.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(ToCompute(p[i]));
+    for (size_t i = 0; i < out.size(); ++i) {
+      const auto v = ToCompute(p[i]);
+      if constexpr (std::is_floating_point_v<decltype(v)>) {
+        constexpr double kTwo63 = 9223372036854775808.0;
+        out[i] = v != v                ? 0
+                 : v >= kTwo63         ? std::numeric_limits<int64_t>::max()
+                 : v < -kTwo63         ? std::numeric_limits<int64_t>::min()
+                                       : static_cast<int64_t>(v);
+      } else if constexpr (std::is_same_v<T, uint64_t>) {
+        out[i] = v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                     ? std::numeric_limits<int64_t>::max()
+                     : static_cast<int64_t>(v);
+      } else {
+        out[i] = static_cast<int64_t>(v);
+      }
+    }
   });
   return out;
 }
@@ -243,6 +275,8 @@ class OneHotKernel final : public KernelBase {
     const int64_t depth = ReadAsInt64(rt, 1)[0];
     if (depth < 1) ThrowInvalid(rt, "depth must be positive, got {}", depth);
     const int64_t rank = indices_t.rank();
+    // ONNX's shape inference requires it (the output has rank(indices) + 1 >= 2).
+    if (rank == 0) ThrowInvalid(rt, "input 0 ('{}') must have rank >= 1, got a scalar", rt.input_name(0));
     if (axis_ < -rank - 1 || axis_ > rank) {
       ThrowInvalid(rt, "axis {} is out of range for output rank {}", axis_, rank + 1);
     }
@@ -250,8 +284,8 @@ class OneHotKernel final : public KernelBase {
     const std::vector<int64_t> indices = ReadAsInt64(rt, 0);
     Shape out_shape = indices_t.shape();
     out_shape.insert(out_shape.begin() + axis, depth);
-    int64_t inner = 1;
-    for (int64_t d = axis; d < rank; ++d) inner *= indices_t.dim(d);
+    const int64_t inner = CheckedElementCount(
+        std::span(indices_t.shape()).subspan(static_cast<size_t>(axis)), "OneHot inner dimension");
     Tensor y = rt.AllocateOutput(0, values.dtype(), out_shape);
     DispatchByElementSize(rt, 2, values.dtype(), [&](auto tag) {
       using U = decltype(tag);
@@ -311,7 +345,7 @@ class NonZeroKernel final : public KernelBase {
 
 class TriluKernel final : public KernelBase {
  public:
-  explicit TriluKernel(const KernelBuildInfo& info) : upper_(info.GetInt("upper", 1) != 0) {}
+  explicit TriluKernel(const KernelBuildInfo& info) : upper_(info.GetBool("upper", true)) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor x = rt.Input(0).Contiguous(rt.allocator());
@@ -327,7 +361,11 @@ class TriluKernel final : public KernelBase {
     }
     const int64_t rows = x.dim(x.rank() - 2);
     const int64_t cols = x.dim(x.rank() - 1);
-    const int64_t planes = rows * cols == 0 ? 0 : x.size() / (rows * cols);
+    // rows * cols fits whenever the tensor has elements; an empty tensor has no planes.
+    const int64_t planes = x.size() == 0 ? 0 : x.size() / (rows * cols);
+    // Diagonals beyond the matrix keep or zero every element alike; clamping k keeps i + k from
+    // overflowing.
+    if (planes > 0) k = std::clamp<int64_t>(k, -rows - 1, cols + 1);
     Tensor y = rt.AllocateOutput(0, x.dtype(), x.shape());
     DispatchByElementSize(rt, 0, x.dtype(), [&](auto tag) {
       using U = decltype(tag);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/checked_math.h"
 #include "core/packed_bits.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
@@ -17,19 +18,13 @@ enum class PadMode { kConstant, kReflect, kEdge, kWrap };
 class PadKernel final : public KernelBase {
  public:
   explicit PadKernel(const KernelBuildInfo& info) : opset_(info.opset_version()) {
-    const std::string mode = info.GetString("mode", "constant");
-    if (mode == "constant") {
-      mode_ = PadMode::kConstant;
-    } else if (mode == "reflect") {
-      mode_ = PadMode::kReflect;
-    } else if (mode == "edge") {
-      mode_ = PadMode::kEdge;
-    } else if (mode == "wrap" && opset_ >= 19) {
-      mode_ = PadMode::kWrap;
-    } else {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: mode '{}' is not supported at opset {}", info.Describe(), mode, opset_));
-    }
+    const std::string mode = opset_ >= 19
+                                 ? info.GetEnum("mode", "constant", {"constant", "reflect", "edge", "wrap"})
+                                 : info.GetEnum("mode", "constant", {"constant", "reflect", "edge"});
+    mode_ = mode == "reflect" ? PadMode::kReflect
+            : mode == "edge"  ? PadMode::kEdge
+            : mode == "wrap"  ? PadMode::kWrap
+                              : PadMode::kConstant;
     usage_ = fmt::format("Pad/any/{}", mode);
     if (opset_ < 11) {
       pads_attr_ = info.GetInts(opset_ < 2 ? "paddings" : "pads");
@@ -59,10 +54,10 @@ class PadKernel final : public KernelBase {
       end[axes[i]] = pads[i + axes.size()];
     }
     Shape out_shape(static_cast<size_t>(rank));
-    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t n = x.dim(d);
-      out_shape[d] = n + begin[d] + end[d];
+      out_shape[d] = CheckedAdd(CheckedAdd(n, begin[d], "Pad output dimension"), end[d],
+                                "Pad output dimension");
       if (out_shape[d] < 0) {
         ThrowInvalid(rt, "pads {} crop axis {} of input shape {} below zero", ShapeToString(pads), d,
                      ShapeToString(x.shape()));
@@ -71,6 +66,16 @@ class PadKernel final : public KernelBase {
         ThrowInvalid(rt, "cannot pad the empty axis {} of input shape {} in a non-constant mode", d,
                      ShapeToString(x.shape()));
       }
+    }
+    // Allocating first refuses an output too large to exist before the index maps are built.
+    Tensor y = rt.AllocateOutput(0, x.dtype(), out_shape);
+    if (y.size() == 0) {
+      rt.RecordKernelUsage(usage_);
+      return;
+    }
+    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t n = x.dim(d);
       std::vector<int64_t>& m = maps[d];
       m.resize(static_cast<size_t>(out_shape[d]));
       for (int64_t o = 0; o < out_shape[d]; ++o) {
@@ -101,7 +106,6 @@ class PadKernel final : public KernelBase {
         m[o] = i;
       }
     }
-    Tensor y = rt.AllocateOutput(0, x.dtype(), out_shape);
     if (x.dtype() == DataType::kString) {
       std::string fill;
       if (mode_ == PadMode::kConstant && opset_ >= 11 && rt.OptionalInput(2) != nullptr)
@@ -168,12 +172,13 @@ class TileKernel final : public KernelBase {
     const Tensor x = rt.Input(0).Contiguous(rt.allocator());
     const int64_t rank = x.rank();
     std::vector<int64_t> repeats;
-    if (opset_ < 6) {  // Tile-1: scalar `tiles` copies along scalar `axis`
-      const std::vector<int64_t> tiles = ReadInt64s(rt, 1);
-      const std::vector<int64_t> axis = ReadInt64s(rt, 2);
-      if (tiles.size() != 1 || axis.size() != 1) ThrowInvalid(rt, "tiles and axis must be scalars");
+    if (opset_ < 6) {  // Tile-1: scalar `tiles` copies along scalar `axis`, of the input's type
+      if (rt.Input(1).size() != 1 || rt.Input(2).size() != 1) ThrowInvalid(rt, "tiles and axis must be scalars");
+      const double tiles = ReadScalar(rt, 1);
+      const double axis = ReadScalar(rt, 2);
       repeats.assign(static_cast<size_t>(rank), 1);
-      repeats[NormalizeAxis(rt, axis[0], rank)] = tiles[0];
+      repeats[NormalizeAxis(rt, CheckedFloatToInt64(axis, "Tile axis"), rank)] =
+          CheckedFloatToInt64(tiles, "Tile tiles");
     } else {
       repeats = ReadInt64s(rt, 1);
     }
@@ -182,15 +187,22 @@ class TileKernel final : public KernelBase {
                    ShapeToString(repeats), ShapeToString(x.shape()));
     }
     Shape out_shape(static_cast<size_t>(rank));
-    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
     for (int64_t d = 0; d < rank; ++d) {
       if (repeats[d] < 0) ThrowInvalid(rt, "repeats {} has a negative entry", ShapeToString(repeats));
+      out_shape[d] = CheckedMul(x.dim(d), repeats[d], "Tile output dimension");
+    }
+    // Allocating first refuses an output too large to exist before the index maps are built.
+    Tensor y = rt.AllocateOutput(0, x.dtype(), out_shape);
+    if (y.size() == 0) {
+      rt.RecordKernelUsage("Tile/any/runs");
+      return;
+    }
+    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(rank));
+    for (int64_t d = 0; d < rank; ++d) {
       const int64_t n = x.dim(d);
-      out_shape[d] = n * repeats[d];
       maps[d].resize(static_cast<size_t>(out_shape[d]));
       for (int64_t o = 0; o < out_shape[d]; ++o) maps[d][o] = o % n;
     }
-    Tensor y = rt.AllocateOutput(0, x.dtype(), out_shape);
     MapCopy(x.dtype(), x.raw_data(), x.shape(), maps, nullptr, y.raw_data());
     rt.RecordKernelUsage("Tile/any/runs");
   }

@@ -1,6 +1,7 @@
 // Reshape, Flatten, Squeeze, Unsqueeze (views of the input storage), Shape, Size and Expand.
 #include <algorithm>
 
+#include "core/checked_math.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 
@@ -24,7 +25,7 @@ void SetReshapedOutput(RuntimeContext& rt, const Tensor& x, Shape shape, std::st
 class ReshapeKernel final : public KernelBase {
  public:
   explicit ReshapeKernel(const KernelBuildInfo& info)
-      : from_attribute_(info.opset_version() < 5), allow_zero_(info.GetInt("allowzero", 0) != 0) {
+      : from_attribute_(info.opset_version() < 5), allow_zero_(info.GetBool("allowzero", false)) {
     if (from_attribute_) shape_attr_ = info.GetInts("shape", {});
   }
 
@@ -57,7 +58,7 @@ class ReshapeKernel final : public KernelBase {
       }
       if (d == 0) has_zero = true;
       shape[i] = d;
-      known = d == 0 ? 0 : known * d;
+      known = d == 0 ? 0 : CheckedMul(known, d, "Reshape target element count");
     }
     if (infer_axis >= 0) {
       if (allow_zero_ && has_zero) {
@@ -92,9 +93,9 @@ class FlattenKernel final : public KernelBase {
       ThrowInvalid(rt, "axis {} is out of range for rank {} (expected [{}, {}])", axis_, rank, -rank, rank);
     }
     const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    int64_t outer = 1;
-    int64_t inner = 1;
-    for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= x.dim(d);
+    const std::span<const int64_t> dims = x.shape();
+    const int64_t outer = CheckedElementCount(dims.first(static_cast<size_t>(axis)), "Flatten outer dimension");
+    const int64_t inner = CheckedElementCount(dims.subspan(static_cast<size_t>(axis)), "Flatten inner dimension");
     SetReshapedOutput(rt, x, {outer, inner}, "Flatten/any/view", "Flatten/any/copy");
   }
 
@@ -106,8 +107,10 @@ class SqueezeKernel final : public KernelBase {
  public:
   explicit SqueezeKernel(const KernelBuildInfo& info) : from_attribute_(info.opset_version() < 13) {
     if (from_attribute_) {
-      has_axes_attr_ = info.HasAttribute("axes");
       axes_attr_ = info.GetInts("axes", {});
+      // An empty axes attribute counts as absent (every size-1 axis goes), as in onnx.reference
+      // and ONNX Runtime; from opset 13 an empty axes input squeezes nothing.
+      has_axes_attr_ = !axes_attr_.empty();
     }
   }
 

@@ -163,12 +163,7 @@ class SequenceEraseKernel final : public KernelBase {
 class ConcatFromSequenceKernel final : public KernelBase {
  public:
   explicit ConcatFromSequenceKernel(const KernelBuildInfo& info)
-      : axis_(info.GetInt("axis")), new_axis_(info.GetInt("new_axis", 0)) {
-    if (new_axis_ != 0 && new_axis_ != 1) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: new_axis must be 0 or 1, got {}", info.Describe(), new_axis_));
-    }
-  }
+      : axis_(info.GetInt("axis")), new_axis_(info.GetBool("new_axis", false) ? 1 : 0) {}
 
   void Run(RuntimeContext& rt) const override {
     const TensorSequence& seq = InputSequence(rt, 0);
@@ -229,7 +224,7 @@ class ConcatFromSequenceKernel final : public KernelBase {
 class SplitToSequenceKernel final : public KernelBase {
  public:
   explicit SplitToSequenceKernel(const KernelBuildInfo& info)
-      : axis_(info.GetInt("axis", 0)), keepdims_(info.GetInt("keepdims", 1) != 0) {}
+      : axis_(info.GetInt("axis", 0)), keepdims_(info.GetBool("keepdims", true)) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x = rt.Input(0);

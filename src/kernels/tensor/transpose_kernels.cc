@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/checked_math.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 
@@ -74,19 +75,11 @@ class TransposeKernel final : public KernelBase {
 class DepthToSpaceKernel final : public KernelBase {
  public:
   DepthToSpaceKernel(const KernelBuildInfo& info, bool to_space)
-      : to_space_(to_space), block_(info.GetInt("blocksize")), names_(to_space ? "DepthToSpace" : "SpaceToDepth") {
-    const bool has_mode = info.opset_version() >= (to_space ? 11 : 28);
-    const std::string mode = has_mode ? info.GetString("mode", "DCR") : "DCR";
-    if (mode != "DCR" && mode != "CRD") {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: mode must be DCR or CRD, got '{}'", info.Describe(), mode));
-    }
-    crd_ = mode == "CRD";
-    if (block_ <= 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: blocksize must be positive, got {}", info.Describe(), block_));
-    }
-  }
+      : to_space_(to_space),
+        crd_(info.opset_version() >= (to_space ? 11 : 28) &&
+             info.GetEnum("mode", "DCR", {"DCR", "CRD"}) == "CRD"),
+        block_(info.GetIntInRange("blocksize", info.GetInt("blocksize"), 1)),
+        names_(to_space ? "DepthToSpace" : "SpaceToDepth") {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x = rt.Input(0);
@@ -100,13 +93,15 @@ class DepthToSpaceKernel final : public KernelBase {
     Shape view_shape;
     Shape view_strides;
     Shape out_shape;
+    const int64_t bb = CheckedMul(b, b, "blocksize squared");
     if (to_space_) {
-      if (c % (b * b) != 0) {
+      if (c % bb != 0) {
         ThrowInvalid(rt, "channels {} of input shape {} are not divisible by blocksize^2 = {}", c,
-                     ShapeToString(x.shape()), b * b);
+                     ShapeToString(x.shape()), bb);
       }
-      const int64_t cc = c / (b * b);
-      out_shape = {n, cc, h * b, w * b};
+      const int64_t cc = c / bb;
+      out_shape = {n, cc, CheckedMul(h, b, "DepthToSpace output height"),
+                   CheckedMul(w, b, "DepthToSpace output width")};
       view_shape = {n, cc, h, b, w, b};
       if (crd_) {  // channels split as (cc, b1, b2)
         view_strides = {s[0], b * b * s[1], s[2], b * s[1], s[3], s[1]};
@@ -119,7 +114,7 @@ class DepthToSpaceKernel final : public KernelBase {
                      ShapeToString(x.shape()), b);
       }
       const int64_t hh = h / b, ww = w / b;
-      out_shape = {n, c * b * b, hh, ww};
+      out_shape = {n, CheckedMul(c, bb, "SpaceToDepth output channels"), hh, ww};
       // H splits as (hh, b1), W as (ww, b2).
       if (crd_) {  // output channel ch * b * b + b1 * b + b2
         view_shape = {n, c, b, b, hh, ww};

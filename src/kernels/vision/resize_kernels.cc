@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/checked_math.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 
@@ -102,9 +103,9 @@ class ResizeKernel final : public KernelBase {
       else
         throw BuildError(info, "nearest_mode", nm);
       cubic_a_ = info.GetFloat("cubic_coeff_a", -0.75f);
-      exclude_outside_ = info.GetInt("exclude_outside", 0) != 0;
+      exclude_outside_ = info.GetBool("exclude_outside", false);
       extrapolation_ = info.GetFloat("extrapolation_value", 0.0f);
-      antialias_ = info.GetInt("antialias", 0) != 0 && mode_ != Mode::kNearest;
+      antialias_ = info.GetBool("antialias", false) && mode_ != Mode::kNearest;
       axes_attr_ = info.GetInts("axes", {});
       const std::string policy = info.GetString("keep_aspect_ratio_policy", "stretch");
       if (policy == "stretch")
@@ -203,7 +204,8 @@ class ResizeKernel final : public KernelBase {
         if (!(scales[i] > 0.0)) ThrowInvalid(rt, "scales must be positive, got {}", scales[i]);
         AxisResize& a = result[axes[i]];
         a.scale = scales[i];
-        a.out = static_cast<int64_t>(std::floor(scales[i] * static_cast<double>(a.in)));
+        a.out = CheckedFloatToInt64(std::floor(scales[i] * static_cast<double>(a.in)),
+                                    "Resize output dimension");
       }
     } else {
       for (size_t i = 0; i < n; ++i) {
@@ -220,7 +222,8 @@ class ResizeKernel final : public KernelBase {
         }
         for (int64_t a : axes) {
           result[a].scale = scale;
-          result[a].out = static_cast<int64_t>(scale * static_cast<double>(result[a].in) + 0.5);
+          result[a].out = CheckedFloatToInt64(scale * static_cast<double>(result[a].in) + 0.5,
+                                              "Resize output dimension");
         }
       }
     }
