@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdint>
-
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/tensor.h"
 
@@ -43,14 +41,24 @@ int64_t CheckedByteSize(DataType type, std::span<const int64_t> shape, std::stri
     throw Error(ErrorCode::kUnimplemented,
                 fmt::format("{}: element type {} has no fixed size", what, DataTypeName(type)));
   }
-  // Packed sub-byte types round the last byte up, as StorageBytes does.
-  int64_t total_bits;
-  if (__builtin_mul_overflow(count, bits, &total_bits) || total_bits > INT64_MAX - 7) {
+  int64_t bytes;
+  if (bits % 8 == 0) {
+    if (__builtin_mul_overflow(count, bits / 8, &bytes)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: {} elements of {} ({} bytes each) overflow int64 bytes", what, count,
+                              DataTypeName(type), bits / 8));
+    }
+    return bytes;
+  }
+  // Packed sub-byte types: whole groups of 8 elements take `bits` bytes, and the rest rounds its
+  // last byte up, as StorageBytes does.
+  if (__builtin_mul_overflow(count / 8, bits, &bytes) ||
+      __builtin_add_overflow(bytes, ((count % 8) * bits + 7) / 8, &bytes)) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("{}: {} elements of {} ({} bits each) overflow int64 bytes", what, count,
                             DataTypeName(type), bits));
   }
-  return (total_bits + 7) / 8;
+  return bytes;
 }
 
 int64_t CheckedFloatToInt64(double value, std::string_view what) {

@@ -69,6 +69,12 @@ TEST(CheckedMathTest, ByteSize) {
   EXPECT_EQ(CheckedByteSize(DataType::kDouble, Shape{int64_t{1} << 59}, "x"), int64_t{1} << 62);
   EXPECT_THAT(MessageOf([] { CheckedByteSize(DataType::kDouble, Shape{int64_t{1} << 61}, "t"); }),
               HasSubstr("t: 2305843009213693952 elements of float64 (8 bytes each) overflow"));
+  // Packed types round the last byte up; counts near int64's limit still fit.
+  EXPECT_EQ(CheckedByteSize(DataType::kInt4, Shape{3}, "x"), 2);
+  EXPECT_EQ(CheckedByteSize(DataType::kFloat6E2M3, Shape{5}, "x"), 4);
+  EXPECT_EQ(CheckedByteSize(DataType::kUInt2, Shape{int64_t{1} << 62}, "x"), int64_t{1} << 60);
+  EXPECT_EQ(CheckedByteSize(DataType::kInt4, Shape{std::numeric_limits<int64_t>::max()}, "x"),
+            (std::numeric_limits<int64_t>::max() - 7) / 2 + 4);
 }
 
 TEST(CheckedMathTest, FloatToInt64) {

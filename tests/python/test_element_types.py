@@ -381,3 +381,45 @@ def test_persistent_state_appends_packed_rows(code):
         rows.append(x)
         out = state.run(ctx, {"x": as_feed(x)})
         same(out["present"].numpy(), np.concatenate(rows, axis=1))
+
+
+# ---------------------------------------------------------------- operators new types reach
+
+FLOAT8 = [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E5M2FNUZ]
+
+
+@pytest.mark.parametrize("code", FLOAT8, ids=IDS.get)
+def test_isnan_isinf_on_float8_every_code(code):
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.arange(256, dtype=np.uint8).view(TYPES[code])
+    for op, attrs in [("IsNaN", {}), ("IsInf", {}), ("IsInf", {"detect_negative": 0}),
+                      ("IsInf", {"detect_positive": 0})]:
+        model = node_model(op, {"x": x}, attrs, 1, 20, None)
+        (ours,) = run_ours(model, {"x": x})
+        (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+        np.testing.assert_array_equal(ours, expected.astype(bool), err_msg=f"{op} {attrs}")
+
+
+def test_isnan_before_opset_20_refuses_float8():
+    x = np.zeros(3, np.float32).astype(ml_dtypes.float8_e4m3fn)
+    with pytest.raises(NotImplementedError, match="float8e4m3fn"):
+        run_ours(node_model("IsNaN", {"x": x}, {}, 1, 19, None), {"x": x})
+
+
+@pytest.mark.parametrize("code", [TensorProto.INT4, TensorProto.UINT4, TensorProto.FLOAT4E2M1, TensorProto.FLOAT8E4M3FN],
+                         ids=IDS.get)
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_on_new_types(code, mode):
+    cache = sample(code, (2, 5, 3), seed=1)
+    update = sample(code, (2, 2, 3), seed=2)
+    write = np.array([1, 4 if mode == "circular" else 3], np.int64)
+    feeds = {"cache": cache, "update": update, "write": write}
+    model = node_model("TensorScatter", feeds, {"axis": 1, "mode": mode}, 1, 24, None)
+    (ours,) = run_ours(model, feeds)
+    # The expected rows, moved as bytes (the reference would compute with the values).
+    expected = cache.view(np.uint8).copy()
+    for b in range(2):
+        for s in range(2):
+            expected[b, (write[b] + s) % 5] = update.view(np.uint8)[b, s]
+    same(ours, expected.view(TYPES[code]))

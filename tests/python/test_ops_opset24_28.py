@@ -170,7 +170,7 @@ def test_space_to_depth_28_inverts_depth_to_space(mode):
 
 def test_space_to_depth_28_mode_errors_and_earlier_versions():
     x = random((1, 1, 4, 4), seed=6)
-    with pytest.raises(ValueError, match="mode must be DCR or CRD, got 'XYZ'"):
+    with pytest.raises(ValueError, match="attribute 'mode' must be one of 'DCR', 'CRD', got 'XYZ'"):
         runtime.RuntimeSession(node_model("SpaceToDepth", {"x": x}, {"blocksize": 2, "mode": "XYZ"}, opset=28))
     # SpaceToDepth-13 has no mode: it is DCR.
     check_node("SpaceToDepth", {"x": random((1, 3, 4, 4), seed=7)}, {"blocksize": 2}, opset=13)

@@ -2,6 +2,7 @@
 // Not), IsNaN, IsInf and Where (three-way broadcast select).
 #include <cmath>
 
+#include "core/low_precision.h"
 #include "kernels/elementwise/elementwise_loops.h"
 #include "kernels/registry/kernel_tables.h"
 
@@ -98,6 +99,38 @@ struct IsInfOp {
   bool operator()(C x) const {
     return std::isinf(x) && (x > 0 ? positive : negative);
   }
+};
+
+// IsNaN-20 and IsInf-20 also take the four float8 types: each code is decoded exactly through
+// its table; every other type goes to the ordinary unary loop.
+template <typename Op>
+class FloatClassKernel final : public KernelBase {
+ public:
+  FloatClassKernel(const char* name, Op op, int64_t opset)
+      : inner_(name, op), name_(name), op_(op), takes_float8_(opset >= 20) {}
+
+  void Run(RuntimeContext& rt) const override {
+    const DataType type = rt.Input(0).dtype();
+    const bool float8 = type == DataType::kFloat8E4M3FN || type == DataType::kFloat8E4M3FNUZ ||
+                        type == DataType::kFloat8E5M2 || type == DataType::kFloat8E5M2FNUZ;
+    if (!float8 || !takes_float8_) {
+      inner_.Run(rt);
+      return;
+    }
+    const Tensor x = rt.Input(0).Contiguous(rt.allocator());
+    Tensor& y = rt.AllocateOutput(0, DataType::kBool, x.shape());
+    const float* table = LowPrecisionDecodeTable(type);
+    const auto* codes = static_cast<const uint8_t*>(x.raw_data());
+    bool* out = y.data<bool>();
+    for (int64_t i = 0, n = x.size(); i < n; ++i) out[i] = op_(table[codes[i]]);
+    if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName(name_, type, "table"));
+  }
+
+ private:
+  UnaryKernel<Op, FloatTypes, true> inner_;
+  const char* name_;
+  Op op_;
+  bool takes_float8_;
 };
 
 // ---- Where
@@ -197,10 +230,12 @@ void RegisterCompareLogicKernels(KernelRegistry& registry) {
   RegisterCompare<OrOp, BoolTypes>(registry, "Or", {1, 28});
   RegisterCompare<XorOp, BoolTypes>(registry, "Xor", {1, 28});
   RegisterUnary<NotOp, BoolTypes>(registry, "Not", {1, 28});
-  RegisterUnary<IsNaNOp, FloatTypes, true>(registry, "IsNaN", {9, 28});
+  registry.Register("", "IsNaN", {9, 28}, [](const KernelBuildInfo& info) {
+    return std::make_unique<FloatClassKernel<IsNaNOp>>("IsNaN", IsNaNOp{}, info.opset_version());
+  });
   registry.Register("", "IsInf", {10, 28}, [](const KernelBuildInfo& info) {
     const IsInfOp op{info.GetBool("detect_positive", true), info.GetBool("detect_negative", true)};
-    return std::make_unique<UnaryKernel<IsInfOp, FloatTypes, true>>("IsInf", op);
+    return std::make_unique<FloatClassKernel<IsInfOp>>("IsInf", op, info.opset_version());
   });
   registry.Register("", "Where", {9, 28},
                     [](const KernelBuildInfo&) { return std::make_unique<WhereKernel>(); });

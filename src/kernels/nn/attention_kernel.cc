@@ -142,8 +142,8 @@ class AttentionKernel final : public KernelBase {
                      p);
       }
     }
-    q_num_heads_ = info.GetInt("q_num_heads", 0);
-    kv_num_heads_ = info.GetInt("kv_num_heads", 0);
+    q_num_heads_ = info.GetIntInRange("q_num_heads", 0, 1);
+    kv_num_heads_ = info.GetIntInRange("kv_num_heads", 0, 1);
     heads_only_for_3d_ = info.opset_version() >= 25 &&
                          (info.HasAttribute("q_num_heads") || info.HasAttribute("kv_num_heads"));
     if (info.opset_version() < 24 && info.num_inputs() > kNonpad) {
@@ -158,12 +158,6 @@ class AttentionKernel final : public KernelBase {
       };
       left_window_ = window("left_window_size");
       right_window_ = window("right_window_size");
-    }
-    if (info.HasAttribute("q_num_heads") && q_num_heads_ <= 0) {
-      ThrowInvalid(info, "q_num_heads must be positive, got {}", q_num_heads_);
-    }
-    if (info.HasAttribute("kv_num_heads") && kv_num_heads_ <= 0) {
-      ThrowInvalid(info, "kv_num_heads must be positive, got {}", kv_num_heads_);
     }
     if (q_num_heads_ > 0 && kv_num_heads_ > 0 && q_num_heads_ % kv_num_heads_ != 0) {
       ThrowInvalid(info, "q_num_heads ({}) must be a multiple of kv_num_heads ({})", q_num_heads_,

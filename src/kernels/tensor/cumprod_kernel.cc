@@ -12,7 +12,7 @@ namespace {
 class CumProdKernel final : public KernelBase {
  public:
   explicit CumProdKernel(const KernelBuildInfo& info)
-      : exclusive_(info.GetInt("exclusive", 0) != 0), reverse_(info.GetInt("reverse", 0) != 0) {}
+      : exclusive_(info.GetBool("exclusive", false)), reverse_(info.GetBool("reverse", false)) {}
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& axis_tensor = rt.Input(1);
