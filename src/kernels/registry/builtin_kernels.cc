@@ -38,6 +38,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterConvKernels(r);
     RegisterConvTransposeKernels(r);
     RegisterPoolKernels(r);
+    RegisterRecurrentKernels(r);
     return r;
   }();
   return registry;

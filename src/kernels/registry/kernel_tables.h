@@ -44,5 +44,6 @@ void RegisterEinsumKernels(KernelRegistry& registry);
 void RegisterConvKernels(KernelRegistry& registry);
 void RegisterConvTransposeKernels(KernelRegistry& registry);
 void RegisterPoolKernels(KernelRegistry& registry);
+void RegisterRecurrentKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
