@@ -23,6 +23,7 @@ struct Case {
   bool lengths = false;
   bool linear_before_reset = false;
   int threads = 1;
+  int64_t batch = 5;  // 1 takes the one-row product, 2..64 the transposed one
 };
 
 int64_t GatesOf(const std::string& op) { return op == "RNN" ? 1 : op == "GRU" ? 3 : 4; }
@@ -102,17 +103,21 @@ std::vector<double> Reference(const Case& c, int64_t seq, int64_t batch, int64_t
 
 void RunCase(const Case& c) {
   SCOPED_TRACE(c.op + (c.bidirectional ? " bidirectional" : " forward") + (c.lengths ? " lengths" : "") +
-               (c.linear_before_reset ? " lbr" : "") + " threads=" + std::to_string(c.threads));
+               (c.linear_before_reset ? " lbr" : "") + " threads=" + std::to_string(c.threads) +
+               " batch=" + std::to_string(c.batch));
   // Odd sizes so that the vectorised gate loops run their remainders.
-  const int64_t seq = 7, batch = 5, input = 13, hidden = 19;
+  const int64_t seq = 7, batch = c.batch, input = 13, hidden = 19;
   const int64_t dirs = c.bidirectional ? 2 : 1, gates = GatesOf(c.op);
   std::mt19937 rng(42);
   auto x = RandomData(seq * batch * input, rng, 1.0f);
   auto w = RandomData(dirs * gates * hidden * input, rng, 0.4f);
   auto r = RandomData(dirs * gates * hidden * hidden, rng, 0.4f);
   auto b = RandomData(dirs * 2 * gates * hidden, rng, 0.4f);
+  std::vector<int32_t> lengths = {7, 2, 5, 0, 6};
+  lengths.resize(static_cast<size_t>(batch), 4);
+  if (batch == 1) lengths = {4};
   auto lens = std::make_shared<std::vector<int32_t>>(
-      c.lengths ? std::vector<int32_t>{7, 2, 5, 0, 6} : std::vector<int32_t>(batch, static_cast<int32_t>(seq)));
+      c.lengths ? lengths : std::vector<int32_t>(static_cast<size_t>(batch), static_cast<int32_t>(seq)));
 
   std::vector<Attribute> attrs = {
       Attribute{.name = "direction", .type = AttributeType::kString, .s = c.bidirectional ? "bidirectional" : "forward"},
@@ -152,7 +157,9 @@ TEST(RnnKernelTest, MatchesPlainLoop) {
     for (bool bidirectional : {false, true}) {
       for (bool lengths : {false, true}) {
         for (int threads : {1, 2}) {
-          RunCase({.op = op, .bidirectional = bidirectional, .lengths = lengths, .threads = threads});
+          for (int64_t batch : {1, 5, 70}) {
+            RunCase({.op = op, .bidirectional = bidirectional, .lengths = lengths, .threads = threads, .batch = batch});
+          }
         }
       }
     }
@@ -161,7 +168,10 @@ TEST(RnnKernelTest, MatchesPlainLoop) {
 
 TEST(RnnKernelTest, GruLinearBeforeResetMatchesPlainLoop) {
   for (bool bidirectional : {false, true}) {
-    RunCase({.op = "GRU", .bidirectional = bidirectional, .lengths = true, .linear_before_reset = true});
+    for (int64_t batch : {1, 5}) {
+      RunCase({.op = "GRU", .bidirectional = bidirectional, .lengths = true, .linear_before_reset = true,
+               .batch = batch});
+    }
   }
 }
 
