@@ -293,6 +293,32 @@ def test_directions_in_parallel_give_the_same_result(op):
     assert f"{op}/float32/gemm-parallel-directions" in usage_two
 
 
+def test_one_session_from_several_threads():
+    # Run is const and keeps its scratch per call: concurrent runs of one session agree.
+    import threading
+
+    feeds = make_feeds("LSTM", seq=12, batch=4, input_size=16, hidden=20, directions=2, lengths=[12, 5, 9, 1])
+    model = recurrent_model("LSTM", feeds, {"direction": "bidirectional"})
+    session = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(num_threads=2))
+    want = run_ours(model, feeds)
+    errors = []
+
+    def worker():
+        ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+        for _ in range(20):
+            out = session.run(ctx, feeds)
+            for name, expected_value in zip(OUTPUTS["LSTM"], want):
+                if not np.array_equal(out[name].numpy(), expected_value):
+                    errors.append(name)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
 # ---- errors -------------------------------------------------------------------------------------
 
 def expect_error(model, feeds, *needles):
@@ -334,3 +360,11 @@ def test_input_errors():
     expect_error(recurrent_model("LSTM", bad), bad, "'initial_c'", "expected [1, 3, 3]")
     bad = dict(feeds, X=feeds["X"][0])
     expect_error(recurrent_model("LSTM", bad), bad, "'X' must have rank 3")
+
+
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+def test_bfloat16_needs_opset_22(op):
+    feeds = make_feeds(op, dtype=ml_dtypes.bfloat16)
+    with pytest.raises(NotImplementedError) as info:
+        run_ours(recurrent_model(op, feeds, opset=21), feeds)
+    assert "bfloat16" in str(info.value) and "rnn_node" in str(info.value)

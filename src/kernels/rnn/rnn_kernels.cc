@@ -4,6 +4,7 @@
 
 #include "kernels/math/half_precision.h"
 #include "kernels/registry/kernel_tables.h"
+#include "kernels/registry/kernel_utils.h"
 #include "kernels/rnn/recurrent_layer.h"
 
 namespace onnx_light::runtime {
@@ -19,10 +20,27 @@ class RecurrentKernel final : public KernelBase {
   rnn::RecurrentAttributes attrs_;
 };
 
+// Versions 7 to 21 list float16, float and double only: bfloat16 is refused before the
+// half-precision wrapper would convert it.
+class NoBFloat16Kernel final : public KernelBase {
+ public:
+  explicit NoBFloat16Kernel(std::unique_ptr<KernelBase> inner) : inner_(std::move(inner)) {}
+  void Run(RuntimeContext& rt) const override {
+    if (rt.Input(0).dtype() == DataType::kBFloat16) ThrowUnsupportedType(rt, 0, DataType::kBFloat16);
+    inner_->Run(rt);
+  }
+
+ private:
+  std::unique_ptr<KernelBase> inner_;
+};
+
 void RegisterCell(KernelRegistry& registry, const char* op, rnn::CellKind cell) {
-  // 7 dropped `output_sequence` (versions 1 and 3 are not implemented); 14 added `layout`,
-  // 22 bfloat16. The kernel implements 7 to 22, which is still the newest version.
-  registry.Register("", op, {7, 28}, [op, cell](const KernelBuildInfo& info) {
+  // 7 dropped `output_sequence` (versions 1 and 3 are not implemented); 14 added `layout`;
+  // 22 added bfloat16, the newest version.
+  registry.Register("", op, {7, 21}, [op, cell](const KernelBuildInfo& info) {
+    return std::make_unique<NoBFloat16Kernel>(WithHalfPrecision(std::make_unique<RecurrentKernel>(info, cell), op));
+  });
+  registry.Register("", op, {22, 28}, [op, cell](const KernelBuildInfo& info) {
     return WithHalfPrecision(std::make_unique<RecurrentKernel>(info, cell), op);
   });
 }
