@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/elementwise/fast_math.h"
+#include "kernels/registry/cpu_features.h"
 #include "kernels/registry/kernel_utils.h"
 
 namespace onnx_light::runtime::rnn {
@@ -53,6 +54,20 @@ const ActivationSpec& SpecOf(ActivationKind kind) {
   return kSpecs[1];
 }
 
+}  // namespace
+
+// The default gate functions, built per instruction set (AVX-512 / AVX2 / baseline picked when the
+// library loads): they are most of the gate arithmetic of every step. -ffp-contract=off keeps the
+// clones' results identical.
+ONNX_LIGHT_CPU_CLONES void SigmoidInPlace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = fast_math::Sigmoid(x[i]);
+}
+ONNX_LIGHT_CPU_CLONES void TanhInPlace(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = fast_math::Tanh(x[i]);
+}
+
+namespace {
+
 template <typename T>
 void Apply(const Activation& act, T* x, int64_t n) {
   const T alpha = static_cast<T>(act.alpha);
@@ -63,14 +78,14 @@ void Apply(const Activation& act, T* x, int64_t n) {
       break;
     case ActivationKind::kTanh:
       if constexpr (std::is_same_v<T, float>) {
-        for (int64_t i = 0; i < n; ++i) x[i] = fast_math::Tanh(x[i]);
+        TanhInPlace(x, n);
       } else {
         for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
       }
       break;
     case ActivationKind::kSigmoid:
       if constexpr (std::is_same_v<T, float>) {
-        for (int64_t i = 0; i < n; ++i) x[i] = fast_math::Sigmoid(x[i]);
+        SigmoidInPlace(x, n);
       } else {
         for (int64_t i = 0; i < n; ++i) x[i] = T(1) / (T(1) + std::exp(-x[i]));
       }

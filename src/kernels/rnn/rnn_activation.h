@@ -46,6 +46,10 @@ std::vector<Activation> ReadActivations(const KernelBuildInfo& info, const std::
 void ApplyActivation(const Activation& act, float* x, int64_t n);
 void ApplyActivation(const Activation& act, double* x, int64_t n);
 
+/// x[i] = sigmoid(x[i]) / tanh(x[i]) by fast_math, one build per instruction set.
+void SigmoidInPlace(float* x, int64_t n);
+void TanhInPlace(float* x, int64_t n);
+
 /// x[i] = clamp(x[i], -clip, clip).
 void ClipValues(float clip, float* x, int64_t n);
 void ClipValues(float clip, double* x, int64_t n);
