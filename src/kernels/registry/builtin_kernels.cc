@@ -44,6 +44,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterConvTransposeKernels(r);
     RegisterCausalConvKernels(r);
     RegisterPoolKernels(r);
+    RegisterRecurrentKernels(r);
     return r;
   }();
   return registry;

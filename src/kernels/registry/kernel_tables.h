@@ -50,5 +50,6 @@ void RegisterConvKernels(KernelRegistry& registry);
 void RegisterConvTransposeKernels(KernelRegistry& registry);
 void RegisterCausalConvKernels(KernelRegistry& registry);
 void RegisterPoolKernels(KernelRegistry& registry);
+void RegisterRecurrentKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
