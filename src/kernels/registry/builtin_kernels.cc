@@ -20,6 +20,9 @@ const KernelRegistry& BuiltinKernels() {
     RegisterPadTileKernels(r);
     RegisterGeneratorKernels(r);
     RegisterResizeKernels(r);
+    RegisterGridSampleKernels(r);
+    RegisterNonMaxSuppressionKernels(r);
+    RegisterRoiAlignKernels(r);
     RegisterIfKernels(r);
     RegisterLoopKernels(r);
     RegisterScanKernels(r);
