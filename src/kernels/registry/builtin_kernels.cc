@@ -41,6 +41,10 @@ const KernelRegistry& BuiltinKernels() {
     RegisterConvKernels(r);
     RegisterConvTransposeKernels(r);
     RegisterPoolKernels(r);
+    RegisterLpPoolKernels(r);
+    RegisterLocalNormalizationKernels(r);
+    RegisterUnfoldScatterKernels(r);
+    RegisterDeformConvKernels(r);
     return r;
   }();
   return registry;

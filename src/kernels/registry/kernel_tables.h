@@ -47,5 +47,9 @@ void RegisterEinsumKernels(KernelRegistry& registry);
 void RegisterConvKernels(KernelRegistry& registry);
 void RegisterConvTransposeKernels(KernelRegistry& registry);
 void RegisterPoolKernels(KernelRegistry& registry);
+void RegisterLpPoolKernels(KernelRegistry& registry);
+void RegisterLocalNormalizationKernels(KernelRegistry& registry);
+void RegisterUnfoldScatterKernels(KernelRegistry& registry);
+void RegisterDeformConvKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
