@@ -93,6 +93,18 @@ class DeformConvKernel final : public KernelBase {
   }
 
  private:
+  // dst[t] = sum over the corners of tap t of weight * plane[index] (index -1 reads 0); kCorners
+  // fixes the corner count at compile time (0: `corners`).
+  template <int kCorners, typename T>
+  static void FillColumns(const T* plane, const int64_t* ti, const T* tw, int64_t taps, int64_t corners, T* dst) {
+    const int64_t n = kCorners > 0 ? kCorners : corners;
+    for (int64_t t = 0; t < taps; ++t, ti += n, tw += n) {
+      T v = 0;
+      for (int64_t k = 0; k < n; ++k) v += tw[k] * (ti[k] >= 0 ? plane[ti[k]] : T(0));
+      dst[t] = v;
+    }
+  }
+
   template <typename T>
   void Compute(RuntimeContext& rt, const WindowGeometry& g, const T* x, const T* w, const T* offset, const T* bias,
                const T* mask, int64_t batch, int64_t channels, int64_t out_channels, T* y) const {
@@ -169,12 +181,10 @@ class DeformConvKernel final : public KernelBase {
           const int64_t* ti = tap_index.data() + og * taps_per_group * corners;
           const T* tw = tap_weight.data() + og * taps_per_group * corners;
           T* dst = col.data() + c * taps_per_group;
-          for (int64_t t = 0; t < taps_per_group; ++t, ti += corners, tw += corners) {
-            T v = 0;
-            for (int64_t k = 0; k < corners; ++k) {
-              if (ti[k] >= 0) v += tw[k] * plane[ti[k]];
-            }
-            dst[t] = v;
+          if (corners == 4) {
+            FillColumns<4>(plane, ti, tw, taps_per_group, corners, dst);
+          } else {
+            FillColumns<0>(plane, ti, tw, taps_per_group, corners, dst);
           }
         }
       });

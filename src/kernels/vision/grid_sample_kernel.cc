@@ -192,6 +192,36 @@ class GridSampleKernel final : public KernelBase {
     for (int64_t k = 0; k < 4; ++k) taps.index[k] = tap_index(x0 - 1 + k);
   }
 
+  // y[c, p] = sum_k w[p, k] * x[c, off[p, k]] for every channel of one batch item; an offset of -1
+  // reads 0. Positions whose taps all read the input load without a check (a conditional load
+  // cannot become a select). kTaps fixes the tap count at compile time (0: `taps`).
+  template <int kTaps, typename T, typename A>
+  static void ApplyTaps(const T* x, int64_t plane, int64_t channels, int64_t count, int64_t positions,
+                        const int64_t* off, const A* w, const uint8_t* interior, int64_t taps, T* y) {
+    const int64_t n_taps = kTaps > 0 ? kTaps : taps;
+    for (int64_t c = 0; c < channels; ++c) {
+      const T* xp = x + c * plane;
+      T* yp = y + c * positions;
+      for (int64_t p = 0; p < count; ++p) {
+        const int64_t* o = off + p * n_taps;
+        const A* wp = w + p * n_taps;
+        A acc = 0;
+        if (interior[p] != 0) {
+          for (int64_t k = 0; k < n_taps; ++k) acc += wp[k] * ToCompute(xp[o[k]]);
+        } else {
+          for (int64_t k = 0; k < n_taps; ++k) {
+            if (o[k] >= 0) {
+              acc += wp[k] * ToCompute(xp[o[k]]);
+            } else {
+              acc += wp[k] * A(0);
+            }
+          }
+        }
+        yp[p] = FromCompute<T>(acc);
+      }
+    }
+  }
+
   // G is the grid's element type, C the type coordinates are computed in (as the reference
   // does: the grid's own precision, float for half grids).
   template <typename T, typename G, typename C>
@@ -220,7 +250,7 @@ class GridSampleKernel final : public KernelBase {
     ParallelFor(rt.thread_pool(), batch * blocks, 1, [&](int64_t begin, int64_t end) {
       std::vector<int64_t> offsets(static_cast<size_t>(kBlock * taps));
       std::vector<A> weights(static_cast<size_t>(kBlock * taps));
-      std::vector<uint8_t> is_nan(static_cast<size_t>(kBlock));
+      std::vector<uint8_t> interior(static_cast<size_t>(kBlock));  // every tap reads the input
       std::vector<AxisTaps<C>> axis(r);
       for (int64_t task = begin; task < end; ++task) {
         const int64_t n = task / blocks;
@@ -235,46 +265,59 @@ class GridSampleKernel final : public KernelBase {
             finite = finite && std::isfinite(coordinate);
             if (finite) ResolveAxis(coordinate, in_dims[a], axis[a]);
           }
-          is_nan[static_cast<size_t>(p)] = finite ? 0 : 1;
-          if (!finite) continue;
           // Cartesian product of the per-axis taps, last axis fastest.
           int64_t* off = offsets.data() + p * taps;
           A* w = weights.data() + p * taps;
-          for (int64_t k = 0; k < taps; ++k) {
-            int64_t rest = k;
-            int64_t flat = 0;
-            A weight = 1;
-            for (size_t a = r; a-- > 0;) {
-              const int64_t j = rest % taps_per_axis;
-              rest /= taps_per_axis;
-              const int64_t i = axis[a].index[static_cast<size_t>(j)];
-              if (i < 0 || flat < 0) {
-                flat = -1;
-              } else {
-                flat += i * in_strides[a];
+          if (!finite) {
+            interior[static_cast<size_t>(p)] = 0;
+            // NaN weights on taps that read nothing: the output is NaN (docs/semantics.md).
+            std::fill(off, off + taps, int64_t{-1});
+            std::fill(w, w + taps, std::numeric_limits<A>::quiet_NaN());
+            continue;
+          }
+          // Expanded one axis at a time, in place from the back (entry i becomes entries
+          // i * taps_per_axis + j), so no index arithmetic per tap.
+          off[0] = 0;
+          w[0] = 1;
+          int64_t current = 1;
+          for (size_t a = 0; a < r; ++a) {
+            const AxisTaps<C>& at = axis[a];
+            for (int64_t i = current; i-- > 0;) {
+              const int64_t base = off[i];
+              const A base_w = w[i];
+              for (int64_t j = taps_per_axis; j-- > 0;) {
+                const int64_t idx = at.index[static_cast<size_t>(j)];
+                const bool valid = base >= 0 && idx >= 0;
+                off[i * taps_per_axis + j] = valid ? base + idx * in_strides[a] : -1;
+                w[i * taps_per_axis + j] = valid ? base_w * static_cast<A>(at.weight[static_cast<size_t>(j)]) : A(0);
               }
-              weight *= static_cast<A>(axis[a].weight[static_cast<size_t>(j)]);
             }
-            off[k] = flat;
-            w[k] = flat < 0 ? A(0) : weight;
+            current *= taps_per_axis;
           }
+          bool inside = true;
+          for (int64_t k = 0; k < taps; ++k) inside = inside && off[k] >= 0;
+          interior[static_cast<size_t>(p)] = inside ? 1 : 0;
         }
-        for (int64_t c = 0; c < channels; ++c) {
-          const T* xp = xd + (n * channels + c) * plane;
-          T* yp = yd + (n * channels + c) * positions + p0;
-          for (int64_t p = 0; p < count; ++p) {
-            if (is_nan[static_cast<size_t>(p)] != 0) {
-              yp[p] = FromCompute<T>(std::numeric_limits<A>::quiet_NaN());
-              continue;
-            }
-            const int64_t* off = offsets.data() + p * taps;
-            const A* w = weights.data() + p * taps;
-            A acc = 0;
-            for (int64_t k = 0; k < taps; ++k) {
-              if (off[k] >= 0) acc += w[k] * ToCompute(xp[off[k]]);
-            }
-            yp[p] = FromCompute<T>(acc);
-          }
+        const int64_t* off = offsets.data();
+        const A* w = weights.data();
+        T* y_block = yd + n * channels * positions + p0;
+        const T* x_batch = xd + n * channels * plane;
+        switch (taps) {
+          case 1:
+            ApplyTaps<1>(x_batch, plane, channels, count, positions, off, w, interior.data(), taps, y_block);
+            break;
+          case 4:
+            ApplyTaps<4>(x_batch, plane, channels, count, positions, off, w, interior.data(), taps, y_block);
+            break;
+          case 8:
+            ApplyTaps<8>(x_batch, plane, channels, count, positions, off, w, interior.data(), taps, y_block);
+            break;
+          case 16:
+            ApplyTaps<16>(x_batch, plane, channels, count, positions, off, w, interior.data(), taps, y_block);
+            break;
+          default:
+            ApplyTaps<0>(x_batch, plane, channels, count, positions, off, w, interior.data(), taps, y_block);
+            break;
         }
       }
     });

@@ -116,7 +116,7 @@ class NonMaxSuppressionKernel final : public KernelBase {
     if (max_per_class > 0 && num_boxes > 0) {
       ParallelFor(rt.thread_pool(), batches * classes, 1, [&](int64_t begin, int64_t end) {
         std::vector<Candidate> candidates;
-        std::vector<const Corners*> kept;
+        std::vector<Corners> kept;
         for (int64_t bc = begin; bc < end; ++bc) {
           const int64_t b = bc / classes;
           const float* s = scores + bc * num_boxes;
@@ -127,23 +127,28 @@ class NonMaxSuppressionKernel final : public KernelBase {
             if (std::isnan(s[i]) || (has_score_threshold && !(s[i] > score_threshold))) continue;
             candidates.push_back({s[i], i});
           }
-          std::sort(candidates.begin(), candidates.end(), [](const Candidate& l, const Candidate& r) {
-            return l.score > r.score || (l.score == r.score && l.index < r.index);
-          });
+          // A heap, popped only as far as the selection goes: usually a small prefix of the
+          // candidates is ever looked at.
+          auto lower = [](const Candidate& l, const Candidate& r) {
+            return l.score < r.score || (l.score == r.score && l.index > r.index);
+          };
+          std::make_heap(candidates.begin(), candidates.end(), lower);
           std::vector<int64_t>& out = selected[static_cast<size_t>(bc)];
           kept.clear();
-          for (const Candidate& c : candidates) {
+          for (auto end_it = candidates.end(); end_it != candidates.begin(); --end_it) {
             if (static_cast<int64_t>(out.size()) >= max_per_class) break;
+            std::pop_heap(candidates.begin(), end_it, lower);
+            const Candidate& c = *(end_it - 1);
             const Corners& box = batch_corners[c.index];
             bool keep = true;
-            for (const Corners* k : kept) {
-              if (Suppresses(box, *k, iou_threshold)) {
+            for (const Corners& k : kept) {
+              if (Suppresses(box, k, iou_threshold)) {
                 keep = false;
                 break;
               }
             }
             if (!keep) continue;
-            kept.push_back(&box);
+            kept.push_back(box);
             out.push_back(c.index);
           }
         }
