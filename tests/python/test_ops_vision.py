@@ -7,7 +7,7 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, check_model, node_model, random, run_ours, run_reference
+from node_check import assert_close, check_model, node_model, random, run_ort, run_ours, run_reference
 
 
 def usage_of(model, feeds):
@@ -95,6 +95,20 @@ def test_grid_sample_non_finite_coordinates_give_nan():
     for padding in ["zeros", "border", "reflection"]:
         out = run_ours(grid_sample_model(x, grid, "linear", padding, 0, 22), {"x": x, "grid": grid})[0].ravel()
         assert np.isnan(out[0]) and np.isnan(out[1]) and out[2] == 1.0
+
+
+def test_grid_sample_far_coordinates_stay_in_range():
+    # Coordinates far outside the image: reflection and border stay inside it, zeros reads 0.
+    x = random((1, 2, 3, 4), seed=13)
+    grid = np.array([[[[3e38, -3e38], [-1e30, 7e20], [1e7 + 0.25, -1e7]]]], dtype=np.float32)
+    for mode in ["linear", "nearest", "cubic"]:
+        for padding in ["zeros", "border", "reflection"]:
+            out = run_ours(grid_sample_model(x, grid, mode, padding, 0, 22), {"x": x, "grid": grid})[0]
+            assert np.isfinite(out).all()
+            if padding == "zeros":
+                np.testing.assert_array_equal(out, 0)
+            else:
+                assert np.abs(out).max() <= np.abs(x).max() * 2
 
 
 def test_grid_sample_one_pixel_reflection_align_corners():
@@ -302,3 +316,57 @@ def test_roi_align_errors():
     huge = np.array([[0, 0, 1e30, 1e30]], np.float32)
     idx = np.zeros(1, np.int64)
     expect_error(roi_model(x, huge, idx), {"x": x, "rois": huge, "batch_indices": idx}, "sampling_ratio")
+
+
+# ---- MaxRoiPool ---------------------------------------------------------------------------------
+
+
+def max_roi_pool_model(x, rois, opset=22, **attrs):
+    return node_model("MaxRoiPool", {"x": x, "rois": rois}, attrs, opset=opset)
+
+
+@pytest.mark.parametrize("pooled", [[1, 1], [2, 3], [7, 7]])
+@pytest.mark.parametrize("scale", [1.0, 0.5, 0.0625])
+def test_max_roi_pool_against_ort(pooled, scale):
+    # onnx.reference has no MaxRoiPool: ORT (which implements opset 1).
+    x = random((2, 3, 12, 10), seed=1)
+    rng = np.random.default_rng(2)
+    corners = rng.uniform(-3, 14 / scale, size=(6, 2))
+    size = rng.uniform(0, 10 / scale, size=(6, 2))
+    rois = np.concatenate([rng.integers(0, 2, size=(6, 1)), corners, corners + size], axis=1).astype(np.float32)
+    model = max_roi_pool_model(x, rois, 1, pooled_shape=pooled, spatial_scale=scale)
+    check_model(model, {"x": x, "rois": rois}, reference="ort")
+    ours22 = run_ours(max_roi_pool_model(x, rois, 22, pooled_shape=pooled, spatial_scale=scale), {"x": x, "rois": rois})
+    np.testing.assert_array_equal(ours22[0], run_ours(model, {"x": x, "rois": rois})[0])
+
+
+def test_max_roi_pool_types_and_errors():
+    x = random((1, 2, 6, 6), np.float64, seed=3)
+    rois = np.array([[0, 0, 0, 3, 3], [0, 2, 1, 5, 5]], np.float64)
+    # ORT has float32 MaxRoiPool only: the float64 result must equal it on float32-exact data.
+    x32, r32 = x.astype(np.float32), rois.astype(np.float32)
+    ours64 = run_ours(max_roi_pool_model(x32.astype(np.float64), rois, 1, pooled_shape=[2, 2]),
+                      {"x": x32.astype(np.float64), "rois": rois})[0]
+    expected = run_ort(max_roi_pool_model(x32, r32, 1, pooled_shape=[2, 2]), {"x": x32, "rois": r32})[0]
+    assert ours64.dtype == np.float64
+    np.testing.assert_array_equal(ours64.astype(np.float32), expected)
+    xh, rh = x.astype(np.float16), rois.astype(np.float16)
+    out = run_ours(max_roi_pool_model(xh, rh, pooled_shape=[2, 2]), {"x": xh, "rois": rh})[0]
+    assert out.dtype == np.float16
+    expected = run_ours(max_roi_pool_model(xh.astype(np.float32), rh.astype(np.float32), pooled_shape=[2, 2]),
+                        {"x": xh.astype(np.float32), "rois": rh.astype(np.float32)})[0]
+    np.testing.assert_array_equal(out.astype(np.float32), expected)
+    bad = np.array([[1, 0, 0, 3, 3]], np.float64)
+    expect_error(max_roi_pool_model(x, bad, pooled_shape=[2, 2]), {"x": x, "rois": bad}, "rois[0]", "batch 1")
+    expect_error(max_roi_pool_model(x, rois, pooled_shape=[2]), {"x": x, "rois": rois}, "pooled_shape")
+
+
+def test_roi_align_large_region_in_chunks_matches_ort():
+    # 7 x 7 bins of 200 x 200 samples each: more than one chunk of samples (2^20), so the bins are
+    # sampled a chunk at a time. onnx.reference would take minutes here: ORT, output_half_pixel.
+    x = random((1, 2, 60, 60), seed=14)
+    rois = np.array([[0, 0, 1400, 1400], [-5, 3, 40, 50]], np.float32)
+    idx = np.zeros(2, np.int64)
+    model = roi_model(x, rois, idx, 16, output_height=7, output_width=7,
+                      coordinate_transformation_mode="output_half_pixel")
+    check_model(model, {"x": x, "rois": rois, "batch_indices": idx}, reference="ort", rtol=1e-4, atol=1e-5)

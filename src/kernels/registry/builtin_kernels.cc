@@ -23,6 +23,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterGridSampleKernels(r);
     RegisterNonMaxSuppressionKernels(r);
     RegisterRoiAlignKernels(r);
+    RegisterMaxRoiPoolKernels(r);
     RegisterIfKernels(r);
     RegisterLoopKernels(r);
     RegisterScanKernels(r);

@@ -29,6 +29,7 @@ void RegisterResizeKernels(KernelRegistry& registry);
 void RegisterGridSampleKernels(KernelRegistry& registry);
 void RegisterNonMaxSuppressionKernels(KernelRegistry& registry);
 void RegisterRoiAlignKernels(KernelRegistry& registry);
+void RegisterMaxRoiPoolKernels(KernelRegistry& registry);
 void RegisterIfKernels(KernelRegistry& registry);
 void RegisterLoopKernels(KernelRegistry& registry);
 void RegisterScanKernels(KernelRegistry& registry);

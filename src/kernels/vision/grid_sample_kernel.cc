@@ -32,17 +32,20 @@ template <typename C>
 C Reflect(C x, C lo, C hi) {
   const C range = hi - lo;
   if (!(range > 0)) return lo;
+  // Far from the range dx - n * range loses all precision (or is NaN once dx overflows to
+  // infinity): keep the result inside [lo, hi], at lo when it is not a number.
+  auto fit = [&](C v) { return v > hi ? hi : (v >= lo ? v : lo); };
   if (x < lo) {
     const C dx = lo - x;
     const C n = std::floor(dx / range);
     const C r = dx - n * range;
-    return std::fmod(n, C{2}) == 0 ? lo + r : hi - r;
+    return fit(std::fmod(n, C{2}) == 0 ? lo + r : hi - r);
   }
   if (x > hi) {
     const C dx = x - hi;
     const C n = std::floor(dx / range);
     const C r = dx - n * range;
-    return std::fmod(n, C{2}) == 0 ? hi - r : lo + r;
+    return fit(std::fmod(n, C{2}) == 0 ? hi - r : lo + r);
   }
   return x;
 }

@@ -18,8 +18,9 @@ namespace onnx_light::runtime {
 
 namespace {
 
-// Bilinear samples one region may take (the adaptive sampling grid grows with the region).
-constexpr int64_t kMaxSamplesPerRoi = int64_t{1} << 24;
+// Bilinear samples held at once (bins are processed in chunks of at most this many samples);
+// also the most one bin may take (the adaptive sampling grid grows with the region).
+constexpr int64_t kMaxSamples = int64_t{1} << 20;
 
 template <typename T>
 struct Sample {
@@ -125,16 +126,20 @@ class RoiAlignKernel final : public KernelBase {
         const int64_t grid_h = SampleCount(bin_h);
         const int64_t grid_w = SampleCount(bin_w);
         const T count = static_cast<T>(std::max<int64_t>(grid_h * grid_w, 1));
-        if (static_cast<double>(grid_h) * static_cast<double>(grid_w) * static_cast<double>(ph_n * pw_n) >
-            static_cast<double>(kMaxSamplesPerRoi)) {
-          ThrowInvalid(rt, "roi {} ({}, {}, {}, {}) needs {} x {} samples per bin for {} x {} bins, more than the {} "
-                       "samples one region may take; set sampling_ratio",
-                       n, roi[0], roi[1], roi[2], roi[3], grid_h, grid_w, ph_n, pw_n, kMaxSamplesPerRoi);
+        const int64_t per_bin = grid_h * grid_w;
+        if (static_cast<double>(grid_h) * static_cast<double>(grid_w) > static_cast<double>(kMaxSamples)) {
+          ThrowInvalid(rt, "roi {} ({}, {}, {}, {}) needs {} x {} samples per bin, more than the {} one bin may take; "
+                       "set sampling_ratio", n, roi[0], roi[1], roi[2], roi[3], grid_h, grid_w, kMaxSamples);
         }
-        samples.resize(static_cast<size_t>(ph_n * pw_n * grid_h * grid_w));
-        size_t s = 0;
-        for (int64_t ph = 0; ph < ph_n; ++ph) {
-          for (int64_t pw = 0; pw < pw_n; ++pw) {
+        // Bins in chunks whose samples fit kMaxSamples (usually the whole region at once).
+        const int64_t chunk = per_bin == 0 ? ph_n * pw_n : std::max<int64_t>(1, kMaxSamples / per_bin);
+        for (int64_t b0 = 0; b0 < ph_n * pw_n; b0 += chunk) {
+          const int64_t b1 = std::min(ph_n * pw_n, b0 + chunk);
+          samples.resize(static_cast<size_t>((b1 - b0) * per_bin));
+          size_t s = 0;
+          for (int64_t b = b0; b < b1; ++b) {
+            const int64_t ph = b / pw_n;
+            const int64_t pw = b % pw_n;
             for (int64_t iy = 0; iy < grid_h; ++iy) {
               const T yy = start_h + static_cast<T>(ph) * bin_h +
                            (static_cast<T>(iy) + T(0.5)) * bin_h / static_cast<T>(grid_h);
@@ -145,30 +150,29 @@ class RoiAlignKernel final : public KernelBase {
               }
             }
           }
-        }
-        const int64_t per_bin = grid_h * grid_w;
-        for (int64_t c = 0; c < channels; ++c) {
-          const T* plane = xd + (batch_index[n] * channels + c) * height * width;
-          T* out = y + (n * channels + c) * ph_n * pw_n;
-          const Sample<T>* sp = samples.data();
-          for (int64_t b = 0; b < ph_n * pw_n; ++b, sp += per_bin) {
-            T value = 0;
-            if (max_mode_) {
-              for (int64_t k = 0; k < per_bin; ++k) {
-                const Sample<T>& q = sp[k];
-                const T v = std::max(std::max(q.w[0] * plane[q.pos[0]], q.w[1] * plane[q.pos[1]]),
-                                     std::max(q.w[2] * plane[q.pos[2]], q.w[3] * plane[q.pos[3]]));
-                value = k == 0 ? v : std::max(value, v);
+          for (int64_t c = 0; c < channels; ++c) {
+            const T* plane = xd + (batch_index[n] * channels + c) * height * width;
+            T* out = y + (n * channels + c) * ph_n * pw_n;
+            const Sample<T>* sp = samples.data();
+            for (int64_t b = b0; b < b1; ++b, sp += per_bin) {
+              T value = 0;
+              if (max_mode_) {
+                for (int64_t k = 0; k < per_bin; ++k) {
+                  const Sample<T>& q = sp[k];
+                  const T v = std::max(std::max(q.w[0] * plane[q.pos[0]], q.w[1] * plane[q.pos[1]]),
+                                       std::max(q.w[2] * plane[q.pos[2]], q.w[3] * plane[q.pos[3]]));
+                  value = k == 0 ? v : std::max(value, v);
+                }
+              } else {
+                for (int64_t k = 0; k < per_bin; ++k) {
+                  const Sample<T>& q = sp[k];
+                  value += q.w[0] * plane[q.pos[0]] + q.w[1] * plane[q.pos[1]] + q.w[2] * plane[q.pos[2]] +
+                           q.w[3] * plane[q.pos[3]];
+                }
+                value /= count;
               }
-            } else {
-              for (int64_t k = 0; k < per_bin; ++k) {
-                const Sample<T>& q = sp[k];
-                value += q.w[0] * plane[q.pos[0]] + q.w[1] * plane[q.pos[1]] + q.w[2] * plane[q.pos[2]] +
-                         q.w[3] * plane[q.pos[3]];
-              }
-              value /= count;
+              out[b] = value;
             }
-            out[b] = value;
           }
         }
       }
