@@ -1,6 +1,6 @@
 """Detection and vision operators, onnx-light runtime against ONNX Runtime in one process.
 
-    python benchmarks/bench_vision.py [--threads 1] [--cases nms,roialign,gridsample,lrn,deformconv]
+    python benchmarks/bench_vision.py [--threads 1] [--cases nms,ssd,roialign,gridsample,lrn,deformconv]
 
 Prints a Markdown table of median wall times per run (ms) and the ratio ours / ORT (below 1 is
 faster). Uses the alternating-block timing of bench_vs_ort.py.
@@ -69,6 +69,13 @@ def lrn_case(rng):
     return "LRN size 5, 1x96x55x55", one_node_model("LRN", {"x": x}, {"size": 5}, 13), {"x": x}
 
 
+def ssd_case(rng):
+    from onnx_light.detection_model import build_ssd_postprocess, ssd_inputs
+
+    return ("SSDlite post-processing 3234 anchors x 91 classes", build_ssd_postprocess(),
+            ssd_inputs())
+
+
 def deformconv_case(rng):
     x = rng.standard_normal((1, 64, 32, 32)).astype(np.float32)
     w = (rng.standard_normal((64, 64, 3, 3)) * 0.05).astype(np.float32)
@@ -81,13 +88,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--cases", default="nms,roialign,gridsample,lrn,deformconv")
+    parser.add_argument("--cases", default="nms,ssd,roialign,gridsample,lrn,deformconv")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     wanted = set(args.cases.split(","))
     cases = []
     if "nms" in wanted:
         cases.append(nms_case(rng))
+    if "ssd" in wanted:
+        cases.append(ssd_case(rng))
     if "roialign" in wanted:
         cases.append(roialign_case(rng))
     if "gridsample" in wanted:
