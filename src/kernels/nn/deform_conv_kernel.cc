@@ -99,8 +99,15 @@ class DeformConvKernel final : public KernelBase {
   static void FillColumns(const T* plane, const int64_t* ti, const T* tw, int64_t taps, int64_t corners, T* dst) {
     const int64_t n = kCorners > 0 ? kCorners : corners;
     for (int64_t t = 0; t < taps; ++t, ti += n, tw += n) {
+      // Unchecked loads when every corner is inside (a conditional load cannot become a select).
+      bool inside = true;
+      for (int64_t k = 0; k < n; ++k) inside = inside && ti[k] >= 0;
       T v = 0;
-      for (int64_t k = 0; k < n; ++k) v += tw[k] * (ti[k] >= 0 ? plane[ti[k]] : T(0));
+      if (inside) {
+        for (int64_t k = 0; k < n; ++k) v += tw[k] * plane[ti[k]];
+      } else {
+        for (int64_t k = 0; k < n; ++k) v += ti[k] >= 0 ? tw[k] * plane[ti[k]] : T(0);
+      }
       dst[t] = v;
     }
   }
