@@ -23,6 +23,10 @@ const KernelRegistry& BuiltinKernels() {
     RegisterPadTileKernels(r);
     RegisterGeneratorKernels(r);
     RegisterResizeKernels(r);
+    RegisterGridSampleKernels(r);
+    RegisterNonMaxSuppressionKernels(r);
+    RegisterRoiAlignKernels(r);
+    RegisterMaxRoiPoolKernels(r);
     RegisterIfKernels(r);
     RegisterLoopKernels(r);
     RegisterScanKernels(r);
@@ -45,6 +49,10 @@ const KernelRegistry& BuiltinKernels() {
     RegisterCausalConvKernels(r);
     RegisterPoolKernels(r);
     RegisterRecurrentKernels(r);
+    RegisterLpPoolKernels(r);
+    RegisterLocalNormalizationKernels(r);
+    RegisterUnfoldScatterKernels(r);
+    RegisterDeformConvKernels(r);
     return r;
   }();
   return registry;

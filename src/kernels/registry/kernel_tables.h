@@ -29,6 +29,10 @@ void RegisterTensorScatterKernels(KernelRegistry& registry);
 void RegisterPadTileKernels(KernelRegistry& registry);
 void RegisterGeneratorKernels(KernelRegistry& registry);
 void RegisterResizeKernels(KernelRegistry& registry);
+void RegisterGridSampleKernels(KernelRegistry& registry);
+void RegisterNonMaxSuppressionKernels(KernelRegistry& registry);
+void RegisterRoiAlignKernels(KernelRegistry& registry);
+void RegisterMaxRoiPoolKernels(KernelRegistry& registry);
 void RegisterIfKernels(KernelRegistry& registry);
 void RegisterLoopKernels(KernelRegistry& registry);
 void RegisterScanKernels(KernelRegistry& registry);
@@ -51,5 +55,9 @@ void RegisterConvTransposeKernels(KernelRegistry& registry);
 void RegisterCausalConvKernels(KernelRegistry& registry);
 void RegisterPoolKernels(KernelRegistry& registry);
 void RegisterRecurrentKernels(KernelRegistry& registry);
+void RegisterLpPoolKernels(KernelRegistry& registry);
+void RegisterLocalNormalizationKernels(KernelRegistry& registry);
+void RegisterUnfoldScatterKernels(KernelRegistry& registry);
+void RegisterDeformConvKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
