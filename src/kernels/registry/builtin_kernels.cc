@@ -38,6 +38,11 @@ const KernelRegistry& BuiltinKernels() {
     RegisterConvKernels(r);
     RegisterConvTransposeKernels(r);
     RegisterPoolKernels(r);
+    RegisterUniqueKernels(r);
+    RegisterCompressReverseKernels(r);
+    RegisterEyeLikeKernels(r);
+    RegisterDetKernels(r);
+    RegisterShrinkKernels(r);
     return r;
   }();
   return registry;

@@ -44,5 +44,11 @@ void RegisterEinsumKernels(KernelRegistry& registry);
 void RegisterConvKernels(KernelRegistry& registry);
 void RegisterConvTransposeKernels(KernelRegistry& registry);
 void RegisterPoolKernels(KernelRegistry& registry);
+// tensorops family
+void RegisterUniqueKernels(KernelRegistry& registry);
+void RegisterCompressReverseKernels(KernelRegistry& registry);
+void RegisterEyeLikeKernels(KernelRegistry& registry);
+void RegisterDetKernels(KernelRegistry& registry);
+void RegisterShrinkKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
