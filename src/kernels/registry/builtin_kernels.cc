@@ -43,6 +43,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterEyeLikeKernels(r);
     RegisterDetKernels(r);
     RegisterShrinkKernels(r);
+    RegisterRandomKernels(r);
     return r;
   }();
   return registry;

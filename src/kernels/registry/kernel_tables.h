@@ -50,5 +50,6 @@ void RegisterCompressReverseKernels(KernelRegistry& registry);
 void RegisterEyeLikeKernels(KernelRegistry& registry);
 void RegisterDetKernels(KernelRegistry& registry);
 void RegisterShrinkKernels(KernelRegistry& registry);
+void RegisterRandomKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
