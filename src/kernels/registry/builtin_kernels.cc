@@ -44,6 +44,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterDetKernels(r);
     RegisterShrinkKernels(r);
     RegisterRandomKernels(r);
+    RegisterOptimizerKernels(r);
     return r;
   }();
   return registry;

@@ -51,5 +51,6 @@ void RegisterEyeLikeKernels(KernelRegistry& registry);
 void RegisterDetKernels(KernelRegistry& registry);
 void RegisterShrinkKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
+void RegisterOptimizerKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
