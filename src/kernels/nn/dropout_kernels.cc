@@ -75,8 +75,10 @@ class DropoutKernel final : public KernelBase {
       const C scale = static_cast<C>(1.0 / (1.0 - ratio));
       ParallelFor(rt.thread_pool(), x.size(), 16384, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
+          // Branch-free (the draws are unpredictable by design); a dropped element is x * 0, as in
+          // the reference (mask * x * scale).
           const bool keep = UniformDouble(key, static_cast<uint64_t>(i)) >= ratio;
-          out[i] = keep ? FromCompute<T>(ToCompute(in[i]) * scale) : FromCompute<T>(C(0));
+          out[i] = FromCompute<T>(ToCompute(in[i]) * (static_cast<C>(keep) * scale));
           if (mask != nullptr) mask[i] = keep;
         }
       });

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "onnx_light/runtime/kernel_base.h"
 
@@ -33,11 +34,13 @@ inline double UniformDouble(uint64_t key, uint64_t i) {
   return static_cast<double>(RandomBits(key, i) >> 11) * 0x1.0p-53;
 }
 
-/// A standard normal value for counter `i` (Box-Muller on counters 2i and 2i+1).
-inline double NormalDouble(uint64_t key, uint64_t i) {
-  const double u1 = 1.0 - UniformDouble(key, 2 * i);  // (0, 1]: the log stays finite
-  const double u2 = UniformDouble(key, 2 * i + 1);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586476925 * u2);
+/// Two independent standard normal values for pair `j` (Box-Muller on counters 2j and 2j+1).
+inline std::pair<double, double> NormalPair(uint64_t key, uint64_t j) {
+  const double u1 = 1.0 - UniformDouble(key, 2 * j);  // (0, 1]: the log stays finite
+  const double u2 = UniformDouble(key, 2 * j + 1);
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  const double angle = 6.283185307179586476925 * u2;
+  return {r * std::cos(angle), r * std::sin(angle)};
 }
 
 /// Keys of the random operators.

@@ -56,6 +56,26 @@ void Fill(RuntimeContext& rt, Tensor& y, size_t type_input, Value value) {
   });
 }
 
+// Normal values mean + scale * z: elements 2j and 2j+1 are the cosine and sine halves of one
+// Box-Muller pair (NormalPair), so each pair costs one log, one sqrt and one sincos.
+void FillNormal(RuntimeContext& rt, Tensor& y, uint64_t key, double mean, double scale) {
+  DispatchTypes<ONNX_LIGHT_FLOAT_TYPES>(rt, 0, y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* out = y.data<T>();
+    const int64_t n = y.size();
+    const auto put = [&](int64_t i, double z) {
+      out[i] = FromCompute<T>(static_cast<ComputeType<T>>(mean + scale * z));
+    };
+    ParallelFor(rt.thread_pool(), (n + 1) / 2, kMinPerTask / 2, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        const auto [z0, z1] = NormalPair(key, static_cast<uint64_t>(j));
+        put(2 * j, z0);
+        if (2 * j + 1 < n) put(2 * j + 1, z1);
+      }
+    });
+  });
+}
+
 // RandomUniform / RandomNormal and their *Like forms: `a`, `b` are (low, high) or (mean, scale).
 class RandomFillKernel final : public KernelBase {
  public:
@@ -92,7 +112,7 @@ class RandomFillKernel final : public KernelBase {
     const uint64_t key = seed_.NextKey();
     const double a = a_, b = b_;
     if (normal_) {
-      Fill(rt, y, 0, [&](uint64_t i) { return a + b * NormalDouble(key, i); });
+      FillNormal(rt, y, key, a, b);
     } else {
       Fill(rt, y, 0, [&](uint64_t i) { return a + (b - a) * UniformDouble(key, i); });
     }
@@ -137,11 +157,16 @@ class BernoulliKernel final : public KernelBase {
       DispatchTypes<ONNX_LIGHT_NUMERIC_TYPES, bool>(rt, 0, type, [&](auto out_tag) {
         using T = decltype(out_tag);
         T* out = y.data<T>();
-        const T one = FromCompute<T>(ComputeType<T>(1)), zero = FromCompute<T>(ComputeType<T>(0));
         ParallelFor(rt.thread_pool(), x.size(), kMinPerTask, [&](int64_t begin, int64_t end) {
           for (int64_t i = begin; i < end; ++i) {
+            // u < p for u = k * 2^-53 is k < ceil(p * 2^53): an integer comparison, which the
+            // compiler keeps branch-free (the draws are unpredictable by design).
             const double prob = static_cast<double>(ToCompute(p[i]));
-            out[i] = UniformDouble(key, static_cast<uint64_t>(i)) < prob ? one : zero;
+            const double scaled = prob > 0.0 ? (prob < 1.0 ? prob * 0x1.0p53 : 0x1.0p53) : 0.0;
+            const uint64_t whole = static_cast<uint64_t>(scaled);  // ceil without a libm call
+            const uint64_t threshold = whole + static_cast<uint64_t>(static_cast<double>(whole) < scaled);
+            const int bit = static_cast<int>((RandomBits(key, static_cast<uint64_t>(i)) >> 11) < threshold);
+            out[i] = FromCompute<T>(static_cast<ComputeType<T>>(bit));
           }
         });
       });

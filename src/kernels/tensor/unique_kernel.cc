@@ -7,9 +7,11 @@
 // for a group of equal elements is its first occurrence; complex numbers order by real part,
 // then imaginary part. With sorted=0 the groups appear in the order of their first occurrence.
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kernels/math/reduce_common.h"
@@ -59,9 +61,91 @@ struct Groups {
   std::vector<int64_t> group_of;
 };
 
+// Renumbers the groups of a sorted grouping by first occurrence (sorted=0).
+Groups ByFirstOccurrence(Groups g);
+
+// A 64-bit key equal for exactly the values CompareElements calls equal (all NaNs alike,
+// -0 like +0), for the numeric types.
+template <typename T>
+inline uint64_t HashKey(T v) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<uint64_t>(v);
+  } else {
+    const double d = static_cast<double>(ToCompute(v));
+    if (d != d) return 0x7FF8000000000000ull;
+    return std::bit_cast<uint64_t>(d == 0.0 ? 0.0 : d);
+  }
+}
+
+// One element per slice, numeric types: groups by hashing in input order (so in order of first
+// occurrence), then sorts only the distinct values when sorted=1.
+template <typename T>
+Groups HashGroupsOfValues(const T* values, int64_t n, bool sorted) {
+  Groups g;
+  g.group_of.resize(static_cast<size_t>(n));
+  std::unordered_map<uint64_t, int64_t> ids;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto [it, inserted] = ids.try_emplace(HashKey(values[i]), static_cast<int64_t>(g.first.size()));
+    if (inserted) {
+      g.first.push_back(i);
+      g.count.push_back(0);
+    }
+    g.count[static_cast<size_t>(it->second)] += 1;
+    g.group_of[static_cast<size_t>(i)] = it->second;
+  }
+  if (!sorted) return g;
+  const size_t groups = g.first.size();
+  std::vector<int64_t> order(groups);
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return CompareElements(values[g.first[static_cast<size_t>(a)]], values[g.first[static_cast<size_t>(b)]]) < 0;
+  });
+  std::vector<int64_t> new_id(groups);
+  Groups s;
+  s.first.resize(groups);
+  s.count.resize(groups);
+  for (size_t k = 0; k < groups; ++k) {
+    const size_t old_id = static_cast<size_t>(order[k]);
+    new_id[old_id] = static_cast<int64_t>(k);
+    s.first[k] = g.first[old_id];
+    s.count[k] = g.count[old_id];
+  }
+  s.group_of = std::move(g.group_of);
+  for (int64_t& id : s.group_of) id = new_id[static_cast<size_t>(id)];
+  return s;
+}
+
+// One element per slice (flattened input), other types: sorts (value, index) pairs, which keeps
+// the values next to their indices instead of comparing through the index array.
+template <typename T>
+Groups FindGroupsOfValues(const T* values, int64_t n, bool sorted) {
+  if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+    return HashGroupsOfValues(values, n, sorted);
+  }
+  std::vector<std::pair<T, int64_t>> pairs(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) pairs[static_cast<size_t>(i)] = {values[i], i};
+  std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
+    const int c = CompareElements(a.first, b.first);
+    return c != 0 ? c < 0 : a.second < b.second;
+  });
+  Groups g;
+  g.group_of.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& p = pairs[static_cast<size_t>(i)];
+    if (i == 0 || CompareElements(pairs[static_cast<size_t>(i - 1)].first, p.first) != 0) {
+      g.first.push_back(p.second);
+      g.count.push_back(0);
+    }
+    g.count.back() += 1;
+    g.group_of[static_cast<size_t>(p.second)] = static_cast<int64_t>(g.first.size()) - 1;
+  }
+  return sorted ? g : ByFirstOccurrence(std::move(g));
+}
+
 // `rows` holds n slices of m elements each, one after another.
 template <typename T>
 Groups FindGroups(const T* rows, int64_t n, int64_t m, bool sorted) {
+  if (m == 1) return FindGroupsOfValues(rows, n, sorted);
   auto compare = [&](int64_t a, int64_t b) {
     const T* ra = rows + a * m;
     const T* rb = rows + b * m;
@@ -86,26 +170,29 @@ Groups FindGroups(const T* rows, int64_t n, int64_t m, bool sorted) {
     g.count.back() += 1;
     g.group_of[static_cast<size_t>(k)] = static_cast<int64_t>(g.first.size()) - 1;
   }
-  if (!sorted) {
-    // Renumber the groups by first occurrence.
-    const size_t groups = g.first.size();
-    std::vector<int64_t> by_first(groups);
-    std::iota(by_first.begin(), by_first.end(), int64_t{0});
-    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return g.first[a] < g.first[b]; });
-    std::vector<int64_t> new_id(groups);
-    Groups u;
-    u.first.resize(groups);
-    u.count.resize(groups);
-    for (size_t i = 0; i < groups; ++i) {
-      new_id[static_cast<size_t>(by_first[i])] = static_cast<int64_t>(i);
-      u.first[i] = g.first[static_cast<size_t>(by_first[i])];
-      u.count[i] = g.count[static_cast<size_t>(by_first[i])];
-    }
-    u.group_of = std::move(g.group_of);
-    for (int64_t& id : u.group_of) id = new_id[static_cast<size_t>(id)];
-    return u;
+  return sorted ? g : ByFirstOccurrence(std::move(g));
+}
+
+Groups ByFirstOccurrence(Groups g) {
+  const size_t groups = g.first.size();
+  std::vector<int64_t> by_first(groups);
+  std::iota(by_first.begin(), by_first.end(), int64_t{0});
+  std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) {
+    return g.first[static_cast<size_t>(a)] < g.first[static_cast<size_t>(b)];
+  });
+  std::vector<int64_t> new_id(groups);
+  Groups u;
+  u.first.resize(groups);
+  u.count.resize(groups);
+  for (size_t i = 0; i < groups; ++i) {
+    const size_t old_id = static_cast<size_t>(by_first[i]);
+    new_id[old_id] = static_cast<int64_t>(i);
+    u.first[i] = g.first[old_id];
+    u.count[i] = g.count[old_id];
   }
-  return g;
+  u.group_of = std::move(g.group_of);
+  for (int64_t& id : u.group_of) id = new_id[static_cast<size_t>(id)];
+  return u;
 }
 
 class UniqueKernel final : public KernelBase {
