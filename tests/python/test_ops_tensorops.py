@@ -290,3 +290,21 @@ def test_shrink_integer_wraps_like_astype():
     x = np.array([-7, 7], np.int8)
     (y,) = run_ours(node_model("Shrink", {"x": x}, {"bias": 0.5, "lambd": 0.0}), {"x": x})
     np.testing.assert_array_equal(y, [-6, 6])  # truncation toward zero of -6.5 and 6.5
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
+def test_unique_large_flattened_matches_numpy(dtype):
+    # The flattened numeric path groups by hashing: check it on many duplicates against numpy
+    # (NaN collapsed, -0 equal to +0, first occurrence kept).
+    rng = np.random.default_rng(7)
+    x = rng.integers(-50, 50, size=20000).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x[rng.integers(0, x.size, 300)] = np.nan
+        x[rng.integers(0, x.size, 300)] = -0.0
+    y, idx, inv, cnt = run_ours(node_model("Unique", {"x": x}, n_outputs=4), {"x": x})
+    ey, eidx, einv, ecnt = np.unique(x, return_index=True, return_inverse=True, return_counts=True, equal_nan=True)
+    np.testing.assert_array_equal(y, ey)
+    np.testing.assert_array_equal(idx, eidx)
+    np.testing.assert_array_equal(inv, einv.reshape(-1))
+    np.testing.assert_array_equal(cnt, ecnt)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(x[idx]))

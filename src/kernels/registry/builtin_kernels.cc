@@ -45,6 +45,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterShrinkKernels(r);
     RegisterRandomKernels(r);
     RegisterOptimizerKernels(r);
+    RegisterFunctionActivationKernels(r);
     return r;
   }();
   return registry;

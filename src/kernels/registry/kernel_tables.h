@@ -52,5 +52,6 @@ void RegisterDetKernels(KernelRegistry& registry);
 void RegisterShrinkKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
+void RegisterFunctionActivationKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
