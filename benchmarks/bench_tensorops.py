@@ -1,4 +1,5 @@
-"""The tensorops operators (Unique, Compress, ReverseSequence, EyeLike, Det, Shrink, the random
+"""The tensorops operators (Unique, Compress, ReverseSequence, EyeLike, Det, Shrink, ThresholdedRelu,
+Celu, the random
 generators, training-mode Dropout) in onnx-light and ONNX Runtime, one process, same threads.
 
     python benchmarks/bench_tensorops.py [--threads 1] [--repeat 50]
@@ -48,6 +49,8 @@ def cases():
     mats = rng.standard_normal((4096, 8, 8)).astype(np.float32)
     yield "Det float32 [4096, 8, 8]", one_node("Det", {"x": mats}), {"x": mats}
     yield "Shrink float32 [512, 1024]", one_node("Shrink", {"x": floats}, {"lambd": 0.5, "bias": 0.1}), {"x": floats}
+    yield "ThresholdedRelu float32 [512, 1024]", one_node("ThresholdedRelu", {"x": floats}), {"x": floats}
+    yield "Celu float32 [512, 1024]", one_node("Celu", {"x": floats}), {"x": floats}
     yield "RandomUniformLike float32 [512, 1024]", one_node("RandomUniformLike", {"x": floats}, {"seed": 1.0}, opset=21), {"x": floats}
     yield "RandomNormalLike float32 [512, 1024]", one_node("RandomNormalLike", {"x": floats}, {"seed": 1.0}, opset=21), {"x": floats}
     probs = rng.random((512, 1024)).astype(np.float32)
