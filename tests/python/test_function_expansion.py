@@ -245,20 +245,24 @@ def test_missing_operator_with_function_next_to_one_without():
 
 
 def test_body_whose_operator_has_no_kernel_names_both():
-    # Bernoulli's body draws with RandomUniformLike, which has no kernel.
-    assert "RandomUniformLike" not in SUPPORTED, "RandomUniformLike has a kernel now: run Bernoulli instead"
+    # DynamicQuantizeLinear's body quantises with QuantizeLinear, which has no kernel. (Bernoulli
+    # served this test until RandomUniformLike got its kernel.) The body imports opset 11.
+    assert "QuantizeLinear" not in SUPPORTED, "QuantizeLinear has a kernel now: pick another body"
     x = random((3,), low=0.0, high=1.0)
-    model = make_model([helper.make_node("Bernoulli", ["x"], ["y"], name=NODE)], {"x": x}, ["y"], opset=22)
-    with pytest.raises(NotImplementedError, match=rf"node '{NODE}' \(Bernoulli\).*function body.*"
-                                                  r"no kernel for operator 'RandomUniformLike' at opset 22"):
+    model = make_model([helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"], name=NODE)], {"x": x},
+                       ["y", "s", "z"], opset=22)
+    with pytest.raises(NotImplementedError, match=rf"node '{NODE}' \(DynamicQuantizeLinear\).*function body.*"
+                                                  r"no kernel for operator 'QuantizeLinear' at opset 11"):
         runtime.RuntimeSession(model)
 
 
 def test_operator_version_without_body_keeps_the_refusal():
-    # Shrink-9 has no body (onnx gives one from opset 18), so opset 17 is refused as before.
+    # Softsign-1 has no body before opset 18, so opset 17 is refused as before. (Shrink and then
+    # ThresholdedRelu served this test until they got their kernels.)
     x = random((5,), seed=4)
-    model = make_model([helper.make_node("Shrink", ["x"], ["y"], name=NODE)], {"x": x}, ["y"], opset=17)
-    with pytest.raises(NotImplementedError, match=rf"node '{NODE}' \(Shrink\): no kernel for operator 'Shrink' at opset 17"):
+    model = make_model([helper.make_node("Softsign", ["x"], ["y"], name=NODE)], {"x": x}, ["y"], opset=17)
+    with pytest.raises(NotImplementedError,
+                       match=rf"node '{NODE}' \(Softsign\): no kernel for operator 'Softsign' at opset 17"):
         runtime.RuntimeSession(model)
 
 

@@ -497,10 +497,10 @@ def test_batchnorm_old_opsets():
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
 
 
-def test_batchnorm_training_is_not_implemented():
+def test_batchnorm_training_outputs_before_opset_14_are_not_implemented():
+    # training_mode=1 from opset 14 is implemented (test_ops_training.py); the older training
+    # outputs (mean, var, saved_mean, saved_var) are not.
     inputs = bn_inputs((2, 3, 4))
-    model = named(node_model("BatchNormalization", inputs, {"training_mode": 1}, opset=15))
-    expect_error(NotImplementedError, model, inputs, "the_node", "training_mode")
     model = named(node_model("BatchNormalization", inputs, n_outputs=5, opset=9))
     expect_error(NotImplementedError, model, inputs, "the_node", "training")
 
@@ -658,10 +658,10 @@ def test_dropout_inputs_and_view():
     assert usage_of(model, {"x": x}) == ["Dropout/float16/view"]
 
 
-def test_dropout_training_is_not_implemented():
+def test_dropout_training_bad_inputs():
+    # Training mode itself is tested in test_ops_random.py.
     x = random((3, 4))
-    feeds = {"x": x, "r": np.array(0.5, np.float32), "t": np.array(True)}
-    expect_error(NotImplementedError, named(node_model("Dropout", feeds, n_outputs=2)), feeds, "the_node",
-                 "training")
+    feeds = {"x": x, "r": np.array(1.0, np.float32), "t": np.array(True)}
+    expect_error(ValueError, named(node_model("Dropout", feeds, n_outputs=2)), feeds, "the_node", "ratio")
     feeds = {"x": x, "r": np.array(0.5, np.float32), "t": np.array([True, False])}
     expect_error(ValueError, named(node_model("Dropout", feeds)), feeds, "the_node", "training_mode")

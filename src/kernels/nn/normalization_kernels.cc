@@ -1,4 +1,4 @@
-// Normalisation: BatchNormalization (inference), InstanceNormalization, GroupNormalization,
+// Normalisation: BatchNormalization (inference, and training from opset 14), InstanceNormalization, GroupNormalization,
 // LayerNormalization and RMSNormalization.
 //
 // Statistics are computed in float (double for double inputs) with two passes (mean, then the
@@ -70,15 +70,19 @@ using StatType = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 class BatchNormKernel final : public KernelBase {
  public:
-  explicit BatchNormKernel(const KernelBuildInfo& info) : epsilon_(info.GetFloat("epsilon", 1e-5f)) {
+  explicit BatchNormKernel(const KernelBuildInfo& info)
+      : epsilon_(info.GetFloat("epsilon", 1e-5f)), momentum_(info.GetFloat("momentum", 0.9f)) {
     const int64_t opset = info.opset_version();
-    if (opset >= 14 && info.GetBool("training_mode", false)) {
-      ThrowUnimplemented(info, "training_mode=1 is not supported (inference only)");
+    if (opset >= 14) {
+      training_ = info.GetBool("training_mode", false);
     }
-    for (size_t i = 1; i < info.num_outputs(); ++i) {
+    // Training mode (opset 14 on) has outputs running_mean and running_var; the training
+    // outputs of the older versions (mean, var, saved_mean, saved_var) are not supported.
+    const size_t max_outputs = training_ ? 3 : 1;
+    for (size_t i = max_outputs; i < info.num_outputs(); ++i) {
       if (!info.node().outputs[i].empty()) {
-        ThrowUnimplemented(info, fmt::format("output {} ('{}') only exists in training mode, which is not "
-                                             "supported (inference only)",
+        ThrowUnimplemented(info, fmt::format("output {} ('{}') only exists in training mode, which is "
+                                             "supported from opset 14 (training_mode=1)",
                                              i, info.node().outputs[i]));
       }
     }
@@ -101,26 +105,27 @@ class BatchNormKernel final : public KernelBase {
     });
     if (rt.kernel_usage_enabled()) {
       rt.RecordKernelUsage(KernelUsageName("BatchNormalization", x.dtype(),
-                                           per_activation_ ? "per-activation" : "per-channel"));
+                                           training_ ? "training" : per_activation_ ? "per-activation" : "per-channel"));
     }
   }
 
  private:
   template <typename T, typename C>
-  void Compute(const RuntimeContext& rt, const Tensor& x, Tensor& y) const {
+  void Compute(RuntimeContext& rt, const Tensor& x, Tensor& y) const {
     const AxisSplit s = SplitShape(x.shape(), 1, 2);  // [N, C, spatial]
     const int64_t count = per_activation_ ? s.axis * s.inner : s.axis;
     const char* what = per_activation_ ? "C x spatial, spatial=0" : "C";
     const std::vector<C> scale = ReadVector<C>(rt, 1, count, what, per_activation_);
     const std::vector<C> bias = ReadVector<C>(rt, 2, count, what, per_activation_);
-    const std::vector<C> mean = ReadVector<C>(rt, 3, count, what, per_activation_);
-    const std::vector<C> var = ReadVector<C>(rt, 4, count, what, per_activation_);
+    std::vector<C> mean = ReadVector<C>(rt, 3, count, what, per_activation_);
+    std::vector<C> var = ReadVector<C>(rt, 4, count, what, per_activation_);
+    const T* src = x.data<T>();
+    if (training_) UseBatchStatistics<T, C>(rt, src, s, mean, var);
     std::vector<C> a(static_cast<size_t>(count)), b(static_cast<size_t>(count));
     for (size_t i = 0; i < a.size(); ++i) {
       a[i] = scale[i] / std::sqrt(var[i] + static_cast<C>(epsilon_));
       b[i] = bias[i] - mean[i] * a[i];
     }
-    const T* src = x.data<T>();
     T* dst = y.data<T>();
     for (int64_t n = 0; n < s.outer; ++n) {
       for (int64_t c = 0; c < s.axis; ++c) {
@@ -137,7 +142,57 @@ class BatchNormKernel final : public KernelBase {
     }
   }
 
+  // Training: replaces `mean`/`var` by the batch's per-channel mean and population variance
+  // (over N and the spatial axes) and writes the running statistics
+  // input * momentum + batch * (1 - momentum) to outputs 1 and 2, in the type of inputs 3 and 4.
+  template <typename T, typename C>
+  void UseBatchStatistics(RuntimeContext& rt, const T* src, const AxisSplit& s, std::vector<C>& mean,
+                          std::vector<C>& var) const {
+    const int64_t per_channel = s.outer * s.inner;
+    if (per_channel == 0) {
+      ThrowInvalid(rt, "input 0 ('{}') has no elements per channel; training mode needs a non-empty batch",
+                   rt.input_name(0));
+    }
+    const C momentum = static_cast<C>(momentum_);
+    std::vector<C> running[2] = {std::vector<C>(mean.size()), std::vector<C>(var.size())};
+    for (int64_t c = 0; c < s.axis; ++c) {
+      C sum = 0;
+      for (int64_t n = 0; n < s.outer; ++n) {
+        const T* block = src + (n * s.axis + c) * s.inner;
+        for (int64_t i = 0; i < s.inner; ++i) sum += static_cast<C>(ToCompute(block[i]));
+      }
+      const C m = sum / static_cast<C>(per_channel);
+      C squares = 0;
+      for (int64_t n = 0; n < s.outer; ++n) {
+        const T* block = src + (n * s.axis + c) * s.inner;
+        for (int64_t i = 0; i < s.inner; ++i) {
+          const C d = static_cast<C>(ToCompute(block[i])) - m;
+          squares += d * d;
+        }
+      }
+      const C v = squares / static_cast<C>(per_channel);
+      const size_t k = static_cast<size_t>(c);
+      running[0][k] = mean[k] * momentum + m * (C(1) - momentum);
+      running[1][k] = var[k] * momentum + v * (C(1) - momentum);
+      mean[k] = m;
+      var[k] = v;
+    }
+    for (size_t out = 1; out <= 2; ++out) {
+      if (rt.num_outputs() <= out || !rt.output_requested(out)) continue;
+      Tensor& t = rt.AllocateOutput(out, rt.Input(out + 2).dtype(), {s.axis});
+      DispatchTypes<ONNX_LIGHT_FLOAT_TYPES>(rt, out + 2, t.dtype(), [&](auto tag) {
+        using U = decltype(tag);
+        U* dst = t.data<U>();
+        for (int64_t c = 0; c < s.axis; ++c) {
+          dst[c] = FromCompute<U>(static_cast<ComputeType<U>>(running[out - 1][static_cast<size_t>(c)]));
+        }
+      });
+    }
+  }
+
   float epsilon_;
+  float momentum_;
+  bool training_ = false;
   bool per_activation_ = false;
 };
 

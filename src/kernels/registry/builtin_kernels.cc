@@ -53,6 +53,14 @@ const KernelRegistry& BuiltinKernels() {
     RegisterLocalNormalizationKernels(r);
     RegisterUnfoldScatterKernels(r);
     RegisterDeformConvKernels(r);
+    RegisterUniqueKernels(r);
+    RegisterCompressReverseKernels(r);
+    RegisterEyeLikeKernels(r);
+    RegisterDetKernels(r);
+    RegisterShrinkKernels(r);
+    RegisterRandomKernels(r);
+    RegisterOptimizerKernels(r);
+    RegisterFunctionActivationKernels(r);
     return r;
   }();
   return registry;

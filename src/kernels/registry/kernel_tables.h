@@ -59,5 +59,14 @@ void RegisterLpPoolKernels(KernelRegistry& registry);
 void RegisterLocalNormalizationKernels(KernelRegistry& registry);
 void RegisterUnfoldScatterKernels(KernelRegistry& registry);
 void RegisterDeformConvKernels(KernelRegistry& registry);
+// tensorops family
+void RegisterUniqueKernels(KernelRegistry& registry);
+void RegisterCompressReverseKernels(KernelRegistry& registry);
+void RegisterEyeLikeKernels(KernelRegistry& registry);
+void RegisterDetKernels(KernelRegistry& registry);
+void RegisterShrinkKernels(KernelRegistry& registry);
+void RegisterRandomKernels(KernelRegistry& registry);
+void RegisterOptimizerKernels(KernelRegistry& registry);
+void RegisterFunctionActivationKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
