@@ -414,11 +414,7 @@ RecurrentAttributes ReadRecurrentAttributes(const KernelBuildInfo& info, CellKin
   if (attrs.layout != 0 && attrs.layout != 1) {
     ThrowInvalid(info, "attribute 'layout' is {}, expected 0 or 1", attrs.layout);
   }
-  auto read_flag = [&](std::string_view name) {
-    const int64_t v = info.GetInt(name, 0);
-    if (v != 0 && v != 1) ThrowInvalid(info, "attribute '{}' is {}, expected 0 or 1", name, v);
-    return v == 1;
-  };
+  auto read_flag = [&](std::string_view name) { return info.GetBool(name, false); };
   std::vector<ActivationKind> defaults;
   switch (cell) {
     case CellKind::kRnn:

@@ -199,9 +199,7 @@ class UniqueKernel final : public KernelBase {
  public:
   explicit UniqueKernel(const KernelBuildInfo& info)
       : has_axis_(info.HasAttribute("axis")), axis_(info.GetInt("axis", 0)) {
-    const int64_t sorted = info.GetInt("sorted", 1);
-    if (sorted != 0 && sorted != 1) ThrowInvalid(info, "attribute 'sorted' must be 0 or 1, got {}", sorted);
-    sorted_ = sorted == 1;
+    sorted_ = info.GetBool("sorted", true);
   }
 
   void Run(RuntimeContext& rt) const override {

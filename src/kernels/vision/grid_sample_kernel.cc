@@ -94,9 +94,7 @@ class GridSampleKernel final : public KernelBase {
     } else {
       ThrowInvalid(info, "attribute padding_mode must be 'zeros', 'border' or 'reflection', got '{}'", padding);
     }
-    const int64_t align = info.GetInt("align_corners", 0);
-    if (align != 0 && align != 1) ThrowInvalid(info, "attribute align_corners must be 0 or 1, got {}", align);
-    align_corners_ = align == 1;
+    align_corners_ = info.GetBool("align_corners", false);
     taps_per_axis_ = mode_ == SampleMode::kNearest ? 1 : mode_ == SampleMode::kLinear ? 2 : 4;
     const char* mode_name = mode_ == SampleMode::kNearest ? "nearest" : mode_ == SampleMode::kLinear ? "linear" : "cubic";
     const char* pad_name = padding_ == Padding::kZeros ? "zeros" : padding_ == Padding::kBorder ? "border" : "reflection";

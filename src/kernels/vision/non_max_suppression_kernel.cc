@@ -62,9 +62,7 @@ struct Candidate {
 class NonMaxSuppressionKernel final : public KernelBase {
  public:
   explicit NonMaxSuppressionKernel(const KernelBuildInfo& info) {
-    const int64_t center = info.GetInt("center_point_box", 0);
-    if (center != 0 && center != 1) ThrowInvalid(info, "attribute center_point_box must be 0 or 1, got {}", center);
-    center_point_box_ = center == 1;
+    center_point_box_ = info.GetBool("center_point_box", false);
   }
 
   void Run(RuntimeContext& rt) const override {
