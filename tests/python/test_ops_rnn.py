@@ -343,9 +343,9 @@ def test_attribute_errors(attrs, needles):
 
 def test_flag_errors():
     feeds = make_feeds("GRU")
-    expect_error(recurrent_model("GRU", feeds, {"linear_before_reset": 2}), feeds, "linear_before_reset", "is 2")
+    expect_error(recurrent_model("GRU", feeds, {"linear_before_reset": 2}), feeds, "linear_before_reset", "got 2")
     feeds = make_feeds("LSTM")
-    expect_error(recurrent_model("LSTM", feeds, {"input_forget": -1}), feeds, "input_forget", "is -1")
+    expect_error(recurrent_model("LSTM", feeds, {"input_forget": -1}), feeds, "input_forget", "got -1")
 
 
 def test_input_errors():
