@@ -114,3 +114,19 @@ def test_conv_dilation_whose_extent_overflows_is_an_error():
     feeds = {"x": np.ones((1, 1, 5), np.float32), "w": np.ones((1, 1, 3), np.float32)}
     message = refused("Conv", feeds, {"dilations": [2**62]})
     assert "dilated kernel size" in message
+
+
+def test_max_pool_whose_dilated_window_overflows_is_an_error():
+    # Found by the whole-pipeline probe: kernel_shape 2^63 - 1 with dilation 2 made the window
+    # extent wrap, and the pooling loop never ended.
+    x = np.zeros((1, 1, 8, 8, 8), np.float32)
+    message = refused("MaxPool", {"x": x}, {"kernel_shape": [INT64_MAX, 5, 5], "dilations": [2, 2, 2],
+                                           "strides": [3, 3, 3], "ceil_mode": 1})
+    assert "overflows int64" in message
+
+
+def test_center_crop_pad_beyond_memory_names_the_bytes():
+    # Found by the whole-pipeline probe: a crop shape of 2^31 escaped as std::bad_alloc.
+    x = np.zeros((20, 10, 3), np.float32)
+    message = refused("CenterCropPad", {"x": x, "shape": np.array([10, 2**40, 3], np.int64)}, opset=18)
+    assert "bytes" in message
