@@ -270,6 +270,20 @@ Tensor TensorFromDLPack(py::handle producer, const std::string& name) {
   return Tensor(type, std::move(shape), std::shared_ptr<void>(owner, data), data);
 }
 
+// A zero-size tensor may have other dimensions whose product overflows ([2^40, 2^40, 0]):
+// pybind11's buffer_info multiplies the dimensions in order and NumPy refuses such arrays too, so
+// such a tensor has no NumPy form; this check (in pybind11's order) makes that a ValueError.
+void RequireNumpyShape(const PyTensor& self) {
+  int64_t running = 1;
+  for (int64_t d : self.tensor.shape()) {
+    if (__builtin_mul_overflow(running, d, &running)) {
+      throw py::value_error(fmt::format("tensor '{}' of shape {} has no NumPy form: the product of its "
+                                        "dimensions overflows int64 (NumPy cannot hold such an array)",
+                                        self.name, ShapeToString(self.tensor.shape())));
+    }
+  }
+}
+
 py::buffer_info BufferOf(const PyTensor& self) {
   const Tensor& t = self.tensor;
   const char* format = BufferFormat(t.dtype());
@@ -279,6 +293,7 @@ py::buffer_info BufferOf(const PyTensor& self) {
                                      IsSubByte(t.dtype()) ? ", which unpacks it into a new array" : ""));
   }
   const auto item = static_cast<py::ssize_t>(ElementSize(t.dtype()));
+  RequireNumpyShape(self);
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   std::vector<py::ssize_t> strides;
   for (int64_t s : t.strides()) strides.push_back(s * item);
@@ -383,6 +398,7 @@ void BindTensor(py::module_& m) {
       .def_buffer(&BufferOf)
       .def("numpy", [](py::object self) -> py::object {
              const PyTensor& t = self.cast<const PyTensor&>();
+             RequireNumpyShape(t);
              py::module_ np = py::module_::import("numpy");
              if (t.tensor.dtype() == DataType::kString) {
                py::list items;
@@ -403,6 +419,7 @@ void BindTensor(py::module_& m) {
            [](py::object self, py::object dtype, py::object copy) -> py::object {
              // NumPy asks here only when the buffer protocol failed: strings and the packed types.
              const PyTensor& t = self.cast<const PyTensor&>();
+             RequireNumpyShape(t);
              if (IsSubByte(t.tensor.dtype())) {
                throw py::type_error(fmt::format("tensor '{}' of type {} is packed ({} bits per element) and "
                                                 "NumPy cannot view it; call .numpy(), which unpacks it into a "

@@ -130,3 +130,17 @@ def test_center_crop_pad_beyond_memory_names_the_bytes():
     x = np.zeros((20, 10, 3), np.float32)
     message = refused("CenterCropPad", {"x": x, "shape": np.array([10, 2**40, 3], np.int64)}, opset=18)
     assert "bytes" in message
+
+
+def test_empty_output_whose_other_dimensions_overflow_has_no_numpy_form():
+    # Found by the fuzzer under UBSan: pybind11 multiplied [2^40, 2^40, 0] in order (signed
+    # overflow) when NumPy asked for the buffer. NumPy cannot hold such an array either.
+    import onnx_light.runtime as runtime
+
+    model = make_model([helper.make_node("ConstantOfShape", ["s"], ["y0"])], {"s": np.zeros(3, np.int64)}, ["y0"],
+                       opset=21)
+    (y,) = runtime.RuntimeSession(model).run(None, {"s": np.array([2**40, 2**40, 0], np.int64)})
+    assert tuple(y.shape) == (2**40, 2**40, 0)
+    for convert in (np.asarray, lambda t: t.numpy()):
+        with pytest.raises(ValueError, match=r"no NumPy form: the product of its dimensions overflows int64"):
+            convert(y)
