@@ -47,9 +47,11 @@ void StopRunIfDue(RuntimeContext& rt, const Node* node, std::string_view graph_n
   }
 }
 
-RuntimeContext::RunGuard::RunGuard(RuntimeContext& rt)
-    : rt_(rt), saved_deadline_ns_(rt.deadline_ns_), saved_deadline_timeout_ns_(rt.deadline_timeout_ns_) {
+RuntimeContext::RunGuard::RunGuard(RuntimeContext& rt) : rt_(rt) {
   if (rt.busy_.held.exchange(true, std::memory_order_acquire)) ThrowBusy("run");
+  // Read only once the context is ours: the run that held it writes them back as it leaves.
+  saved_deadline_ns_ = rt.deadline_ns_;
+  saved_deadline_timeout_ns_ = rt.deadline_timeout_ns_;
   RunControl& control = *rt.run_control_;
   control.EnterRun();
   if (control.stop_pending() && control.TryConsumeStop()) {
