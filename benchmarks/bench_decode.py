@@ -2,11 +2,19 @@
 
     python benchmarks/bench_decode.py [--steps 2048] [--threads 1] [--dtype float32|float16]
     python benchmarks/bench_decode.py --steps 2048 --profile   # ours only: per-operator times
+    python benchmarks/bench_decode.py --model llama.onnx [--steps 2048] [--threads 1]
 
 A decoder of 4 layers, 8 heads, head size 64 (Attention, opset 23) generates `steps` tokens one at
 a time. Reports per-token latency around steps 128, 512 and 2048 for both runtimes, the bytes our
 state copied (sum of storage_prefix_copied_bytes + storage_append_copied_bytes) against what a
 stateless loop copies (the whole present cache every step), and the allocator peak.
+
+With `--model PATH`, an exported decoder file instead (e.g. from examples/export_decoder.py: inputs
+input_ids, attention_mask and/or position_ids, past_* -> present_* found from the names, see
+onnx_light.exported_decoder), fed one token per call from position 0. Both loops run twice and the
+second, warm loop is measured (the first pays one-time costs: ONNX Runtime allocates at every new
+length, we grow the cache buffers); the table gives medians of the 16 calls before each mark. A
+third loop of ours with events on counts the bytes copied.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import onnxruntime as ort
 
 import onnx_light.runtime as runtime
 from onnx_light import decoder_model, summary
+from onnx_light.exported_decoder import DecoderFile
 
 LAYERS, HEADS, HEAD = 4, 8, 64
 
@@ -81,13 +90,90 @@ def profile(model, steps, threads, dtype, last=8):
     print(summary.format_summary(traced.events()))
 
 
+def window_medians(times, marks, width=16):
+    return {m: float(np.median(times[max(0, m - width):m])) for m in marks if m <= len(times)}
+
+
+def exported_feeds(decoder, steps):
+    """One token per call at positions 0 .. steps-1; the tokens cycle through the vocabulary."""
+    vocab = decoder.vocab or 2
+    return [decoder.step_feeds(np.array([[(7 * t + 3) % vocab]]), t) for t in range(steps)]
+
+
+def exported_ours(decoder, feeds, threads, events, loops):
+    """`loops` decode loops through one PersistentValueState, reset between them; the times of
+    the last."""
+    declared = runtime.with_persistent_bindings(decoder.path, decoder.bindings)
+    state = runtime.PersistentValueState(declared, decoder.empty_cache(),
+                                         runtime.RuntimeSessionOptions(num_threads=threads))
+    for loop in range(loops):
+        ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=events)
+        state.reset(decoder.empty_cache())
+        times = []
+        for f in feeds:
+            start = time.perf_counter()
+            state.run(ctx, f)
+            times.append(time.perf_counter() - start)
+    return times, ctx, state
+
+
+def exported_ort(decoder, feeds, threads, loops):
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(decoder.path, opts, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    present = [names.index(out) for out in decoder.bindings.values()]
+    for _ in range(loops):
+        past = decoder.empty_cache()
+        times = []
+        for f in feeds:
+            start = time.perf_counter()
+            outs = sess.run(None, {**f, **past})
+            past = {inp: outs[i] for inp, i in zip(decoder.bindings, present)}
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def run_exported(path, steps, threads):
+    decoder = DecoderFile.read(path)
+    feeds = exported_feeds(decoder, steps)
+    marks = [m for m in (128, 512, 1024, 2048) if m <= steps]
+    ours_times, _, _ = exported_ours(decoder, feeds, threads, events=False, loops=2)
+    ort_times = exported_ort(decoder, feeds, threads, loops=2)
+    _, ctx, state = exported_ours(decoder, feeds, threads, events=True, loops=1)
+    traffic = summary.storage_totals(ctx.events())
+    cache_bytes = sum(np.asarray(t).nbytes for t in state.values.values())
+    stateless = sum(decoder.cache_bytes(s + 1) for s in range(steps))
+    ours_w, ort_w = window_medians(ours_times, marks), window_medians(ort_times, marks)
+    heads = sorted(set(decoder.cache_shapes.values()))
+    print(f"{path}: {len(decoder.bindings)} cache tensors (kv heads, head size) {heads}; {steps} calls of one "
+          f"token; threads {threads}; onnxruntime {ort.__version__}; warm loop, medians of the 16 calls before each mark\n")
+    print("| step | onnx-light us/token | ORT us/token | ratio (ours / ORT) |")
+    print("|---:|---:|---:|---:|")
+    for m in marks:
+        print(f"| {m} | {ours_w[m] * 1e6:.0f} | {ort_w[m] * 1e6:.0f} | {ours_w[m] / ort_w[m]:.2f} |")
+    print()
+    print("| bytes | value |")
+    print("|---|---:|")
+    print(f"| final cache size | {cache_bytes:,} |")
+    print(f"| prefix copied (ours) | {traffic['storage_prefix_copied_bytes']:,} |")
+    print(f"| appended (ours) | {traffic['storage_append_copied_bytes']:,} |")
+    print(f"| copied by a stateless loop (present = concat(past, new) each step) | {stateless:,} |")
+    print(f"| storage allocations / reuses | {traffic['storage_allocations']} / {traffic['storage_reuse_count']} |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--dtype", choices=["float32", "float16"], default="float32")
     parser.add_argument("--profile", action="store_true", help="ours only: per-operator times of the last 8 steps")
+    parser.add_argument("--model", help="an exported decoder file (past_*/present_* inputs and outputs) instead of "
+                                        "the built-in decoder")
     args = parser.parse_args()
+    if args.model:
+        return run_exported(args.model, args.steps, args.threads)
     dtype = np.dtype(args.dtype)
     model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD, dtype=dtype)
     if args.profile:

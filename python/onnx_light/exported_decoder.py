@@ -47,6 +47,7 @@ class DecoderFile:
     bindings: dict[str, str]
     cache_shapes: dict[str, tuple[int, int]]  # past input -> (kv_heads, head_size)
     cache_dtype: np.dtype = field(default_factory=lambda: np.dtype(np.float32))
+    vocab: int | None = None  # the last axis of the logits, when the file gives it
 
     @classmethod
     def read(cls, path) -> "DecoderFile":
@@ -74,7 +75,11 @@ class DecoderFile:
             dtypes.add(helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type))
         if len(dtypes) != 1:
             raise ValueError(f"{path}: past inputs of several types {sorted(map(str, dtypes))}")
-        return cls(path, input_names, output_names, bindings, shapes, dtypes.pop())
+        decoder = cls(path, input_names, output_names, bindings, shapes, dtypes.pop())
+        logits = next(o for o in graph.output if o.name == decoder.logits_name).type.tensor_type.shape.dim
+        if logits and logits[-1].HasField("dim_value"):
+            decoder.vocab = logits[-1].dim_value
+        return decoder
 
     @property
     def logits_name(self) -> str:
