@@ -148,7 +148,8 @@ def run_exported(path, steps, threads):
     ours_w, ort_w = window_medians(ours_times, marks), window_medians(ort_times, marks)
     heads = sorted(set(decoder.cache_shapes.values()))
     print(f"{path}: {len(decoder.bindings)} cache tensors (kv heads, head size) {heads}; {steps} calls of one "
-          f"token; threads {threads}; onnxruntime {ort.__version__}; warm loop, medians of the 16 calls before each mark\n")
+          f"token; threads {threads}; onnxruntime {ort.__version__}; warm loop, medians of the 16 calls before "
+          f"each mark\n")
     print("| step | onnx-light us/token | ORT us/token | ratio (ours / ORT) |")
     print("|---:|---:|---:|---:|")
     for m in marks:

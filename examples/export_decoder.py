@@ -178,8 +178,9 @@ def decode(path, steps, prompt, threads=1):
     start = time.perf_counter()
     our_tokens, our_logits = greedy(ours, prompt, steps)
     ours_s = time.perf_counter() - start
+    reference = OrtLoop(decoder, threads)
     start = time.perf_counter()
-    ort_tokens, ort_logits = greedy(OrtLoop(decoder, threads), prompt, steps)
+    ort_tokens, ort_logits = greedy(reference, prompt, steps)
     ort_s = time.perf_counter() - start
     diff = max(float(np.abs(a - b).max()) for a, b in zip(our_logits, ort_logits))
     print(f"{path.name}: {steps} calls (prompt {len(prompt)} tokens), {ours_s * 1e3:.1f} ms ours, "

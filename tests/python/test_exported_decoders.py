@@ -89,7 +89,8 @@ def test_bindings_come_from_the_past_and_present_names(name):
     decoder = DecoderFile.read(DATA / name)
     layers = MANIFEST["config"]["layers"]
     assert decoder.bindings == {f"past_{kv}_{i}": f"present_{kv}_{i}" for i in range(layers) for kv in ("key", "value")}
-    assert [n for n in decoder.input_names if n not in decoder.bindings] == ["input_ids", "attention_mask", "position_ids"]
+    token_inputs = [n for n in decoder.input_names if n not in decoder.bindings]
+    assert token_inputs == ["input_ids", "attention_mask", "position_ids"]
 
 
 def test_cache_bindings_spellings():
