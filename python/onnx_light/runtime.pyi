@@ -333,10 +333,14 @@ class RuntimeSessionOptions:
                  kernel_context: KernelContext | None = None, fuse_conv_batchnorm: bool = True,
                  load_mode: Literal["copy", "map"] = "copy",
                  max_expanded_nodes: int = 1_000_000, max_nesting_depth: int = 64,
-                 max_subgraphs: int = 100_000) -> None: ...
+                 max_subgraphs: int = 100_000, persistent_tensor_reserved_rows: int = 4096) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
+    persistent_tensor_reserved_rows: int
+    """Rows of lazily backed address space a persistent value is laid out for (memory is used
+    only where rows are written; appends up to this length never copy the prefix), 0 to 2**24;
+    0 turns it off. Out of range: ValueError when set."""
     num_threads: int
     """Threads one run may use, the calling thread included, 0 to 1024; 0 means one per core.
     Above 1 the session owns a worker pool (see docs/threading.md). Out of range: ValueError."""
@@ -361,7 +365,8 @@ class RuntimeSession:
     """A model compiled for execution. run() may be called from several threads, each with its
     own RuntimeContext; it releases the GIL."""
 
-    def __init__(self, model: ModelSource, options: RuntimeSessionOptions | None = None) -> None: ...
+    def __init__(self, model: ModelSource, options: RuntimeSessionOptions | None = None, *,
+                 base_dir: str | os.PathLike[str] | None = None) -> None: ...
     @overload
     def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None) -> dict[str, Value]: ...
     @overload
@@ -389,16 +394,27 @@ class RuntimeSession:
     @property
     def outputs(self) -> list[dict[str, Any]]: ...
 
-def with_persistent_bindings(model: ModelSource, bindings: Mapping[Name, Name]) -> bytes:
-    """The model bytes with declarations {input_name: output_name}: the output of one call feeds
-    the input of the next. Standard ONNX readers ignore them."""
+class ModelBytes(bytes):
+    """Serialized model bytes that remember the folder their external data is read from
+    (`base_dir`, None for a self-contained model)."""
+
+    base_dir: str | bytes | None
+    def __new__(cls, data: bytes, base_dir: str | bytes | None = None) -> ModelBytes: ...
+
+def with_persistent_bindings(model: ModelSource, bindings: Mapping[Name, Name], *,
+                             base_dir: str | os.PathLike[str] | None = None) -> ModelBytes:
+    """The model with declarations {input_name: output_name} (the output of one call feeds the
+    input of the next), as ModelBytes remembering the folder of its external data: the model
+    file's folder, `base_dir`, or the one a ModelBytes argument carries. Standard ONNX readers
+    ignore the declarations."""
 
 class PersistentValueState:
     """Feedback values (a KV cache) kept across calls, appended in place. One call at a time;
     an overlapping call raises RuntimeError."""
 
     def __init__(self, model: ModelSource, initial: Mapping[Name, Feed],
-                 options: RuntimeSessionOptions | None = None) -> None: ...
+                 options: RuntimeSessionOptions | None = None, *,
+                 base_dir: str | os.PathLike[str] | None = None) -> None: ...
     def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None) -> dict[str, Value]:
         """Runs one call with the non-bound inputs; returns every graph output. A failed call
         leaves the state unchanged."""

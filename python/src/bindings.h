@@ -77,6 +77,9 @@ std::string ModelBytesFromPython(py::handle model);
 /// loaded with `mode`. `bytes` (immutable) is viewed while the model holds a reference to it;
 /// every other buffer (bytearray, memoryview, mmap, NumPy array, ...) is copied once, since its
 /// owner may resize, close or rewrite it. A ModelProto is serialized to bytes and viewed.
-std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode = LoadMode::kCopy);
+/// External data of an in-memory model is read beneath `base_dir` (str or os.PathLike), or else
+/// beneath the folder a ModelBytes remembers; a path with a base_dir is a ValueError.
+std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode = LoadMode::kCopy,
+                                             py::handle base_dir = py::none());
 
 }  // namespace onnx_light::runtime::python

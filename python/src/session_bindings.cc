@@ -37,27 +37,52 @@ class BufferExport {
   Py_buffer view_{};
 };
 
-std::shared_ptr<const Model> LoadViewedBytes(py::handle bytes, const ModelLoadOptions& options) {
+std::shared_ptr<const Model> LoadViewedBytes(py::handle bytes, const ModelLoadOptions& options,
+                                             const std::filesystem::path& base_dir) {
   // bytes objects never change or move while referenced: the model views them.
   const std::span<const std::byte> view(reinterpret_cast<const std::byte*>(PyBytes_AS_STRING(bytes.ptr())),
                                         static_cast<size_t>(PyBytes_GET_SIZE(bytes.ptr())));
   std::shared_ptr<void> owner = OwnerOf(bytes, view.data());
   py::gil_scoped_release release;
-  return LoadModelFromBuffer(std::move(owner), view, {}, options);
+  return LoadModelFromBuffer(std::move(owner), view, base_dir, options);
+}
+
+// The folder the external data of an in-memory model is read from: `base_dir` when given, else
+// the folder a ModelBytes (with_persistent_bindings' result) remembers; empty for none.
+std::filesystem::path BaseDirFromPython(py::handle model, py::handle base_dir, bool model_is_path) {
+  py::module_ os = py::module_::import("os");
+  if (!base_dir.is_none()) {
+    if (model_is_path) {
+      throw py::value_error("base_dir applies to a model given as bytes or onnx.ModelProto; a model "
+                            "file's external data is read from the file's own folder");
+    }
+    if (!py::isinstance<py::str>(base_dir) && !py::isinstance(base_dir, os.attr("PathLike"))) {
+      throw py::type_error(fmt::format("base_dir must be a str or os.PathLike, got {}",
+                                       py::str(py::type::of(base_dir).attr("__name__")).cast<std::string>()));
+    }
+    return std::filesystem::path(os.attr("fsencode")(base_dir).cast<std::string>());
+  }
+  if (!model_is_path && PyBytes_Check(model.ptr()) && py::hasattr(model, "base_dir")) {
+    const py::object remembered = model.attr("base_dir");
+    if (!remembered.is_none()) return std::filesystem::path(os.attr("fsencode")(remembered).cast<std::string>());
+  }
+  return {};
 }
 
 }  // namespace
 
-std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode) {
+std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode, py::handle base_dir_arg) {
   py::module_ os = py::module_::import("os");
   const ModelLoadOptions options{.mode = mode, .allocator = MakeCpuAllocator()};
-  if (py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"))) {
+  const bool is_path = py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"));
+  const std::filesystem::path base_dir = BaseDirFromPython(model, base_dir_arg, is_path);
+  if (is_path) {
     // os.fsencode: a file name that is not UTF-8 reaches Python as surrogate escapes.
     const std::string path = os.attr("fsencode")(model).cast<std::string>();
     py::gil_scoped_release release;
     return OpeningModelFile([&] { return LoadModel(path, options); });
   }
-  if (PyBytes_Check(model.ptr())) return LoadViewedBytes(model, options);
+  if (PyBytes_Check(model.ptr())) return LoadViewedBytes(model, options, base_dir);
   if (PyObject_CheckBuffer(model.ptr())) {
     // Any other buffer may be resized, closed, freed or rewritten by its owner after this call
     // returns (bytearray.clear(), mmap.close()), so the model gets a copy in runtime memory.
@@ -71,7 +96,7 @@ std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode) {
     }
     const std::span<const std::byte> view(static_cast<const std::byte*>(copy.get()), size);
     py::gil_scoped_release release;
-    return LoadModelFromBuffer(std::move(copy), view, {}, options);
+    return LoadModelFromBuffer(std::move(copy), view, base_dir, options);
   }
   if (!py::hasattr(model, "SerializeToString")) {
     throw py::type_error(fmt::format("model must be a path, bytes or onnx.ModelProto, got {}",
@@ -83,7 +108,7 @@ std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode) {
                                      py::str(py::type::of(model).attr("__name__")).cast<std::string>(),
                                      py::str(py::type::of(serialized).attr("__name__")).cast<std::string>()));
   }
-  return LoadViewedBytes(serialized, options);
+  return LoadViewedBytes(serialized, options, base_dir);
 }
 
 namespace {
@@ -364,8 +389,9 @@ void BindSession(py::module_& m) {
   py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions")
       .def(py::init([](int64_t capacity, int64_t num_threads, std::optional<KernelContext> kernel_context,
                        bool fuse_conv_batchnorm, const std::string& load_mode, int64_t max_expanded_nodes,
-                       int64_t max_nesting_depth, int64_t max_subgraphs) {
+                       int64_t max_nesting_depth, int64_t max_subgraphs, int64_t reserved_rows) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
+                                           .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
                                            .kernel_context = std::move(kernel_context),
                                            .fuse_conv_batchnorm = fuse_conv_batchnorm,
@@ -381,7 +407,8 @@ void BindSession(py::module_& m) {
            py::arg("load_mode") = "copy",
            py::arg("max_expanded_nodes") = RuntimeSessionOptions{}.max_expanded_nodes,
            py::arg("max_nesting_depth") = RuntimeSessionOptions{}.max_nesting_depth,
-           py::arg("max_subgraphs") = RuntimeSessionOptions{}.max_subgraphs)
+           py::arg("max_subgraphs") = RuntimeSessionOptions{}.max_subgraphs,
+           py::arg("persistent_tensor_reserved_rows") = RuntimeSessionOptions{}.persistent_tensor_reserved_rows)
       .def_property("load_mode",
                     [](const RuntimeSessionOptions& o) { return std::string(LoadModeName(o.load_mode)); },
                     [](RuntimeSessionOptions& o, const std::string& mode) { o.load_mode = LoadModeFromPython(mode); },
@@ -395,6 +422,12 @@ void BindSession(py::module_& m) {
           [](const RuntimeSessionOptions& o) { return o.persistent_tensor_initial_capacity; },
           [](RuntimeSessionOptions& o, int64_t v) {
             SetOption(o, &RuntimeSessionOptions::persistent_tensor_initial_capacity, v);
+          })
+      .def_property(
+          "persistent_tensor_reserved_rows",
+          [](const RuntimeSessionOptions& o) { return o.persistent_tensor_reserved_rows; },
+          [](RuntimeSessionOptions& o, int64_t v) {
+            SetOption(o, &RuntimeSessionOptions::persistent_tensor_reserved_rows, v);
           })
       .def_property(
           "num_threads", [](const RuntimeSessionOptions& o) { return o.num_threads; },
@@ -412,15 +445,16 @@ void BindSession(py::module_& m) {
   py::class_<RuntimeSession>(m, "RuntimeSession",
                              "A model compiled for execution. run() may be called from several threads, "
                              "each with its own RuntimeContext; it releases the GIL.")
-      .def(py::init([](py::handle model, std::optional<RuntimeSessionOptions> options) {
+      .def(py::init([](py::handle model, std::optional<RuntimeSessionOptions> options, py::handle base_dir) {
              const RuntimeSessionOptions opts = options.value_or(RuntimeSessionOptions{});
-             auto loaded = ModelFromPython(model, opts.load_mode);
+             auto loaded = ModelFromPython(model, opts.load_mode, base_dir);
              py::gil_scoped_release release;
              return std::make_unique<RuntimeSession>(std::move(loaded), opts);
            }),
-           py::arg("model"), py::arg("options") = py::none(),
+           py::arg("model"), py::arg("options") = py::none(), py::kw_only(), py::arg("base_dir") = py::none(),
            "Compiles `model` (a path, read with options.load_mode; bytes, viewed; any other buffer, "
-           "copied; or onnx.ModelProto). An operator without a kernel that onnx defines by a "
+           "copied; or onnx.ModelProto). The external data of a model given in memory is read "
+           "beneath `base_dir`, or the folder a ModelBytes remembers. An operator without a kernel that onnx defines by a "
            "function body (e.g. SoftmaxCrossEntropyLoss) runs that body (see "
            "schema_function_operators()).")
       .def("run", &RunSessionAnyForm, py::arg("context") = py::none(), py::arg("feeds") = py::none(),

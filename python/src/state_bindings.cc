@@ -1,5 +1,6 @@
 // runtime.PersistentValueState and runtime.with_persistent_bindings.
 #include <fmt/format.h>
+#include <pybind11/eval.h>
 #include <pybind11/stl.h>
 
 #include <span>
@@ -52,31 +53,84 @@ py::dict ResultsToPython(const PersistentValueState& state, PersistentValueState
 
 }  // namespace
 
+// The folder a model's external data lives in, as with_persistent_bindings' result remembers it:
+// the model file's folder, an explicit base_dir, or the one a ModelBytes argument carries.
+py::object RememberedBaseDir(py::handle model, py::handle base_dir) {
+  py::module_ os = py::module_::import("os");
+  const bool is_path = py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"));
+  if (!base_dir.is_none()) {
+    if (is_path) {
+      throw py::value_error("base_dir applies to a model given as bytes or onnx.ModelProto; a model "
+                            "file's external data is read from the file's own folder");
+    }
+    return os.attr("fspath")(base_dir);
+  }
+  if (is_path) return os.attr("path").attr("dirname")(os.attr("path").attr("abspath")(model));
+  if (PyBytes_Check(model.ptr()) && py::hasattr(model, "base_dir")) return model.attr("base_dir");
+  return py::none();
+}
+
+void BindModelBytes(py::module_& m) {
+  py::dict scope;
+  py::exec(R"py(
+class ModelBytes(bytes):
+    """Serialized model bytes that remember the folder their external data is read from
+    (`base_dir`, None for a self-contained model). RuntimeSession and PersistentValueState read
+    external data beneath it; everything else treats a ModelBytes as the bytes it is."""
+
+    base_dir = None
+
+    def __new__(cls, data, base_dir=None):
+        self = super().__new__(cls, data)
+        self.base_dir = base_dir
+        return self
+
+    def __reduce__(self):
+        return (type(self), (bytes(self), self.base_dir))
+
+    def __repr__(self):
+        return f"ModelBytes(<{len(self)} bytes>, base_dir={self.base_dir!r})"
+)py",
+           scope);
+  py::object cls = scope["ModelBytes"];
+  cls.attr("__module__") = m.attr("__name__");
+  m.attr("ModelBytes") = cls;
+}
+
 void BindState(py::module_& m) {
+  BindModelBytes(m);
   m.def("with_persistent_bindings",
-        [](py::handle model, const py::dict& bindings) {
+        [m](py::handle model, const py::dict& bindings, py::handle base_dir) {
           std::vector<PersistentBinding> list;
           for (auto [input, output] : bindings) {
             list.push_back({NameFromPython(input, "input name"), NameFromPython(output, "output name")});
           }
-          return py::bytes(WithPersistentBindings(ModelBytesFromPython(model), list));
+          const py::object remembered = RememberedBaseDir(model, base_dir);
+          py::bytes bytes(WithPersistentBindings(ModelBytesFromPython(model), list));
+          return m.attr("ModelBytes")(bytes, remembered);
         },
-        py::arg("model"), py::arg("bindings"),
-        "Returns the model bytes with declarations {input_name: output_name}: the output of one "
-        "call feeds the input of the next. Standard ONNX readers ignore them.");
+        py::arg("model"), py::arg("bindings"), py::kw_only(), py::arg("base_dir") = py::none(),
+        "Returns the model with declarations {input_name: output_name} (the output of one call "
+        "feeds the input of the next) as ModelBytes, which remember the folder of the model's "
+        "external data: the model file's folder, `base_dir`, or the one a ModelBytes argument "
+        "carries. Standard ONNX readers ignore the declarations.");
 
   py::class_<PersistentValueState>(m, "PersistentValueState",
                                    "Feedback values (a KV cache) kept across calls, appended in place. "
                                    "One call at a time; an overlapping call raises RuntimeError.")
-      .def(py::init([](py::handle model, const py::dict& initial, std::optional<RuntimeSessionOptions> options) {
+      .def(py::init([](py::handle model, const py::dict& initial, std::optional<RuntimeSessionOptions> options,
+                       py::handle base_dir) {
              const RuntimeSessionOptions opts = options.value_or(RuntimeSessionOptions{});
-             auto loaded = ModelFromPython(model, opts.load_mode);
+             auto loaded = ModelFromPython(model, opts.load_mode, base_dir);
              auto values = TensorsFromDict(initial);
              py::gil_scoped_release release;
              return std::make_unique<PersistentValueState>(std::move(loaded), std::move(values), opts);
            }),
-           py::arg("model"), py::arg("initial"), py::arg("options") = py::none(),
-           "Compiles `model` like RuntimeSession and binds the initial values.")
+           py::arg("model"), py::arg("initial"), py::arg("options") = py::none(), py::kw_only(),
+           py::arg("base_dir") = py::none(),
+           "Compiles `model` like RuntimeSession (a path, bytes, ModelBytes or onnx.ModelProto; "
+           "external data of a model in memory is read beneath `base_dir` or the folder a "
+           "ModelBytes remembers) and binds the initial values.")
       .def("run",
            [](PersistentValueState& state, RuntimeContext& rt, py::object feeds) {
              PersistentValueState::Values values;

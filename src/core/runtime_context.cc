@@ -316,4 +316,20 @@ void RuntimeContext::CommitPersistentAppend(const PersistentAppendReservation& r
   append_sink_->Commit(*this, reservation);
 }
 
+PersistentReplaceReservation RuntimeContext::ReservePersistentReplace(std::string_view output_name,
+                                                                      const Tensor& past,
+                                                                      PersistentReplaceStart start) {
+  if (append_sink_ == nullptr || !IsRetainedOutput(output_name)) return {};
+  return append_sink_->ReserveReplace(*this, output_name, past, start);
+}
+
+void RuntimeContext::CommitPersistentReplace(const PersistentReplaceReservation& reservation,
+                                             const std::vector<PersistentByteRange>* written) {
+  if (append_sink_ == nullptr || !reservation) {
+    throw Error(ErrorCode::kFailedPrecondition,
+                fmt::format("{}: no persistent replace reservation to commit", DescribeNode()));
+  }
+  append_sink_->CommitReplace(*this, reservation, written);
+}
+
 }  // namespace onnx_light::runtime

@@ -48,6 +48,8 @@ void ValidateSessionOptions(const RuntimeSessionOptions& options) {
   CheckRange<int64_t>("num_threads", options.num_threads, 0, kMaxNumThreads, " (0: one per core)");
   CheckRange<int64_t>("persistent_tensor_initial_capacity", options.persistent_tensor_initial_capacity,
                       0, kMaxPersistentTensorInitialCapacity, " (0: no reservation)");
+  CheckRange<int64_t>("persistent_tensor_reserved_rows", options.persistent_tensor_reserved_rows, 0,
+                      kMaxPersistentTensorInitialCapacity, " (0: no lazily backed reservation)");
   CheckRange<int64_t>("max_expanded_nodes", options.max_expanded_nodes, 1, std::numeric_limits<int64_t>::max());
   CheckRange<int64_t>("max_nesting_depth", options.max_nesting_depth, 0, kMaxNestingDepthLimit);
   CheckRange<int64_t>("max_subgraphs", options.max_subgraphs, 0, std::numeric_limits<int64_t>::max());

@@ -37,26 +37,6 @@ bool DeclaresBindings(const Graph& graph) {
   return false;
 }
 
-// Uses of `name` by `graph` and, unless shadowed, by its subgraphs.
-int64_t CountUses(const Graph& graph, const std::string& name) {
-  int64_t uses = 0;
-  for (const Node& node : graph.nodes) {
-    for (const std::string& input : node.inputs) uses += input == name;
-    for (const Attribute& attr : node.attributes) {
-      std::vector<const Graph*> subgraphs;
-      if (attr.g) subgraphs.push_back(attr.g.get());
-      for (const auto& g : attr.graphs) subgraphs.push_back(g.get());
-      for (const Graph* sub : subgraphs) {
-        bool shadowed = FindInfo(sub->inputs, name) != nullptr;
-        for (const Initializer& init : sub->initializers) shadowed |= init.name == name;
-        if (!shadowed) uses += CountUses(*sub, name);
-      }
-    }
-  }
-  for (const ValueInfo& output : graph.outputs) uses += output.name == name;
-  return uses;
-}
-
 void CheckTypesAgree(const PersistentBinding& b, const ValueInfo& in, const ValueInfo& out) {
   const TypeInfo& ti = in.type;
   const TypeInfo& to = out.type;
@@ -126,13 +106,9 @@ std::vector<PersistentBinding> ValidatedBindings(const Model& model) {
     if (!outputs.insert(b.output_name).second) {
       throw Error(ErrorCode::kInvalidArgument, fmt::format("output '{}' is bound more than once", b.output_name));
     }
+    // Any number of nodes may read a bound input: an in-place append writes only rows beyond
+    // the value it extends, and the value itself is read-only, so no reader can see a change.
     CheckTypesAgree(b, *in, *out);
-    const int64_t uses = CountUses(graph, b.input_name);
-    if (uses != 1) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("bound input '{}' must have exactly one use in the graph, it has {}",
-                              b.input_name, uses));
-    }
   }
   return graph.persistent_bindings;
 }

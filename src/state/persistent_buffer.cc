@@ -1,20 +1,43 @@
 #include "state/persistent_buffer.h"
 
+#include <limits>
 #include <vector>
 
 #include "core/strided_copy.h"
 #include "onnx_light/runtime/error.h"
+#include "state/reserved_memory.h"
 
 namespace onnx_light::runtime {
 
-PersistentBuffer::PersistentBuffer(const std::shared_ptr<Allocator>& allocator, const Tensor& like,
-                                   int64_t axis, int64_t capacity)
+PersistentBuffer::PersistentBuffer(const Tensor& like, int64_t axis, int64_t capacity)
     : type_(like.dtype()), capacity_shape_(like.shape()), axis_(axis) {
   capacity_shape_[axis_] = capacity;
   strides_ = ContiguousStrides(capacity_shape_);
+}
+
+PersistentBuffer::PersistentBuffer(const std::shared_ptr<Allocator>& allocator, const Tensor& like,
+                                   int64_t axis, int64_t capacity)
+    : PersistentBuffer(like, axis, capacity) {
   Tensor storage = Tensor::Allocate(type_, capacity_shape_, allocator);
   allocated_bytes_ = storage.nbytes();
   storage_ = storage.owner();
+}
+
+std::shared_ptr<PersistentBuffer> PersistentBuffer::ReserveLazily(const Tensor& like, int64_t axis,
+                                                                  int64_t capacity) {
+  auto buffer = std::shared_ptr<PersistentBuffer>(new PersistentBuffer(like, axis, capacity));
+  int64_t elements = 1;
+  for (int64_t d : buffer->capacity_shape_) {
+    if (d != 0 && elements > std::numeric_limits<int64_t>::max() / d) return nullptr;
+    elements *= d;
+  }
+  const size_t bytes = StorageBytes(buffer->type_, elements);
+  if (bytes == 0 || bytes > kMaxReservationBytes) return nullptr;
+  buffer->storage_ = ReserveLazilyBackedMemory(bytes);
+  if (!buffer->storage_) return nullptr;
+  buffer->allocated_bytes_ = bytes;
+  buffer->lazily_backed_ = true;
+  return buffer;
 }
 
 Tensor PersistentBuffer::Rows(int64_t begin, int64_t end) const {

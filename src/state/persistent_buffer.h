@@ -12,13 +12,21 @@ namespace onnx_light::runtime {
 
 class PersistentBuffer {
  public:
-  /// A buffer shaped like `like` but with `capacity` rows along `axis`.
+  /// Largest lazily backed reservation: address space only, but a bound keeps a huge row size
+  /// times the reserved rows from asking the system for something absurd.
+  static constexpr size_t kMaxReservationBytes = size_t{16} << 30;
+
+  /// A buffer shaped like `like` but with `capacity` rows along `axis`, from `allocator`.
   PersistentBuffer(const std::shared_ptr<Allocator>& allocator, const Tensor& like, int64_t axis,
                    int64_t capacity);
+  /// The same over lazily backed memory (ReserveLazilyBackedMemory): only the pages rows are
+  /// written to take memory. Null when the reservation is refused.
+  static std::shared_ptr<PersistentBuffer> ReserveLazily(const Tensor& like, int64_t axis, int64_t capacity);
 
   int64_t axis() const noexcept { return axis_; }
   int64_t capacity() const noexcept { return capacity_shape_[axis_]; }
   size_t allocated_bytes() const noexcept { return allocated_bytes_; }
+  bool lazily_backed() const noexcept { return lazily_backed_; }
   int64_t committed_rows() const noexcept { return committed_rows_; }
   void set_committed_rows(int64_t rows) noexcept { committed_rows_ = rows; }
 
@@ -29,6 +37,8 @@ class PersistentBuffer {
   bool IsPrefixView(const Tensor& tensor) const;
 
  private:
+  PersistentBuffer(const Tensor& like, int64_t axis, int64_t capacity);
+
   std::shared_ptr<void> storage_;
   DataType type_;
   Shape capacity_shape_;
@@ -36,6 +46,7 @@ class PersistentBuffer {
   int64_t axis_;
   size_t allocated_bytes_;
   int64_t committed_rows_ = 0;
+  bool lazily_backed_ = false;
 };
 
 /// Copies `src` into the (possibly strided) view `dst` of equal type and shape.

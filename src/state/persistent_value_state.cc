@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "onnx_light/runtime/error.h"
 #include "state/binding_validation.h"
@@ -37,8 +38,10 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
     bool committed = false;
   };
 
-  CallSink(const std::vector<Slot>& slots, int64_t initial_capacity)
-      : slots_(slots), initial_capacity_(initial_capacity) {}
+  CallSink(const std::vector<Slot>& slots, const RuntimeSessionOptions& options)
+      : slots_(slots),
+        initial_capacity_(options.persistent_tensor_initial_capacity),
+        reserved_rows_(options.persistent_tensor_reserved_rows) {}
 
   PersistentAppendReservation Reserve(RuntimeContext& rt, std::string_view output_name,
                                       const Tensor& past, int64_t axis, int64_t append_rows) override {
@@ -46,9 +49,7 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
     if (axis < 0 || axis >= past.rank() || append_rows < 0) return {};
     const size_t slot = FindSlot(past);
     if (slot == slots_.size()) return {};
-    for (const Pending& p : pending_) {
-      if (p.slot == slot) return {};  // one append per value and call
-    }
+    if (Reserved(slot)) return {};  // one append or replacement per value and call
     const int64_t past_rows = past.shape()[axis];
     const int64_t rows = past_rows + append_rows;
     // The appended rows of a sub-byte value must start on a byte to be a view; otherwise there
@@ -64,12 +65,7 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
     if (reuse) {
       buffer = current;
     } else {
-      int64_t capacity = rows;
-      if (initial_capacity_ > 0) {
-        capacity = std::max(capacity, initial_capacity_);
-        if (extends_current) capacity = std::max(capacity, 2 * current->capacity());
-      }
-      buffer = std::make_shared<PersistentBuffer>(rt.allocator(), past, axis, capacity);
+      buffer = NewBuffer(rt, past, axis, rows, extends_current ? current->capacity() : 0);
       Tensor prefix = buffer->Rows(0, past_rows);
       CopyIntoView(past, prefix);
     }
@@ -110,6 +106,101 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
                     .storage_append_copied_bytes = reservation.append.nbytes()});
   }
 
+  PersistentReplaceReservation ReserveReplace(RuntimeContext& rt, std::string_view output_name, const Tensor& past,
+                                              PersistentReplaceStart start) override {
+    const size_t slot = FindSlot(past);
+    if (slot == slots_.size() || Reserved(slot) || past.dtype() == DataType::kString || past.nbytes() == 0) {
+      return {};
+    }
+    const Slot& current = slots_[slot];
+    const size_t bytes = past.nbytes();
+    // The spare is written only when nobody else holds it (a result kept from two calls ago).
+    const bool reuse = current.spare && current.spare.use_count() == 1 && current.spare_bytes == bytes;
+    std::shared_ptr<void> storage = reuse ? current.spare : AllocateBuffer(rt.allocator(), bytes);
+    Tensor value(past.dtype(), past.shape(), storage, storage.get());
+    size_t copied = 0;
+    if (start == PersistentReplaceStart::kPast) {
+      if (reuse && current.spare_lag && past.is_contiguous()) {
+        const auto* from = static_cast<const std::byte*>(past.raw_data());
+        auto* to = static_cast<std::byte*>(storage.get());
+        for (const PersistentByteRange& r : *current.spare_lag) {
+          std::memcpy(to + r.offset, from + r.offset, r.bytes);
+          copied += r.bytes;
+        }
+      } else {
+        CopyIntoView(past, value);
+        copied = bytes;
+      }
+    }
+    if (reuse) spare_touched_.push_back(slot);
+    if (rt.events_enabled()) {
+      rt.RecordEvent({.action = RuntimeEventAction::kPersistentStorage,
+                      .kind = TensorKind::kOutput,
+                      .name = std::string(output_name),
+                      .data_type = static_cast<int32_t>(past.dtype()),
+                      .shape = past.shape(),
+                      .storage_allocations = reuse ? 0u : 1u,
+                      .storage_allocated_bytes = reuse ? 0u : bytes,
+                      .storage_prefix_copied_bytes = copied,
+                      .storage_reuse_count = reuse ? 1u : 0u});
+    }
+    PersistentReplaceReservation reservation{
+        .value = value, .token = replacements_.size() + 1, .output_name = std::string(output_name)};
+    replacements_.push_back({slot, std::move(storage), value, bytes});
+    return reservation;
+  }
+
+  void CommitReplace(RuntimeContext& rt, const PersistentReplaceReservation& reservation,
+                     const std::vector<PersistentByteRange>* written) override {
+    if (reservation.token == 0 || reservation.token > replacements_.size()) {
+      throw Error(ErrorCode::kFailedPrecondition,
+                  fmt::format("{}: unknown persistent replace reservation", rt.DescribeNode()));
+    }
+    Replacement& p = replacements_[reservation.token - 1];
+    size_t written_bytes = 0;
+    if (written != nullptr) {
+      for (const PersistentByteRange& r : *written) {
+        if (r.offset > p.bytes || r.bytes > p.bytes - r.offset) {
+          throw Error(ErrorCode::kInternal, fmt::format("{}: written range [{}, +{}) lies outside the {}-byte value",
+                                                        rt.DescribeNode(), r.offset, r.bytes, p.bytes));
+        }
+        written_bytes += r.bytes;
+      }
+      p.written = *written;
+    }
+    p.committed = true;
+    if (!rt.events_enabled() || written_bytes == 0) return;
+    rt.RecordEvent({.action = RuntimeEventAction::kPersistentStorage,
+                    .kind = TensorKind::kOutput,
+                    .name = reservation.output_name,
+                    .data_type = static_cast<int32_t>(reservation.value.dtype()),
+                    .shape = reservation.value.shape(),
+                    .storage_append_copied_bytes = written_bytes});
+  }
+
+  struct Replacement {
+    size_t slot;
+    std::shared_ptr<void> storage;
+    Tensor value;
+    size_t bytes;
+    std::optional<std::vector<PersistentByteRange>> written;  // empty optional: everything
+    bool committed = false;
+  };
+
+  /// The committed replacement that became the slot's output, if any.
+  const Replacement* CommittedReplacementFor(size_t slot, const Tensor& output) const {
+    for (const Replacement& p : replacements_) {
+      if (p.slot == slot && p.committed && output.raw_data() == p.value.raw_data() &&
+          output.shape() == p.value.shape() && output.strides() == p.value.strides()) {
+        return &p;
+      }
+    }
+    return nullptr;
+  }
+
+  /// Slots whose spare buffer this call wrote: after a failed call its content is unknown.
+  const std::vector<size_t>& spare_touched() const noexcept { return spare_touched_; }
+
   /// The committed reservation whose view became the slot's output, if any.
   const Pending* CommittedFor(size_t slot, const Tensor& output) const {
     for (const Pending& p : pending_) {
@@ -122,6 +213,25 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
   }
 
  private:
+  bool Reserved(size_t slot) const {
+    return std::any_of(pending_.begin(), pending_.end(), [&](const Pending& p) { return p.slot == slot; }) ||
+           std::any_of(replacements_.begin(), replacements_.end(),
+                       [&](const Replacement& p) { return p.slot == slot; });
+  }
+
+  // Room for `rows` rows and more. Growth is geometric; where the system lends lazily backed
+  // address space, the buffer is laid out for `reserved_rows_` rows at once, so a decode loop of
+  // that length never copies its prefix again and uses memory only for the rows written.
+  std::shared_ptr<PersistentBuffer> NewBuffer(RuntimeContext& rt, const Tensor& past, int64_t axis, int64_t rows,
+                                              int64_t previous_capacity) const {
+    if (initial_capacity_ == 0) return std::make_shared<PersistentBuffer>(rt.allocator(), past, axis, rows);
+    const int64_t capacity = std::max({rows, initial_capacity_, 2 * previous_capacity});
+    if (reserved_rows_ > capacity) {
+      if (auto reserved = PersistentBuffer::ReserveLazily(past, axis, reserved_rows_)) return reserved;
+    }
+    return std::make_shared<PersistentBuffer>(rt.allocator(), past, axis, capacity);
+  }
+
   size_t FindSlot(const Tensor& past) const {
     for (size_t i = 0; i < slots_.size(); ++i) {
       const Tensor& v = slots_[i].value;
@@ -135,7 +245,10 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
 
   const std::vector<Slot>& slots_;
   int64_t initial_capacity_;
+  int64_t reserved_rows_;
   std::vector<Pending> pending_;
+  std::vector<Replacement> replacements_;
+  std::vector<size_t> spare_touched_;
 };
 
 PersistentValueState::PersistentValueState(std::shared_ptr<const Model> model,
@@ -188,8 +301,21 @@ PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const
   }
   for (const auto& [name, value] : feeds) call.PutValue(name, value, TensorKind::kInput);
   call.set_retained_outputs(std::move(retained));
-  CallSink sink(slots_, session_->options().persistent_tensor_initial_capacity);
+  CallSink sink(slots_, session_->options());
   call.set_persistent_append_sink(&sink);
+
+  // A failed call leaves the values as they were; a spare buffer it wrote no longer matches the
+  // record of how it differs from the value, so that record is dropped.
+  struct ForgetTouchedSpares {
+    PersistentValueState& state;
+    const CallSink& sink;
+    bool published = false;
+    ~ForgetTouchedSpares() {
+      if (published || sink.spare_touched().empty()) return;
+      std::lock_guard lock(state.values_mutex_);
+      for (size_t slot : sink.spare_touched()) state.slots_[slot].spare_lag.reset();
+    }
+  } forget{*this, sink};
 
   session_->Run(call);
 
@@ -221,12 +347,22 @@ PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const
     }
     next[i].value = out->AsReadOnly();
     if (const CallSink::Pending* p = sink.CommittedFor(i, *out)) next[i].buffer = p->buffer;
+    if (const CallSink::Replacement* p = sink.CommittedReplacementFor(i, *out)) {
+      // The previous value's storage becomes the spare when it is one of the pair.
+      next[i].replaced = true;
+      if (slots_[i].replaced && slots_[i].value.owner() != p->storage) {
+        next[i].spare = slots_[i].value.owner();
+        next[i].spare_bytes = slots_[i].value.nbytes();
+        next[i].spare_lag = p->written;
+      }
+    }
   }
   for (Slot& slot : next) {
     if (slot.buffer) slot.buffer->set_committed_rows(slot.value.shape()[slot.buffer->axis()]);
   }
   std::lock_guard lock(values_mutex_);
   slots_ = std::move(next);
+  forget.published = true;
   return results;
 }
 

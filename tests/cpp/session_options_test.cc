@@ -46,6 +46,9 @@ TEST(SessionOptions, OutOfRangeValuesAreRejectedWithTheRange) {
   ExpectRejected({.persistent_tensor_initial_capacity = -1}, "persistent_tensor_initial_capacity");
   ExpectRejected({.persistent_tensor_initial_capacity = kMaxPersistentTensorInitialCapacity + 1},
                  "persistent_tensor_initial_capacity must be in [0, 16777216]");
+  ExpectRejected({.persistent_tensor_reserved_rows = -1}, "persistent_tensor_reserved_rows must be in [0, 16777216]");
+  ExpectRejected({.persistent_tensor_reserved_rows = kMaxPersistentTensorInitialCapacity + 1},
+                 "persistent_tensor_reserved_rows");
   ExpectRejected({.max_expanded_nodes = 0}, "max_expanded_nodes must be in [1,");
   ExpectRejected({.max_nesting_depth = -1}, "max_nesting_depth must be in [0, 1024]");
   ExpectRejected({.max_nesting_depth = kMaxNestingDepthLimit + 1}, "max_nesting_depth");
@@ -63,11 +66,13 @@ TEST(SessionOptions, OutOfRangeValuesAreRejectedWithTheRange) {
 
 TEST(SessionOptions, TheEdgesOfEveryRangeAreAccepted) {
   ValidateSessionOptions({.persistent_tensor_initial_capacity = kMaxPersistentTensorInitialCapacity,
+                          .persistent_tensor_reserved_rows = kMaxPersistentTensorInitialCapacity,
                           .num_threads = kMaxNumThreads,
                           .max_expanded_nodes = 1,
                           .max_nesting_depth = kMaxNestingDepthLimit,
                           .max_subgraphs = 0});
   RuntimeSession session(NegModel(), {.persistent_tensor_initial_capacity = 0,
+                                      .persistent_tensor_reserved_rows = 0,
                                       .num_threads = 1,
                                       .max_expanded_nodes = 1,
                                       .max_nesting_depth = 0,

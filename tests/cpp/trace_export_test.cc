@@ -254,7 +254,9 @@ TEST(TraceExport, IfBranchDecodeLoopWritesNestedNodesAndStorageCounters) {
                         [](const KernelBuildInfo&) { return std::make_unique<AppendRows>(); });
   RuntimeContext rt(kernels, {.events_enabled = true});
   PersistentValueState state(testing::BranchAppendModel(kDomain), {{"past", FloatTensor({2, 0, 3})}},
-                             {.persistent_tensor_initial_capacity = 2, .kernel_context = kernels});
+                             {.persistent_tensor_initial_capacity = 2,
+                              .persistent_tensor_reserved_rows = 0,  // geometric growth
+                              .kernel_context = kernels});
   Tensor yes = Tensor::Allocate(DataType::kBool, {}, MakeCpuAllocator());
   *yes.data<bool>() = true;
   constexpr int kSteps = 5;

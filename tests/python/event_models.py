@@ -65,7 +65,8 @@ def run_concat_decode(steps: int = 6, capacity: int = 2, context=None):
     declared = runtime.with_persistent_bindings(concat_cache_model(), {"past": "present"})
     state = runtime.PersistentValueState(
         declared, initial={"past": np.zeros((1, 2, 0, 4), np.float32)},
-        options=runtime.RuntimeSessionOptions(persistent_tensor_initial_capacity=capacity))
+        options=runtime.RuntimeSessionOptions(persistent_tensor_initial_capacity=capacity,
+                                              persistent_tensor_reserved_rows=0))  # geometric growth
     rng = np.random.default_rng(0)
     for _ in range(steps):
         state.run(context, {"x": rng.standard_normal((1, 2, 1, 4)).astype(np.float32)})

@@ -10,6 +10,7 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
+from onnx_light import summary
 from node_check import make_model, run_ours, run_reference
 from test_ops_elementwise import BF16, NODE, compare, dname, named, node_model, values
 
@@ -101,13 +102,18 @@ def test_decode_loop_with_persistent_state_matches_prefill():
                        initializers={"w": w, "b": bias}, opset=27)
     bound = runtime.with_persistent_bindings(model, {"past": "present"})
     state = runtime.PersistentValueState(bound, initial={"past": np.zeros((batch, channels, k - 1), np.float32)})
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(27)))
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(27)), events_enabled=True)
     ctx.set_kernel_usage_enabled(True)
     stepped = [np.asarray(state.run(ctx, {"x": np.ascontiguousarray(seq[:, :, t:t + 1])})["y"])
                for t in range(steps)]
     prefill, _ = check({"x": seq, "w": w, "b": bias}, "silu")
     np.testing.assert_array_equal(np.concatenate(stepped, axis=2), prefill[0])
-    assert set(ctx.get_kernel_usage()) == {"CausalConvWithState/float32/decode+silu"}
+    np.testing.assert_array_equal(np.asarray(state.values["past"]), prefill[1])
+    assert set(ctx.get_kernel_usage()) == {"CausalConvWithState/float32/decode+silu+state-persistent"}
+    # The state alternates two buffers: allocated in the first two steps, reused after, never copied.
+    totals = summary.storage_totals(ctx.events())
+    assert totals["storage_allocations"] == 2 and totals["storage_reuse_count"] == steps - 2
+    assert totals["storage_prefix_copied_bytes"] == 0
 
 
 def test_output_reuses_a_dying_input():

@@ -11,6 +11,7 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
+from onnx_light import summary
 from node_check import make_model, run_ours, run_reference
 from test_ops_elementwise import BF16, NODE, compare, dname, values
 
@@ -125,7 +126,7 @@ def test_decode_loop_with_persistent_state_matches_prefill():
     model, _ = la_model({k: v[:, :1] if k in ("q", "k", "v", "g", "beta") else v for k, v in full.items()}, hq, hkv)
     bound = runtime.with_persistent_bindings(model, {"past": "state"})
     state = runtime.PersistentValueState(bound, initial={"past": full["past"]})
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(27)))
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(27)), events_enabled=True)
     ctx.set_kernel_usage_enabled(True)
     outs = []
     for t in range(steps):
@@ -136,7 +137,11 @@ def test_decode_loop_with_persistent_state_matches_prefill():
     # Token by token is the same recurrence in the same order: identical, not merely close.
     assert np.concatenate(outs, axis=1).tobytes() == y.tobytes()
     assert np.asarray(state.values["past"]).tobytes() == final.tobytes()
-    assert set(ctx.get_kernel_usage()) == {"LinearAttention/float32/gated_delta-decode"}
+    assert set(ctx.get_kernel_usage()) == {"LinearAttention/float32/gated_delta-decode+state-persistent"}
+    # The state alternates two buffers: allocated in the first two steps, reused after, never copied.
+    totals = summary.storage_totals(ctx.events())
+    assert totals["storage_allocations"] == 2 and totals["storage_reuse_count"] == steps - 2
+    assert totals["storage_prefix_copied_bytes"] == 0
 
 
 def test_chained_nodes_update_the_state_in_place():

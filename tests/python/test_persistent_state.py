@@ -31,9 +31,12 @@ def empty_cache(dtype=np.float32):
     return decoder_model.empty_cache(LAYERS, HEADS, HEAD_SIZE, dtype=dtype)
 
 
-def new_state(model, capacity=32, dtype=np.float32, kernel_context=None):
+def new_state(model, capacity=32, dtype=np.float32, kernel_context=None, reserved_rows=0):
+    """reserved_rows 0 (these tests' default) pins geometric growth from `capacity`; the default
+    options' lazily backed reservation has tests of its own."""
     options = runtime.RuntimeSessionOptions(persistent_tensor_initial_capacity=capacity,
-                                            kernel_context=kernel_context)
+                                            kernel_context=kernel_context,
+                                            persistent_tensor_reserved_rows=reserved_rows)
     declared = runtime.with_persistent_bindings(model, BINDINGS)
     return runtime.PersistentValueState(declared, empty_cache(dtype), options)
 
@@ -142,7 +145,7 @@ def test_float16_attention_decode_loop_matches_the_stateless_loop():
     model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD_SIZE, dtype=np.float16)
     xs = token_inputs(20, dtype=np.float16)
     want = stateless_loop(model, xs, np.float16)
-    state = new_state(model, capacity=8, dtype=np.float16)
+    state = new_state(model, capacity=8, dtype=np.float16)  # grows 8 -> 16 -> 32
     context = new_context(events_enabled=True)
     context.set_kernel_usage_enabled(True)
     for step, x in enumerate(xs):
@@ -248,6 +251,29 @@ def test_prefix_copying_is_bounded_by_the_final_cache(attention_model):
     assert t["storage_allocations"] == 2 * len(BINDINGS)
     assert t["storage_reuse_count"] == 62 * len(BINDINGS)
     assert t["storage_append_copied_bytes"] == final_bytes
+
+
+@pytest.mark.parametrize("steps", [40, 512, 2048])
+def test_default_options_never_copy_a_prefix_below_the_reserved_rows(attention_model, steps):
+    """The default options lay each value out for 4096 rows of lazily backed memory: one
+    allocation per value, no prefix copy at any length up to that, results unchanged."""
+    declared = runtime.with_persistent_bindings(attention_model, BINDINGS)
+    state = runtime.PersistentValueState(declared, empty_cache())
+    assert runtime.RuntimeSessionOptions().persistent_tensor_reserved_rows == 4096
+    context = new_context(events_enabled=True)
+    xs = token_inputs(steps, prefill=0)
+    for x in xs:
+        out = state.run(context, {"x": x})
+    t = totals(storage_events(context))
+    final_bytes = sum(np.asarray(v).nbytes for v in state.values.values())
+    assert t["storage_prefix_copied_bytes"] == 0
+    assert t["storage_allocations"] == len(BINDINGS)
+    assert t["storage_allocated_bytes"] == len(BINDINGS) * 4096 * HEADS * HEAD_SIZE * 4
+    assert t["storage_reuse_count"] == (steps - 1) * len(BINDINGS)
+    assert t["storage_append_copied_bytes"] == final_bytes
+    if steps == 40:
+        want = stateless_loop(attention_model, xs)
+        assert_step_equal(out, want[-1], 1e-5, steps - 1)
 
 
 def test_capacity_zero_copies_every_step(attention_model):

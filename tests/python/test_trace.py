@@ -111,7 +111,8 @@ def test_decoder_decode_loop_trace(tmp_path):
     declared = runtime.with_persistent_bindings(model, decoder_model.bindings(layers))
     state = runtime.PersistentValueState(
         declared, initial=decoder_model.empty_cache(layers, heads, head_size),
-        options=runtime.RuntimeSessionOptions(persistent_tensor_initial_capacity=4))
+        options=runtime.RuntimeSessionOptions(persistent_tensor_initial_capacity=4,
+                                              persistent_tensor_reserved_rows=0))  # geometric growth
     context = new_context()
     x = np.random.default_rng(0).standard_normal((1, 1, heads * head_size)).astype(np.float32)
     for _ in range(steps):

@@ -8,6 +8,10 @@
 //     rt.SetOutput(0, r.full);     // past and the new rows, without copying past
 //   } else { ... ordinary computation ... }
 //
+// A kernel whose output replaces a bound value with one of the same shape (TensorScatter, the
+// state outputs of CausalConvWithState and LinearAttention) asks for a replacement instead, see
+// PersistentReplaceReservation.
+//
 // Reservations exist only inside a PersistentValueState call, for an output the call retains and
 // a `past` that is the state's current value of a bound input; everything else gets an empty
 // reservation and computes as usual.
@@ -15,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "onnx_light/runtime/tensor.h"
 
@@ -37,6 +42,39 @@ struct PersistentAppendReservation {
   explicit operator bool() const noexcept { return full.defined(); }
 };
 
+/// Bytes [offset, offset + bytes) of a value, counted from its first element.
+struct PersistentByteRange {
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
+/// What the storage of a replacement holds when the kernel gets it.
+enum class PersistentReplaceStart {
+  kUndefined,  ///< anything: the kernel writes every element (the next state of a recurrence)
+  kPast,       ///< a copy of `past`: the kernel overwrites some rows (TensorScatter into a cache)
+};
+
+/// Storage for a value that replaces a persistent one of the same type and shape:
+///
+///   PersistentReplaceReservation r = rt.ReservePersistentReplace(rt.output_name(1), past, start);
+///   if (r) {                       // write the new value into r.value, then
+///     rt.CommitPersistentReplace(r, &written_ranges);   // or nullptr: every byte written
+///     rt.SetOutput(1, r.value);
+///   } else { ... ordinary computation ... }
+///
+/// The state alternates two buffers per value, so a step neither allocates nor copies the whole
+/// value: with kPast it brings the spare buffer up to date by copying only the ranges the
+/// previous call wrote. A buffer someone else still holds (a result kept from two calls ago) is
+/// never written; a fresh one is allocated instead.
+struct PersistentReplaceReservation {
+  /// Writable, contiguous, with past's type and shape; never aliases `past`.
+  Tensor value;
+  uint64_t token = 0;
+  std::string output_name;
+
+  explicit operator bool() const noexcept { return value.defined(); }
+};
+
 /// Implemented by PersistentValueState for the duration of one call. Threading: used only by the
 /// thread running that call (the state rejects overlapping calls).
 class PersistentAppendSink {
@@ -45,6 +83,11 @@ class PersistentAppendSink {
   virtual PersistentAppendReservation Reserve(RuntimeContext& rt, std::string_view output_name,
                                               const Tensor& past, int64_t axis, int64_t append_rows) = 0;
   virtual void Commit(RuntimeContext& rt, const PersistentAppendReservation& reservation) = 0;
+  virtual PersistentReplaceReservation ReserveReplace(RuntimeContext& rt, std::string_view output_name,
+                                                      const Tensor& past, PersistentReplaceStart start) = 0;
+  /// `written`: the byte ranges of the value the kernel wrote; null means all of it.
+  virtual void CommitReplace(RuntimeContext& rt, const PersistentReplaceReservation& reservation,
+                             const std::vector<PersistentByteRange>* written) = 0;
 };
 
 }  // namespace onnx_light::runtime

@@ -1,12 +1,15 @@
 #pragma once
 // PersistentValueState: values a graph feeds back to itself across calls (a KV cache:
 // past_key <- present_key), declared in the model (GraphProto field 1001). Appends land in place
-// in buffers with geometric growth, so a decode step copies neither the cache nor its prefix.
+// in buffers laid out for many rows (lazily backed address space, geometric growth beyond it),
+// and replacements (TensorScatter, recurrent states) alternate two buffers, so a decode step
+// copies neither the cache nor its prefix.
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,7 +37,8 @@ class PersistentValueState {
   /// Validates the model's declarations and takes `initial` values for every bound input (exact
   /// whole names). Throws Error(kNotFound) for unknown names and Error(kInvalidArgument) for a
   /// missing or extra initial value, duplicate inputs or outputs, incompatible declared types,
-  /// declarations inside subgraphs, string tensors, or a bound input without exactly one use.
+  /// declarations inside subgraphs, or string tensors. A bound input may have any number of
+  /// readers: appends and replacements never write the storage of a value that is being read.
   PersistentValueState(std::shared_ptr<const Model> model, std::unordered_map<std::string, Tensor> initial,
                        RuntimeSessionOptions options = {});
   ~PersistentValueState();
@@ -64,6 +68,13 @@ class PersistentValueState {
   struct Slot {
     Tensor value;
     std::shared_ptr<PersistentBuffer> buffer;  // null when the value lives outside a buffer
+    // Replacements alternate two buffers: `value` lives in one when `replaced`, `spare` is the
+    // other (the previous value's storage), and `spare_lag` lists where the two differ (empty
+    // optional: unknown, so bringing the spare up to date copies the whole value).
+    bool replaced = false;
+    size_t spare_bytes = 0;
+    std::shared_ptr<void> spare;
+    std::optional<std::vector<PersistentByteRange>> spare_lag;
   };
   class CallSink;
   class BusyGuard;

@@ -246,6 +246,14 @@ class RuntimeContext {
                                                       int64_t axis, int64_t append_rows);
   /// Seals the rows the kernel wrote into `reservation.append`.
   void CommitPersistentAppend(const PersistentAppendReservation& reservation);
+  /// Storage for a value replacing `past` (same type and shape) as output `output_name`; empty
+  /// under the same conditions as ReservePersistentAppend.
+  PersistentReplaceReservation ReservePersistentReplace(std::string_view output_name, const Tensor& past,
+                                                        PersistentReplaceStart start);
+  /// Seals the value the kernel wrote into `reservation.value`; `written` lists the byte ranges
+  /// it changed (null: all of them).
+  void CommitPersistentReplace(const PersistentReplaceReservation& reservation,
+                               const std::vector<PersistentByteRange>* written);
 
   /// The intra-op thread pool of the session running this context (null: run on the calling
   /// thread). Installed by RuntimeSession::Run for the run's duration, inherited by children and

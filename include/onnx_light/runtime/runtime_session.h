@@ -24,6 +24,13 @@ struct RuntimeSessionOptions {
   /// Rows reserved along the append axis the first time a persistent value grows in place
   /// (PersistentValueState); 0 disables reservations, so every append reallocates.
   int64_t persistent_tensor_initial_capacity = 32;
+  /// Rows of address space a persistent value's buffer is laid out for along its append axis,
+  /// where the system lends lazily backed memory (Linux, macOS): only the pages that rows are
+  /// written to take memory, and appends up to this length never move the prefix again. Above
+  /// it, or where the reservation is refused, buffers grow geometrically from
+  /// persistent_tensor_initial_capacity. 0 turns reservations off; ignored when
+  /// persistent_tensor_initial_capacity is 0. 0 to kMaxPersistentTensorInitialCapacity.
+  int64_t persistent_tensor_reserved_rows = 4096;
   /// Threads one Run may use (the calling thread included), 0 to kMaxNumThreads; 0 means all
   /// cores (at most kMaxNumThreads). Above 1 the session owns a pool of num_threads - 1 workers
   /// that kernels split their work over. OpenBLAS itself is set to one thread (a process-wide

@@ -1,6 +1,8 @@
 // CausalConvWithState (opset 27): the core of causal_conv.h and the kernel that validates the
 // node's inputs and runs it. The output takes over the input's buffer when the session lets it
 // (each row is read into scratch before its outputs are written).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -181,6 +183,7 @@ class CausalConvWithStateKernel final : public KernelBase {
                      ShapeToString(state_shape), ShapeToString(past->shape()));
       }
     }
+    PersistentReplaceReservation persistent;
     DispatchTypes<float, Float16, BFloat16>(rt, 0, type, [&](auto tag) {
       using T = decltype(tag);
       const Tensor w = weight.Contiguous(rt.allocator());
@@ -202,11 +205,21 @@ class CausalConvWithStateKernel final : public KernelBase {
         args.input = input_copy.template data<T>();
         args.output = rt.AllocateOutput(0, type, shape).template data<T>();
       }
-      args.present = rt.AllocateOutput(1, type, state_shape).template data<T>();
+      // Inside a PersistentValueState call that holds past_state, the next state goes into the
+      // state's other buffer of the pair instead of a fresh allocation.
+      if (past != nullptr && k > 1 && rt.persistent_append_sink() != nullptr) {
+        persistent = rt.ReservePersistentReplace(rt.output_name(1), *past, PersistentReplaceStart::kUndefined);
+      }
+      args.present = (persistent ? persistent.value : rt.AllocateOutput(1, type, state_shape)).template data<T>();
       RunCausalConv(args, rt.thread_pool());
     });
+    if (persistent) {
+      rt.CommitPersistentReplace(persistent, nullptr);
+      rt.SetOutput(1, persistent.value);
+    }
     if (rt.kernel_usage_enabled()) {
-      const char* path = length == 1 ? (silu_ ? "decode+silu" : "decode") : (silu_ ? "prefill+silu" : "prefill");
+      const std::string path = fmt::format("{}{}{}", length == 1 ? "decode" : "prefill", silu_ ? "+silu" : "",
+                                           persistent ? "+state-persistent" : "");
       rt.RecordKernelUsage(KernelUsageName("CausalConvWithState", type, path));
     }
   }

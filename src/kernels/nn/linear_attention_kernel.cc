@@ -114,7 +114,19 @@ class LinearAttentionKernel final : public KernelBase {
     float* state = nullptr;
     const float* initial_state = nullptr;  // read by the recurrence itself (no separate copy)
     const char* state_path = "";
-    if (state_type == DataType::kFloat) {
+    // Inside a PersistentValueState call that holds past_state: the next state is written into
+    // the state's other buffer of the pair (no allocation, no copy of the state).
+    PersistentReplaceReservation persistent;
+    if (state_type == DataType::kFloat && past != nullptr && past->is_contiguous() &&
+        rt.persistent_append_sink() != nullptr) {
+      persistent = rt.ReservePersistentReplace(rt.output_name(1), *past, PersistentReplaceStart::kUndefined);
+    }
+    if (persistent) {
+      present = &persistent.value;
+      initial_state = past->data<float>();
+      state = present->data<float>();
+      state_path = "+state-persistent";
+    } else if (state_type == DataType::kFloat) {
       if (past != nullptr && past->is_contiguous()) {
         const float* past_data = past->data<float>();  // before the output may take it over
         present = rt.ReuseInputForOutput(1, 3, DataType::kFloat, state_shape);
@@ -160,7 +172,10 @@ class LinearAttentionKernel final : public KernelBase {
       linear_attention::RunLinearAttention(args, rt.thread_pool());
     });
 
-    if (state_type != DataType::kFloat) {
+    if (persistent) {
+      rt.CommitPersistentReplace(persistent, nullptr);
+      rt.SetOutput(1, persistent.value);
+    } else if (state_type != DataType::kFloat) {
       Tensor& out = rt.AllocateOutput(1, state_type, state_shape);
       if (state_type == DataType::kFloat16) ConvertFromFloat(state, out.size(), out.data<Float16>());
       else ConvertFromFloat(state, out.size(), out.data<BFloat16>());

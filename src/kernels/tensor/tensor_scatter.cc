@@ -157,6 +157,35 @@ void WriteTensorScatterRows(const Tensor& update, std::span<const int64_t> write
   });
 }
 
+std::optional<std::vector<PersistentByteRange>> TensorScatterWrittenRanges(DataType type, const Shape& cache_shape,
+                                                                           int64_t update_rows,
+                                                                           std::span<const int64_t> write_indices,
+                                                                           const TensorScatterSpec& spec) {
+  if (IsSubByte(type)) return std::nullopt;
+  const auto axis = static_cast<size_t>(spec.axis);
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= cache_shape[d];
+  for (size_t d = axis + 1; d < cache_shape.size(); ++d) inner *= cache_shape[d];
+  const int64_t capacity = cache_shape[axis];
+  const int64_t prefixes_per_batch = outer / cache_shape[0];
+  const auto row_bytes = static_cast<size_t>(inner) * ElementSize(type);
+  std::vector<PersistentByteRange> ranges;
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t position = write_indices.empty() ? 0 : write_indices[static_cast<size_t>(o / prefixes_per_batch)];
+    if (spec.circular) position = ((position % capacity) + capacity) % capacity;
+    for (int64_t s = 0; s < update_rows; ++s) {
+      const size_t offset = static_cast<size_t>(o * capacity + position) * row_bytes;
+      if (!ranges.empty() && ranges.back().offset + ranges.back().bytes == offset) {
+        ranges.back().bytes += row_bytes;
+      } else {
+        ranges.push_back({offset, row_bytes});
+      }
+      if (++position == capacity) position = 0;
+    }
+  }
+  return ranges;
+}
+
 namespace {
 
 // dst (contiguous) = src, split over the pool when large.
@@ -192,6 +221,7 @@ class TensorScatterKernel final : public KernelBase {
     if (write_indices != nullptr) indices = ReadInt64s(rt, 2);
     const DataType type = past.dtype();
     const Shape shape = past.shape();  // `past` is gone once the output takes its buffer
+    if (rt.persistent_append_sink() != nullptr && WriteIntoPersistentCache(rt, update, indices, spec)) return;
     Tensor* present = rt.ReuseInputForOutput(0, 0, type, shape);
     const char* path = "in-place";
     if (present == nullptr) {
@@ -204,6 +234,25 @@ class TensorScatterKernel final : public KernelBase {
   }
 
  private:
+  // Inside a PersistentValueState call whose state holds past_cache for this output: the rows
+  // land in the state's other buffer of the pair, which first receives only the rows the
+  // previous call wrote, so a step copies neither the cache nor an allocation's worth of it.
+  static bool WriteIntoPersistentCache(RuntimeContext& rt, const Tensor& update, std::span<const int64_t> indices,
+                                       const TensorScatterSpec& spec) {
+    const Tensor& past = rt.Input(0);
+    PersistentReplaceReservation r =
+        rt.ReservePersistentReplace(rt.output_name(0), past, PersistentReplaceStart::kPast);
+    if (!r) return false;
+    WriteTensorScatterRows(update, indices, spec, r.value, rt.thread_pool());
+    const auto written = TensorScatterWrittenRanges(past.dtype(), past.shape(), update.dim(spec.axis), indices, spec);
+    rt.CommitPersistentReplace(r, written ? &*written : nullptr);
+    rt.SetOutput(0, r.value);
+    if (rt.kernel_usage_enabled()) {
+      rt.RecordKernelUsage(KernelUsageName("TensorScatter", past.dtype(), "persistent-in-place"));
+    }
+    return true;
+  }
+
   int64_t axis_;
   bool circular_ = false;
 };

@@ -5,7 +5,9 @@
 // across calls) can write the rows itself.
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "onnx_light/runtime/runtime_context.h"
@@ -34,5 +36,13 @@ TensorScatterSpec CheckTensorScatter(const RuntimeContext& rt, const Tensor& pas
 /// Rows are split over `pool` (may be null) for large updates.
 void WriteTensorScatterRows(const Tensor& update, std::span<const int64_t> write_indices,
                             const TensorScatterSpec& spec, Tensor& cache, ThreadPool* pool);
+
+/// The byte ranges of a contiguous cache of `cache_shape` that WriteTensorScatterRows changes for
+/// `update_rows` rows (adjacent rows merged). Null for a packed sub-byte type, whose rows may
+/// share bytes: then the whole cache counts as written.
+std::optional<std::vector<PersistentByteRange>> TensorScatterWrittenRanges(DataType type, const Shape& cache_shape,
+                                                                           int64_t update_rows,
+                                                                           std::span<const int64_t> write_indices,
+                                                                           const TensorScatterSpec& spec);
 
 }  // namespace onnx_light::runtime
