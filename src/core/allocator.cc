@@ -1,6 +1,8 @@
 #include "onnx_light/runtime/allocator.h"
 
+#include <bit>
 #include <cstdlib>
+#include <limits>
 #include <new>
 
 namespace onnx_light::runtime {
@@ -8,9 +10,20 @@ namespace onnx_light::runtime {
 namespace {
 constexpr size_t kAlignment = 64;
 
+constexpr size_t kSizeClassThreshold = size_t{64} << 10;
+
+// The size a request is served (and cached) at. Blocks of 64 KiB and more come in eight size
+// classes per power of two (at most 12.5% unused), so a temporary that grows a little from run to
+// run (attention scores and key copies over a growing KV cache) finds the block the previous run
+// freed instead of mapping, faulting in and unmapping fresh pages every time.
 size_t RoundedSize(size_t bytes) {
-  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  return rounded == 0 ? kAlignment : rounded;
+  if (bytes < kSizeClassThreshold) {
+    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    return rounded == 0 ? kAlignment : rounded;
+  }
+  const size_t step = size_t{1} << (std::bit_width(bytes) - 4);
+  if (bytes > std::numeric_limits<size_t>::max() - step) return bytes;  // aligned_alloc refuses it
+  return (bytes + step - 1) / step * step;
 }
 }  // namespace
 

@@ -126,6 +126,29 @@ TEST(CpuAllocatorCache, ReusesFreedBlocksOfTheSameSizeWithoutCountingThemLive) {
   EXPECT_EQ(allocator.cached_bytes(), 0u);
 }
 
+// From 64 KiB on, blocks come in eight size classes per power of two: a request a little larger
+// than a freed one (a temporary over a KV cache one row longer) gets the freed block back, live
+// bytes still count what was asked for, and the next class is a different block.
+TEST(CpuAllocatorCache, LargeBlocksAreCachedBySizeClass) {
+  CpuAllocator allocator(size_t{8} << 20);
+  constexpr size_t kMiB = size_t{1} << 20;
+  void* a = allocator.Allocate(kMiB + 1000);
+  allocator.Free(a, kMiB + 1000);
+  EXPECT_EQ(allocator.cached_bytes(), kMiB + kMiB / 8);
+  void* b = allocator.Allocate(kMiB + 5000);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(allocator.live_bytes(), static_cast<int64_t>(kMiB + 5000));
+  void* c = allocator.Allocate(kMiB + kMiB / 8 + 1);  // the next class up
+  EXPECT_NE(c, b);
+  allocator.Free(b, kMiB + 5000);
+  allocator.Free(c, kMiB + kMiB / 8 + 1);
+  EXPECT_EQ(allocator.cached_bytes(), kMiB + kMiB / 8 + kMiB + kMiB / 4);
+  // Below 64 KiB the rounding stays at 64 bytes.
+  allocator.ReleaseCache();
+  allocator.Free(allocator.Allocate(65000), 65000);
+  EXPECT_EQ(allocator.cached_bytes(), 65024u);
+}
+
 TEST(CpuAllocatorCache, KeepsAtMostTheCap) {
   CpuAllocator allocator(4096);
   std::vector<void*> blocks;

@@ -915,6 +915,8 @@ def test_concat_appends_in_place_and_consumers_read_strided_views():
         helper.make_node("Transpose", ["present"], ["t"], perm=[0, 2, 1, 3]),
         helper.make_node("Slice", ["present", "s_start", "s_end", "s_axes", "s_steps"], ["s"]),
         helper.make_node("Reshape", ["present", "r_shape"], ["r"]),
+        helper.make_node("Reshape", ["present", "r2_shape"], ["r2"]),
+        helper.make_node("Unsqueeze", ["present", "u_axes"], ["u"]),
         helper.make_node("Gather", ["present", "g_idx"], ["g"], axis=2),
         helper.make_node("Expand", ["present", "e_shape"], ["e"]),
         helper.make_node("Pad", ["present", "pads"], ["p"], mode="reflect"),
@@ -923,9 +925,10 @@ def test_concat_appends_in_place_and_consumers_read_strided_views():
     ]
     inits = {"s_start": np.array([-1], dtype=I64), "s_end": np.array([-100], dtype=I64),
              "s_axes": np.array([2], dtype=I64), "s_steps": np.array([-2], dtype=I64),
-             "r_shape": np.array([2, -1], dtype=I64), "g_idx": np.array([0, -1], dtype=I64),
+             "r_shape": np.array([2, -1], dtype=I64), "r2_shape": np.array([-1, 4], dtype=I64),
+             "u_axes": np.array([2], dtype=I64), "g_idx": np.array([0, -1], dtype=I64),
              "e_shape": np.array([2, 1, 1, 1], dtype=I64), "pads": np.array([0, 0, 1, 2, 0, 0, 1, 0], dtype=I64)}
-    outputs = ["present", "t", "s", "r", "g", "e", "p", "sp0", "sp1", "c"]
+    outputs = ["present", "t", "s", "r", "r2", "u", "g", "e", "p", "sp0", "sp1", "c"]
     model = make_model(nodes, {"past": past0, "k": k}, outputs, initializers=inits)
     model.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "T"
     bound = runtime.with_persistent_bindings(model, {"past": "present"})

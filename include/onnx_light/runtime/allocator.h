@@ -33,10 +33,12 @@ class Allocator {
 
 /// Heap allocator with atomic live/peak tracking. Thread-safe.
 ///
-/// Freed blocks are kept, keyed by size, up to `max_cached_bytes` in total, and handed out again
-/// to the next request of the same size: repeated runs of one model then allocate nothing from
-/// the system (fresh large blocks would otherwise be mapped and page-faulted on every run).
-/// Cached blocks do not count as live bytes.
+/// Freed blocks are kept, keyed by size class, up to `max_cached_bytes` in total, and handed out
+/// again to the next request of the same class: repeated runs of one model then allocate nothing
+/// from the system (fresh large blocks would otherwise be mapped and page-faulted on every run).
+/// Below 64 KiB a class is the size rounded up to 64 bytes; from 64 KiB on there are eight
+/// classes per power of two, so temporaries that grow slightly from run to run (over a growing
+/// KV cache) still find a block. Cached blocks do not count as live bytes.
 class CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kDefaultMaxCachedBytes = size_t{256} << 20;

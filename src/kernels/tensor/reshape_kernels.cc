@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/checked_math.h"
+#include "core/strided_reshape.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 
@@ -9,13 +10,22 @@ namespace onnx_light::runtime {
 
 namespace {
 
-// Output 0 becomes `x` seen with `shape`: a view when `x` is contiguous, otherwise a view of a
-// contiguous copy.
+// Output 0 becomes `x` seen with `shape`: a view when `x` is contiguous or its strides allow it
+// (a KV cache inside a persistent buffer with spare rows, unsqueezed by an exported decoder),
+// otherwise a view of a contiguous copy.
 void SetReshapedOutput(RuntimeContext& rt, const Tensor& x, Shape shape, std::string_view view_name,
                        std::string_view copy_name) {
   if (x.is_contiguous()) {
     rt.RecordKernelUsage(view_name);
     rt.SetOutput(0, x.Reshaped(std::move(shape)));
+    return;
+  }
+  std::optional<Shape> strides;
+  if (!IsSubByte(x.dtype())) strides = ReshapedStrides(x.shape(), x.strides(), shape);
+  if (strides) {
+    rt.RecordKernelUsage(view_name);
+    // The view shares storage and the read-only flag with x, as Reshaped does.
+    rt.SetOutput(0, x.View(std::move(shape), const_cast<void*>(x.raw_data()), std::move(*strides)));
   } else {
     rt.RecordKernelUsage(copy_name);
     rt.SetOutput(0, x.Contiguous(rt.allocator()).Reshaped(std::move(shape)));
