@@ -11,10 +11,13 @@
 #include "kernels/elementwise/fast_math.h"
 #include "kernels/math/linalg_util.h"
 #include "kernels/math/row_products.h"
+#include "kernels/registry/cpu_features.h"
 
 namespace onnx_light::runtime::attention {
 
-float ExpShiftedSum(float* x, int64_t n, float shift) {
+// Compiled for the widest vector instructions the CPU has; the arithmetic and its order do not
+// depend on which one runs.
+ONNX_LIGHT_CPU_CLONES float ExpShiftedSum(float* x, int64_t n, float shift) {
   for (int64_t j = 0; j < n; ++j) x[j] = fast_math::Exp(x[j] - shift);
   // Eight partial sums keep the reduction vectorizable without reassociation flags.
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -7,16 +7,29 @@
 // block at a time.
 #include <cmath>
 #include <memory>
+#include <type_traits>
 
+#include "kernels/elementwise/fast_math.h"
+#include "kernels/math/reduce_common.h"
+#include "kernels/registry/cpu_features.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
-#include "kernels/math/reduce_common.h"
 
 namespace onnx_light::runtime {
 
 namespace {
 
 enum class SoftmaxMode { kSoftmax, kLogSoftmax, kHardmax };
+
+// The elementwise passes of a float softmax row, compiled for the widest vector instructions the
+// CPU has (the exponentials dominate attention scores over a long KV cache). Same arithmetic in
+// the same order as the generic loops: results do not depend on the instruction set.
+ONNX_LIGHT_CPU_CLONES void ExpShiftedRow(const float* x, float* y, int64_t n, float shift) {
+  for (int64_t k = 0; k < n; ++k) y[k] = fast_math::Exp(x[k] - shift);
+}
+ONNX_LIGHT_CPU_CLONES void DivideRow(float* y, int64_t n, float divisor) {
+  for (int64_t k = 0; k < n; ++k) y[k] /= divisor;
+}
 
 // Normalises one [r, inner] block. `y` may alias `x`.
 template <typename C>
@@ -36,9 +49,17 @@ void SoftmaxBlock(const C* x, C* y, int64_t r, int64_t inner, SoftmaxMode mode, 
     const C m = LaneReduce<C>(x, r, LowestValue<C>(), same, [](C a, C b) { return MaxNan(a, b); });
     const auto add = [](C a, C b) { return a + b; };
     if (mode == SoftmaxMode::kSoftmax) {
-      for (int64_t k = 0; k < r; ++k) y[k] = ExpOf<C>(x[k] - m);
+      if constexpr (std::is_same_v<C, float>) {
+        ExpShiftedRow(x, y, r, m);
+      } else {
+        for (int64_t k = 0; k < r; ++k) y[k] = ExpOf<C>(x[k] - m);
+      }
       const C s = LaneReduce<C>(y, r, C(0), same, add);
-      for (int64_t k = 0; k < r; ++k) y[k] /= s;
+      if constexpr (std::is_same_v<C, float>) {
+        DivideRow(y, r, s);
+      } else {
+        for (int64_t k = 0; k < r; ++k) y[k] /= s;
+      }
     } else {
       const C s = LaneReduce<C>(x, r, C(0), [m](C v) { return ExpOf<C>(v - m); }, add);
       // (x - m) - log(s), not x - (m + log(s)): the latter loses digits when |m| is large.
