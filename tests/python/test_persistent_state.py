@@ -612,3 +612,33 @@ def test_concurrent_states_match_sequential_runs(attention_model, concat_model):
         for step, (got, want) in enumerate(zip(results[i], sequential[i])):
             for name in want:
                 np.testing.assert_array_equal(got[name], want[name], err_msg=f"thread {i} step {step} {name}")
+
+
+def test_concat_on_the_sequence_axis_of_a_flat_cache_appends_in_place():
+    """The [batch, length, heads * head_size] cache layout (Concat on axis 1), as some exports
+    keep it: in place from an empty cache, no prefix copy, every row where it belongs."""
+    width = 12
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["past", "x"], ["present"], axis=1),
+         helper.make_node("ReduceSum", ["present"], ["total"], keepdims=0)],
+        "flat_cache",
+        [helper.make_tensor_value_info("past", TensorProto.FLOAT, [2, "past_len", width]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, width])],
+        [helper.make_tensor_value_info("present", TensorProto.FLOAT, [2, "len", width]),
+         helper.make_tensor_value_info("total", TensorProto.FLOAT, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    state = runtime.PersistentValueState(runtime.with_persistent_bindings(model, {"past": "present"}),
+                                         {"past": np.zeros((2, 0, width), np.float32)})
+    context = new_context(events_enabled=True)
+    context.set_kernel_usage_enabled(True)
+    rng = np.random.default_rng(5)
+    rows = []
+    for _ in range(40):
+        x = rng.standard_normal((2, 1, width)).astype(np.float32)
+        rows.append(x)
+        out = state.run(context, {"x": x})
+    np.testing.assert_array_equal(np.asarray(out["present"]), np.concatenate(rows, axis=1))
+    assert set(context.get_kernel_usage()) >= {"Concat/any/persistent-append"}
+    t = totals(storage_events(context))
+    assert t["storage_prefix_copied_bytes"] == 0 and t["storage_allocations"] == 1
+    assert t["storage_append_copied_bytes"] == 2 * 40 * width * 4
