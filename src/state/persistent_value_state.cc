@@ -220,14 +220,16 @@ class PersistentValueState::CallSink final : public PersistentAppendSink {
   }
 
   // Room for `rows` rows and more. Growth is geometric; where the system lends lazily backed
-  // address space, the buffer is laid out for `reserved_rows_` rows at once, so a decode loop of
+  // address space, the buffer is laid out for at least `reserved_rows_` rows, so a decode loop of
   // that length never copies its prefix again and uses memory only for the rows written.
   std::shared_ptr<PersistentBuffer> NewBuffer(RuntimeContext& rt, const Tensor& past, int64_t axis, int64_t rows,
                                               int64_t previous_capacity) const {
     if (initial_capacity_ == 0) return std::make_shared<PersistentBuffer>(rt.allocator(), past, axis, rows);
     const int64_t capacity = std::max({rows, initial_capacity_, 2 * previous_capacity});
-    if (reserved_rows_ > capacity) {
-      if (auto reserved = PersistentBuffer::ReserveLazily(past, axis, reserved_rows_)) return reserved;
+    if (reserved_rows_ > 0) {
+      if (auto reserved = PersistentBuffer::ReserveLazily(past, axis, std::max(capacity, reserved_rows_))) {
+        return reserved;
+      }
     }
     return std::make_shared<PersistentBuffer>(rt.allocator(), past, axis, capacity);
   }
