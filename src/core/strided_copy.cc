@@ -4,6 +4,10 @@
 
 #include <algorithm>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "core/packed_bits.h"
 #include "onnx_light/runtime/tensor.h"
 
@@ -71,7 +75,33 @@ void CopyTiled(const U* src, const Dims& shape, const Dims& src_strides, U* dst,
       const int64_t i1 = std::min(rows, i0 + kBlock);
       for (int64_t j0 = 0; j0 < inner; j0 += kBlock) {
         const int64_t j1 = std::min(inner, j0 + kBlock);
-        for (int64_t i = i0; i < i1; ++i) {
+        int64_t i = i0;
+#if defined(__SSE2__)
+        if constexpr (sizeof(U) == 4) {
+          // Four by four: four contiguous source loads, an in-register transpose, four
+          // contiguous stores. The scalar loop below does the edges.
+          const int64_t j4 = j0 + (j1 - j0) / 4 * 4;
+          for (; i + 4 <= i1; i += 4) {
+            for (int64_t j = j0; j < j4; j += 4) {
+              const auto* base = reinterpret_cast<const float*>(s + i + j * inner_stride);
+              __m128 r0 = _mm_loadu_ps(base);
+              __m128 r1 = _mm_loadu_ps(base + inner_stride);
+              __m128 r2 = _mm_loadu_ps(base + 2 * inner_stride);
+              __m128 r3 = _mm_loadu_ps(base + 3 * inner_stride);
+              _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+              auto* out = reinterpret_cast<float*>(d + i * row_step + j);
+              _mm_storeu_ps(out, r0);
+              _mm_storeu_ps(out + row_step, r1);
+              _mm_storeu_ps(out + 2 * row_step, r2);
+              _mm_storeu_ps(out + 3 * row_step, r3);
+            }
+            for (int64_t ii = i; ii < i + 4; ++ii) {
+              for (int64_t j = j4; j < j1; ++j) d[ii * row_step + j] = s[ii + j * inner_stride];
+            }
+          }
+        }
+#endif
+        for (; i < i1; ++i) {
           for (int64_t j = j0; j < j1; ++j) d[i * row_step + j] = s[i + j * inner_stride];
         }
       }

@@ -71,6 +71,31 @@ TEST(StridedCopyTest, TransposeIsTiledAndMatchesTheReference) {
   EXPECT_EQ(got, want);
 }
 
+// Four-byte elements go through four-by-four register transposes with scalar edges: every
+// remainder of rows and columns modulo 4 and of the 32-element tiles, a source with a padded row
+// stride (a strided cache), and float bit patterns (NaN payloads, -0) passed through untouched.
+TEST(StridedCopyTest, FourByteTransposesMatchTheReferenceAtEveryEdge) {
+  for (int64_t rows : {1, 3, 4, 5, 16, 33, 70}) {
+    for (int64_t cols : {1, 2, 4, 7, 32, 45, 2051}) {
+      for (int64_t pad : {0, 3}) {
+        const int64_t row_stride = rows + pad;  // source [cols, rows] with spare columns
+        std::vector<uint32_t> src(static_cast<size_t>(cols * row_stride));
+        for (size_t k = 0; k < src.size(); ++k) {
+          src[k] = static_cast<uint32_t>(k * 2654435761u) | (k % 7 == 0 ? 0x7f800001u : 0u);  // some NaNs
+        }
+        const std::vector<int64_t> shape{rows, cols}, strides{1, row_stride};
+        std::vector<uint32_t> got(static_cast<size_t>(rows * cols)), want(got.size());
+        const CopyPath path = StridedCopy(DataType::kFloat, src.data(), shape, strides, got.data());
+        if (rows > 1 && cols > 1) {
+          EXPECT_EQ(path, CopyPath::kTiled2D) << rows << "x" << cols;
+        }
+        ReferenceCopy(src.data(), shape, strides, want.data(), {cols, 1});
+        ASSERT_EQ(got, want) << rows << "x" << cols << " pad " << pad;
+      }
+    }
+  }
+}
+
 TEST(StridedCopyTest, RowsIntoAWiderDestinationAreMemcpyRuns) {
   // A [2, 3, 4] block written at rows 5..7 of a [2, 10, 4] buffer (a cache append).
   std::vector<double> src(24);
