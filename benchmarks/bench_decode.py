@@ -90,6 +90,26 @@ def profile(model, steps, threads, dtype, last=8):
     print(summary.format_summary(traced.events()))
 
 
+def print_tables(marks, ours_w, ort_w, cache_bytes, traffic, stateless, allocator_peak=None):
+    """The latency table (seconds per token by mark, ours and ORT's) and the bytes table."""
+    print("| step | onnx-light us/token | ORT us/token | ratio (ours / ORT) |")
+    print("|---:|---:|---:|---:|")
+    for m in marks:
+        print(f"| {m} | {ours_w[m] * 1e6:.0f} | {ort_w[m] * 1e6:.0f} | {ours_w[m] / ort_w[m]:.2f} |")
+    copied = traffic["storage_prefix_copied_bytes"] + traffic["storage_append_copied_bytes"]
+    print()
+    print("| bytes | value |")
+    print("|---|---:|")
+    print(f"| final cache size | {cache_bytes:,} |")
+    print(f"| prefix copied (ours) | {traffic['storage_prefix_copied_bytes']:,} |")
+    print(f"| appended (ours) | {traffic['storage_append_copied_bytes']:,} |")
+    print(f"| total copied (ours) | {copied:,} |")
+    print(f"| copied by a stateless loop (present = concat(past, new) each step) | {stateless:,} |")
+    print(f"| storage allocations / reuses | {traffic['storage_allocations']} / {traffic['storage_reuse_count']} |")
+    if allocator_peak is not None:
+        print(f"| allocator peak (ours) | {allocator_peak:,} |")
+
+
 def window_medians(times, marks, width=16):
     return {m: float(np.median(times[max(0, m - width):m])) for m in marks if m <= len(times)}
 
@@ -150,18 +170,7 @@ def run_exported(path, steps, threads):
     print(f"{path}: {len(decoder.bindings)} cache tensors (kv heads, head size) {heads}; {steps} calls of one "
           f"token; threads {threads}; onnxruntime {ort.__version__}; warm loop, medians of the 16 calls before "
           f"each mark\n")
-    print("| step | onnx-light us/token | ORT us/token | ratio (ours / ORT) |")
-    print("|---:|---:|---:|---:|")
-    for m in marks:
-        print(f"| {m} | {ours_w[m] * 1e6:.0f} | {ort_w[m] * 1e6:.0f} | {ours_w[m] / ort_w[m]:.2f} |")
-    print()
-    print("| bytes | value |")
-    print("|---|---:|")
-    print(f"| final cache size | {cache_bytes:,} |")
-    print(f"| prefix copied (ours) | {traffic['storage_prefix_copied_bytes']:,} |")
-    print(f"| appended (ours) | {traffic['storage_append_copied_bytes']:,} |")
-    print(f"| copied by a stateless loop (present = concat(past, new) each step) | {stateless:,} |")
-    print(f"| storage allocations / reuses | {traffic['storage_allocations']} / {traffic['storage_reuse_count']} |")
+    print_tables(marks, ours_w, ort_w, cache_bytes, traffic, stateless)
 
 
 def main():
@@ -192,21 +201,7 @@ def main():
     ours_w, ort_w = window_means(ours_times, marks), window_means(ort_times, marks)
     print(f"decoder {LAYERS} layers, {HEADS} heads x {HEAD}, {args.dtype}; {args.steps} steps; threads {args.threads}; "
           f"onnxruntime {ort.__version__}\n")
-    print("| step | onnx-light us/token | ORT us/token | ratio (ours / ORT) |")
-    print("|---:|---:|---:|---:|")
-    for m in marks:
-        print(f"| {m} | {ours_w[m] * 1e6:.0f} | {ort_w[m] * 1e6:.0f} | {ours_w[m] / ort_w[m]:.2f} |")
-    copied = traffic["storage_prefix_copied_bytes"] + traffic["storage_append_copied_bytes"]
-    print()
-    print("| bytes | value |")
-    print("|---|---:|")
-    print(f"| final cache size | {cache_bytes:,} |")
-    print(f"| prefix copied (ours) | {traffic['storage_prefix_copied_bytes']:,} |")
-    print(f"| appended (ours) | {traffic['storage_append_copied_bytes']:,} |")
-    print(f"| total copied (ours) | {copied:,} |")
-    print(f"| copied by a stateless loop (present = concat(past, new) each step) | {stateless:,} |")
-    print(f"| storage allocations / reuses | {traffic['storage_allocations']} / {traffic['storage_reuse_count']} |")
-    print(f"| allocator peak (ours) | {ctx.peak_bytes:,} |")
+    print_tables(marks, ours_w, ort_w, cache_bytes, traffic, stateless, allocator_peak=ctx.peak_bytes)
 
 
 if __name__ == "__main__":
