@@ -34,6 +34,24 @@ inline AxisSplit SplitShape(std::span<const int64_t> shape, int64_t begin, int64
   return s;
 }
 
+/// The input of an operator with an optional `axis` attribute (Compress, Unique) as
+/// [outer, n, inner]: around the axis when `has_axis` (normalised into `*axis`; a scalar input is
+/// an error naming input 0), else the flattened input (n = element count, `*axis` = 0).
+inline AxisSplit SplitAtOptionalAxis(const RuntimeContext& rt, const Tensor& x, bool has_axis, int64_t axis_attr,
+                                     int64_t* axis) {
+  *axis = 0;
+  AxisSplit s;
+  if (!has_axis) {
+    s.axis = x.size();
+    return s;
+  }
+  if (x.rank() == 0) {
+    ThrowInvalid(rt, "input 0 ('{}') must have rank >= 1 when 'axis' is set, got a scalar", rt.input_name(0));
+  }
+  *axis = NormalizeAxis(rt, axis_attr, x.rank());
+  return SplitShape(x.shape(), *axis, *axis + 1);
+}
+
 /// NaN test that compiles away for integral types (and vectorises for floating point).
 template <typename C>
 inline bool IsNan(C v) {

@@ -205,6 +205,20 @@ WindowGeometry ResolveWindow(const RuntimeContext& rt, const WindowAttributes& a
   return g;
 }
 
+WindowGeometry ResolvePoolWindow(const RuntimeContext& rt, const WindowAttributes& attrs, const Tensor& x,
+                                 Shape* out_shape) {
+  const size_t r = attrs.kernel_shape.size();
+  if (x.rank() != static_cast<int64_t>(r) + 2) {
+    ThrowInvalid(rt, "input X must have rank {} ([N, C] plus {} spatial axes from kernel_shape {}), got {}", r + 2,
+                 r, ShapeToString(attrs.kernel_shape), ShapeToString(x.shape()));
+  }
+  const std::span<const int64_t> spatial(x.shape().data() + 2, r);
+  WindowGeometry g = ResolveWindow(rt, attrs, spatial, attrs.kernel_shape);
+  *out_shape = Shape{x.dim(0), x.dim(1)};
+  out_shape->insert(out_shape->end(), g.output.begin(), g.output.end());
+  return g;
+}
+
 // The 2-D case without the generic index machinery: one output row of one kernel tap at a time,
 // a zero fill for the padding and a plain copy (stride 1) or strided gather for the rest.
 //

@@ -58,6 +58,11 @@ int64_t EffectiveKernel(int64_t kernel, int64_t dilation);
 WindowGeometry ResolveWindow(const RuntimeContext& rt, const WindowAttributes& attrs,
                              std::span<const int64_t> input, std::span<const int64_t> kernel);
 
+/// The window of a pool over X [N, C, D1, ...] with the attributes' kernel_shape (X's rank is
+/// checked against it, naming input X), and the output shape [N, C, out1, ...] in `out_shape`.
+WindowGeometry ResolvePoolWindow(const RuntimeContext& rt, const WindowAttributes& attrs, const Tensor& x,
+                                 Shape* out_shape);
+
 /// Rearranges `channels` planes of the image (spatial dims `g.input`) into columns
 /// [channels * kernel_size, output_size]: row (c, k0, k1, ...) holds, for every output position,
 /// the input element under kernel tap (k0, k1, ...), or 0 in the padding.

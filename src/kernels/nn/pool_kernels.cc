@@ -381,15 +381,8 @@ class PoolKernel final : public KernelBase {
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x_in = rt.Input(0);
-    const size_t r = attrs_.kernel_shape.size();
-    if (x_in.rank() != static_cast<int64_t>(r) + 2) {
-      ThrowInvalid(rt, "input X must have rank {} ([N, C] plus {} spatial axes from kernel_shape {}), got {}",
-                   r + 2, r, ShapeToString(attrs_.kernel_shape), ShapeToString(x_in.shape()));
-    }
-    const std::span<const int64_t> spatial(x_in.shape().data() + 2, r);
-    const WindowGeometry g = ResolveWindow(rt, attrs_, spatial, attrs_.kernel_shape);
-    Shape out_shape{x_in.dim(0), x_in.dim(1)};
-    out_shape.insert(out_shape.end(), g.output.begin(), g.output.end());
+    Shape out_shape;
+    const WindowGeometry g = ResolvePoolWindow(rt, attrs_, x_in, &out_shape);
     Tensor& y = rt.AllocateOutput(0, x_in.dtype(), out_shape);
     const bool want_indices = kind_ == PoolKind::kMax && rt.num_outputs() > 1 && rt.output_requested(1);
     int64_t* indices =

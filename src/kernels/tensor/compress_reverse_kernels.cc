@@ -31,16 +31,8 @@ class CompressKernel final : public KernelBase {
       ThrowInvalid(rt, "input 1 ('{}') must be a 1-D bool tensor, got {} of shape {}", rt.input_name(1),
                    DataTypeName(cond.dtype()), ShapeToString(cond.shape()));
     }
-    AxisSplit s;
     int64_t axis = 0;
-    if (has_axis_) {
-      if (x.rank() == 0) ThrowInvalid(rt, "input 0 ('{}') must have rank >= 1 when 'axis' is set, got a scalar",
-                                      rt.input_name(0));
-      axis = NormalizeAxis(rt, axis_, x.rank());
-      s = SplitShape(x.shape(), axis, axis + 1);
-    } else {
-      s.axis = x.size();
-    }
+    const AxisSplit s = SplitAtOptionalAxis(rt, x, has_axis_, axis_, &axis);
     if (cond.size() > s.axis) {
       ThrowInvalid(rt, "input 1 ('{}') has {} entries, more than the {} of {} (input shape {})", rt.input_name(1),
                    cond.size(), s.axis, has_axis_ ? fmt::format("axis {}", axis) : std::string("flattened input"),

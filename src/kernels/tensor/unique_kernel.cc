@@ -64,6 +64,24 @@ struct Groups {
 // Renumbers the groups of a sorted grouping by first occurrence (sorted=0).
 Groups ByFirstOccurrence(Groups g);
 
+// The same grouping with group order[k] renamed k.
+Groups Renumbered(Groups g, const std::vector<int64_t>& order) {
+  const size_t groups = order.size();
+  std::vector<int64_t> new_id(groups);
+  Groups out;
+  out.first.resize(groups);
+  out.count.resize(groups);
+  for (size_t k = 0; k < groups; ++k) {
+    const size_t old_id = static_cast<size_t>(order[k]);
+    new_id[old_id] = static_cast<int64_t>(k);
+    out.first[k] = g.first[old_id];
+    out.count[k] = g.count[old_id];
+  }
+  out.group_of = std::move(g.group_of);
+  for (int64_t& id : out.group_of) id = new_id[static_cast<size_t>(id)];
+  return out;
+}
+
 // A 64-bit key equal for exactly the values CompareElements calls equal (all NaNs alike,
 // -0 like +0), for the numeric types.
 template <typename T>
@@ -100,19 +118,7 @@ Groups HashGroupsOfValues(const T* values, int64_t n, bool sorted) {
   std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return CompareElements(values[g.first[static_cast<size_t>(a)]], values[g.first[static_cast<size_t>(b)]]) < 0;
   });
-  std::vector<int64_t> new_id(groups);
-  Groups s;
-  s.first.resize(groups);
-  s.count.resize(groups);
-  for (size_t k = 0; k < groups; ++k) {
-    const size_t old_id = static_cast<size_t>(order[k]);
-    new_id[old_id] = static_cast<int64_t>(k);
-    s.first[k] = g.first[old_id];
-    s.count[k] = g.count[old_id];
-  }
-  s.group_of = std::move(g.group_of);
-  for (int64_t& id : s.group_of) id = new_id[static_cast<size_t>(id)];
-  return s;
+  return Renumbered(std::move(g), order);
 }
 
 // One element per slice (flattened input), other types: sorts (value, index) pairs, which keeps
@@ -180,19 +186,7 @@ Groups ByFirstOccurrence(Groups g) {
   std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) {
     return g.first[static_cast<size_t>(a)] < g.first[static_cast<size_t>(b)];
   });
-  std::vector<int64_t> new_id(groups);
-  Groups u;
-  u.first.resize(groups);
-  u.count.resize(groups);
-  for (size_t i = 0; i < groups; ++i) {
-    const size_t old_id = static_cast<size_t>(by_first[i]);
-    new_id[old_id] = static_cast<int64_t>(i);
-    u.first[i] = g.first[old_id];
-    u.count[i] = g.count[old_id];
-  }
-  u.group_of = std::move(g.group_of);
-  for (int64_t& id : u.group_of) id = new_id[static_cast<size_t>(id)];
-  return u;
+  return Renumbered(std::move(g), by_first);
 }
 
 class UniqueKernel final : public KernelBase {
@@ -206,16 +200,8 @@ class UniqueKernel final : public KernelBase {
     const Tensor x = rt.Input(0).Contiguous(rt.allocator());
     RequireMovableType(rt, 0, x.dtype());
     // The input seen as [outer, n, inner]: n slices along the axis (n = size when flattened).
-    AxisSplit s;
     int64_t axis = 0;
-    if (has_axis_) {
-      if (x.rank() == 0) ThrowInvalid(rt, "input 0 ('{}') must have rank >= 1 when 'axis' is set, got a scalar",
-                                      rt.input_name(0));
-      axis = NormalizeAxis(rt, axis_, x.rank());
-      s = SplitShape(x.shape(), axis, axis + 1);
-    } else {
-      s.axis = x.size();
-    }
+    const AxisSplit s = SplitAtOptionalAxis(rt, x, has_axis_, axis_, &axis);
     const int64_t n = s.axis, m = s.outer * s.inner;
     Groups g;
     const char* path = has_axis_ ? "axis" : "flat";
