@@ -12,6 +12,7 @@
 #include <limits>
 #include <string>
 
+#include "error_message.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/tensor.h"
 
@@ -23,16 +24,6 @@ using ::testing::HasSubstr;
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
-std::string MessageOf(auto&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an Error";
-  return "";
-}
 
 TEST(CheckedMathTest, InRangeResultsAreExact) {
   EXPECT_EQ(CheckedMul(int64_t{1} << 31, int64_t{1} << 31, "x"), int64_t{1} << 62);
@@ -45,12 +36,12 @@ TEST(CheckedMathTest, InRangeResultsAreExact) {
 
 TEST(CheckedMathTest, OverflowNamesWhatWasComputed) {
   // Tile with repeats 2^62 + 1 on a dimension of 4: 4 * (2^62 + 1) wraps to 4.
-  EXPECT_EQ(MessageOf([] { CheckedMul(4, (int64_t{1} << 62) + 1, "Tile output dimension"); }),
+  EXPECT_EQ(testing::InvalidArgumentMessage([] { CheckedMul(4, (int64_t{1} << 62) + 1, "Tile output dimension"); }),
             "Tile output dimension: 4 * 4611686018427387905 overflows int64");
-  EXPECT_THAT(MessageOf([] { CheckedMul(kMin, -1, "m"); }), HasSubstr("overflows int64"));
-  EXPECT_THAT(MessageOf([] { CheckedAdd(kMax, 1, "Pad output dimension"); }),
+  EXPECT_THAT(testing::InvalidArgumentMessage([] { CheckedMul(kMin, -1, "m"); }), HasSubstr("overflows int64"));
+  EXPECT_THAT(testing::InvalidArgumentMessage([] { CheckedAdd(kMax, 1, "Pad output dimension"); }),
               HasSubstr("Pad output dimension: 9223372036854775807 + 1"));
-  EXPECT_THAT(MessageOf([] { CheckedSub(kMin, 1, "span"); }), HasSubstr("span: "));
+  EXPECT_THAT(testing::InvalidArgumentMessage([] { CheckedSub(kMin, 1, "span"); }), HasSubstr("span: "));
 }
 
 TEST(CheckedMathTest, ElementCount) {
@@ -58,16 +49,16 @@ TEST(CheckedMathTest, ElementCount) {
   EXPECT_EQ(CheckedElementCount(Shape{}, "x"), 1);
   EXPECT_EQ(CheckedElementCount(Shape{2, 3}, "x"), 6);
   EXPECT_EQ(CheckedElementCount(Shape{huge, huge, 0}, "x"), 0);
-  EXPECT_THAT(MessageOf([] { CheckedElementCount(Shape{huge, huge}, "Flatten"); }),
+  EXPECT_THAT(testing::InvalidArgumentMessage([] { CheckedElementCount(Shape{huge, huge}, "Flatten"); }),
               HasSubstr("Flatten: shape [1099511627776, 1099511627776] has more elements"));
-  EXPECT_THAT(MessageOf([] { CheckedElementCount(Shape{0, -1}, "x"); }),
+  EXPECT_THAT(testing::InvalidArgumentMessage([] { CheckedElementCount(Shape{0, -1}, "x"); }),
               HasSubstr("negative dimension"));
 }
 
 TEST(CheckedMathTest, ByteSize) {
   EXPECT_EQ(CheckedByteSize(DataType::kFloat, Shape{2, 3}, "x"), 24);
   EXPECT_EQ(CheckedByteSize(DataType::kDouble, Shape{int64_t{1} << 59}, "x"), int64_t{1} << 62);
-  EXPECT_THAT(MessageOf([] { CheckedByteSize(DataType::kDouble, Shape{int64_t{1} << 61}, "t"); }),
+  EXPECT_THAT(testing::InvalidArgumentMessage([] { CheckedByteSize(DataType::kDouble, Shape{int64_t{1} << 61}, "t"); }),
               HasSubstr("t: 2305843009213693952 elements of float64 (8 bytes each) overflow"));
   // Packed types round the last byte up; counts near int64's limit still fit.
   EXPECT_EQ(CheckedByteSize(DataType::kInt4, Shape{3}, "x"), 2);
@@ -81,10 +72,10 @@ TEST(CheckedMathTest, FloatToInt64) {
   EXPECT_EQ(CheckedFloatToInt64(-9223372036854775808.0, "x"), kMin);
   EXPECT_EQ(CheckedFloatToInt64(3.9, "x"), 3);
   EXPECT_EQ(CheckedFloatToInt64(-3.9, "x"), -3);
-  EXPECT_THAT(MessageOf([] { CheckedFloatToInt64(9223372036854775808.0, "Resize output dimension"); }),
+  EXPECT_THAT(testing::InvalidArgumentMessage([] { CheckedFloatToInt64(9223372036854775808.0, "Resize output dimension"); }),
               HasSubstr("Resize output dimension: "));
-  EXPECT_THAT(MessageOf([] { CheckedFloatToInt64(std::nan(""), "x"); }), HasSubstr("not a representable"));
-  EXPECT_THAT(MessageOf([] { CheckedFloatToInt64(-INFINITY, "x"); }), HasSubstr("not a representable"));
+  EXPECT_THAT(testing::InvalidArgumentMessage([] { CheckedFloatToInt64(std::nan(""), "x"); }), HasSubstr("not a representable"));
+  EXPECT_THAT(testing::InvalidArgumentMessage([] { CheckedFloatToInt64(-INFINITY, "x"); }), HasSubstr("not a representable"));
 }
 
 TEST(TensorAllocationTest, BeyondPhysicalMemoryIsRefusedWithTheByteCount) {
@@ -93,7 +84,7 @@ TEST(TensorAllocationTest, BeyondPhysicalMemoryIsRefusedWithTheByteCount) {
   ASSERT_GT(limit, 0);
   const int64_t elements = limit / 4 + 1;  // one float more than the machine holds
   const std::string message =
-      MessageOf([&] { Tensor::Allocate(DataType::kFloat, Shape{elements}, allocator); });
+      testing::InvalidArgumentMessage([&] { Tensor::Allocate(DataType::kFloat, Shape{elements}, allocator); });
   EXPECT_THAT(message, HasSubstr(std::to_string(elements * 4) + " bytes"));
   EXPECT_THAT(message, HasSubstr("physical memory"));
   EXPECT_EQ(allocator->live_bytes(), 0);
@@ -102,7 +93,7 @@ TEST(TensorAllocationTest, BeyondPhysicalMemoryIsRefusedWithTheByteCount) {
 TEST(TensorAllocationTest, ByteCountOverflowIsAnError) {
   auto allocator = MakeCpuAllocator();
   // 2^61 doubles: the element count fits int64, the byte count does not.
-  EXPECT_THAT(MessageOf([&] { Tensor::Allocate(DataType::kDouble, Shape{int64_t{1} << 61}, allocator); }),
+  EXPECT_THAT(testing::InvalidArgumentMessage([&] { Tensor::Allocate(DataType::kDouble, Shape{int64_t{1} << 61}, allocator); }),
               HasSubstr("overflow"));
 }
 
@@ -118,9 +109,9 @@ class FailingAllocator final : public Allocator {
 
 TEST(TensorAllocationTest, AllocatorFailureBecomesAnErrorWithTheByteCount) {
   auto allocator = std::make_shared<FailingAllocator>();
-  EXPECT_THAT(MessageOf([&] { Tensor::Allocate(DataType::kInt32, Shape{2, 5}, allocator); }),
+  EXPECT_THAT(testing::InvalidArgumentMessage([&] { Tensor::Allocate(DataType::kInt32, Shape{2, 5}, allocator); }),
               HasSubstr("out of memory allocating 40 bytes for a tensor of type int32 and shape [2, 5]"));
-  EXPECT_THAT(MessageOf([&] { Tensor::Allocate(DataType::kString, Shape{3}, allocator); }),
+  EXPECT_THAT(testing::InvalidArgumentMessage([&] { Tensor::Allocate(DataType::kString, Shape{3}, allocator); }),
               HasSubstr("out of memory allocating"));
 }
 

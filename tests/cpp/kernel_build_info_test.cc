@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "error_message.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/kernel_base.h"
 
@@ -30,16 +31,6 @@ Attribute String(std::string name, std::string v) {
   return {.name = std::move(name), .type = AttributeType::kString, .s = std::move(v)};
 }
 
-std::string MessageOf(auto&& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an Error";
-  return "";
-}
 
 TEST(KernelBuildInfoTest, GetBoolAcceptsOnlyZeroAndOne) {
   const Node node = MakeNode({Int("zero", 0), Int("one", 1), Int("two", 2), Int("minus", -1)});
@@ -48,16 +39,16 @@ TEST(KernelBuildInfoTest, GetBoolAcceptsOnlyZeroAndOne) {
   EXPECT_TRUE(info.GetBool("one", false));
   EXPECT_TRUE(info.GetBool("absent", true));
   EXPECT_FALSE(info.GetBool("absent", false));
-  EXPECT_EQ(MessageOf([&] { info.GetBool("two", true); }),
+  EXPECT_EQ(testing::InvalidArgumentMessage([&] { info.GetBool("two", true); }),
             "node 'n' (Op): attribute 'two' must be 0 or 1, got 2");
-  EXPECT_EQ(MessageOf([&] { info.GetBool("minus", false); }),
+  EXPECT_EQ(testing::InvalidArgumentMessage([&] { info.GetBool("minus", false); }),
             "node 'n' (Op): attribute 'minus' must be 0 or 1, got -1");
 }
 
 TEST(KernelBuildInfoTest, GetBoolChecksTheAttributeType) {
   const Node node = MakeNode({String("flag", "1")});
   const KernelBuildInfo info(node, 18);
-  EXPECT_THAT(MessageOf([&] { info.GetBool("flag", false); }), HasSubstr("attribute 'flag' must be int"));
+  EXPECT_THAT(testing::InvalidArgumentMessage([&] { info.GetBool("flag", false); }), HasSubstr("attribute 'flag' must be int"));
 }
 
 TEST(KernelBuildInfoTest, GetIntInRange) {
@@ -65,9 +56,9 @@ TEST(KernelBuildInfoTest, GetIntInRange) {
   const KernelBuildInfo info(node, 18);
   EXPECT_EQ(info.GetIntInRange("ok", 1, 0, 3), 3);
   EXPECT_EQ(info.GetIntInRange("absent", 7, 1), 7);  // the default is not checked
-  EXPECT_EQ(MessageOf([&] { info.GetIntInRange("group", 1, 1); }),
+  EXPECT_EQ(testing::InvalidArgumentMessage([&] { info.GetIntInRange("group", 1, 1); }),
             "node 'n' (Op): attribute 'group' must be >= 1, got 0");
-  EXPECT_EQ(MessageOf([&] { info.GetIntInRange("mode", 0, 0, 3); }),
+  EXPECT_EQ(testing::InvalidArgumentMessage([&] { info.GetIntInRange("mode", 0, 0, 3); }),
             "node 'n' (Op): attribute 'mode' must be in [0, 3], got 4");
 }
 
@@ -76,9 +67,9 @@ TEST(KernelBuildInfoTest, GetIntsInRange) {
   const KernelBuildInfo info(node, 18);
   EXPECT_EQ(info.GetIntsInRange("pads", 0), (std::vector<int64_t>{0, 2}));
   EXPECT_EQ(info.GetIntsInRange("absent", 1, INT64_MAX, {3}), (std::vector<int64_t>{3}));
-  EXPECT_EQ(MessageOf([&] { info.GetIntsInRange("strides", 1); }),
+  EXPECT_EQ(testing::InvalidArgumentMessage([&] { info.GetIntsInRange("strides", 1); }),
             "node 'n' (Op): attribute 'strides' must hold values >= 1, got [1, 0]");
-  EXPECT_EQ(MessageOf([&] { info.GetIntsInRange("dirs", 0, 1); }),
+  EXPECT_EQ(testing::InvalidArgumentMessage([&] { info.GetIntsInRange("dirs", 0, 1); }),
             "node 'n' (Op): attribute 'dirs' must hold values in [0, 1], got [0, 1, 2]");
 }
 
@@ -87,7 +78,7 @@ TEST(KernelBuildInfoTest, GetEnum) {
   const KernelBuildInfo info(node, 18);
   EXPECT_EQ(info.GetEnum("mode", "constant", {"constant", "edge"}), "edge");
   EXPECT_EQ(info.GetEnum("absent", "constant", {"constant", "edge"}), "constant");
-  EXPECT_EQ(MessageOf([&] { info.GetEnum("bad", "constant", {"constant", "edge"}); }),
+  EXPECT_EQ(testing::InvalidArgumentMessage([&] { info.GetEnum("bad", "constant", {"constant", "edge"}); }),
             "node 'n' (Op): attribute 'bad' must be one of 'constant', 'edge', got 'bogus'");
 }
 

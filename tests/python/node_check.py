@@ -11,6 +11,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_light.runtime as runtime
@@ -85,6 +86,23 @@ def _to_numpy(value):
     if value is None:
         return None
     return value.numpy()
+
+
+def usage_of(model, feeds=None):
+    """The kernel usage names our run of `model` records."""
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+    ctx.set_kernel_usage_enabled(True)
+    run_ours(model, feeds or {}, context=ctx)
+    return ctx.get_kernel_usage()
+
+
+def expect_error(model, feeds, *needles, exc=Exception):
+    """Runs `model` expecting `exc` whose message contains every needle; returns the message."""
+    with pytest.raises(exc) as info:
+        run_ours(model, feeds)
+    for needle in needles:
+        assert needle in str(info.value), f"{needle!r} not in {info.value}"
+    return str(info.value)
 
 
 def run_reference(model, feeds):

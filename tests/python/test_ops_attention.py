@@ -9,7 +9,7 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, make_model, random, run_ort, run_ours, run_reference
+from node_check import assert_close, make_model, random, run_ort, run_ours, run_reference, usage_of
 
 NODE = "attn_node"
 ATTN_INPUTS = ["q", "k", "v", "attn_mask", "past_key", "past_value"]
@@ -36,13 +36,6 @@ def check_attention(feeds, attrs=None, outputs=("y",), reference="onnx", rtol=1e
     for name, a, e in zip([o.name for o in model.graph.output], actual, expected):
         assert_close(a, e, rtol, atol, name=name)
     return actual
-
-
-def usage_of(model, feeds):
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
-    ctx.set_kernel_usage_enabled(True)
-    run_ours(model, feeds, context=ctx)
-    return ctx.get_kernel_usage()
 
 
 def qkv4(b, hq, hkv, sq, skv, d, dv=None, dtype=np.float32, seed=0):

@@ -10,20 +10,13 @@ from onnx import helper
 
 import onnx_light.runtime as runtime
 from node_check import (DIRECT_CONV_PATH, assert_close, check_node, make_model, node_model, random, run_ort, run_ours,
-                        run_reference)
+                        run_reference, usage_of)
 
 BF16 = ml_dtypes.bfloat16
 # BLAS sums in another order than numpy: float32 results agree to about 1e-6 relative, less for
 # long sums.
 F32 = {"rtol": 1e-4, "atol": 1e-5}
 F16 = {"rtol": 1e-2, "atol": 1e-2}
-
-
-def usage_of(model, feeds):
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
-    ctx.set_kernel_usage_enabled(True)
-    run_ours(model, feeds, context=ctx)
-    return ctx.get_kernel_usage()
 
 
 def named_node_model(op, inputs, attrs=None, n_outputs=1, opset=23, name="linalg_node"):

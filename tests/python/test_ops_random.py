@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import make_model, node_model, run_ours
+from node_check import make_model, node_model, run_ours, usage_of
 
 BF16 = ml_dtypes.bfloat16
 N = 200_000  # sample size: the standard error of a mean is 1/sqrt(N) ~ 0.0022 standard deviations
@@ -29,13 +29,6 @@ def run_twice(model, feeds=None):
         ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
         outs.append(session.run(ctx, feeds or {})["y"].numpy().copy())
     return outs
-
-
-def usage_of(model, feeds=None):
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
-    ctx.set_kernel_usage_enabled(True)
-    run_ours(model, feeds or {}, context=ctx)
-    return ctx.get_kernel_usage()
 
 
 def assert_moments(sample, mean, std):

@@ -9,7 +9,7 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, check_model, check_node, node_model, random, run_ours, run_reference
+from node_check import assert_close, check_model, check_node, node_model, random, run_ours, run_reference, usage_of
 
 BF16 = ml_dtypes.bfloat16
 
@@ -46,13 +46,6 @@ def reduce_case(op, x, axes, keepdims, opset, noop=None, reference="onnx", rtol=
     elif axes is not None:
         attrs["axes"] = axes
     return check_node(op, inputs, attrs, opset=opset, reference=reference, rtol=rtol, atol=atol)
-
-
-def usage_of(model, feeds):
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
-    ctx.set_kernel_usage_enabled(True)
-    run_ours(model, feeds, context=ctx)
-    return ctx.get_kernel_usage()
 
 
 def expect_error(exc, model, feeds, *needles):

@@ -9,23 +9,10 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, check_node, make_model, node_model, random, run_ours, run_reference
+from node_check import (assert_close, check_node, expect_error, make_model, node_model, random, run_ours, run_reference,
+                        usage_of)
 
 BF16 = ml_dtypes.bfloat16
-
-
-def usage_of(model, feeds):
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
-    ctx.set_kernel_usage_enabled(True)
-    run_ours(model, feeds, context=ctx)
-    return ctx.get_kernel_usage()
-
-
-def expect_error(model, feeds, *needles, exc=Exception):
-    with pytest.raises(exc) as info:
-        run_ours(model, feeds)
-    for needle in needles:
-        assert needle in str(info.value), f"{needle!r} not in {info.value}"
 
 
 def expect_build_error(model, *needles):

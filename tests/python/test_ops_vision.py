@@ -7,21 +7,8 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, check_model, node_model, random, run_ort, run_ours, run_reference
-
-
-def usage_of(model, feeds):
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
-    ctx.set_kernel_usage_enabled(True)
-    run_ours(model, feeds, context=ctx)
-    return ctx.get_kernel_usage()
-
-
-def expect_error(model, feeds, *needles):
-    with pytest.raises(Exception) as info:
-        run_ours(model, feeds)
-    for needle in needles:
-        assert needle in str(info.value), str(info.value)
+from node_check import (assert_close, check_model, expect_error, node_model, random, run_ort, run_ours, run_reference,
+                        usage_of)
 
 
 # ---- GridSample -----------------------------------------------------------------------------------
