@@ -79,6 +79,10 @@ std::string ModelBytesFromPython(py::handle model);
 /// owner may resize, close or rewrite it. A ModelProto is serialized to bytes and viewed.
 /// External data of an in-memory model is read beneath `base_dir` (str or os.PathLike), or else
 /// beneath the folder a ModelBytes remembers; a path with a base_dir is a ValueError.
+/// The folder the external data of an in-memory `model` is read beneath, as os.fspath gives it:
+/// `base_dir` when given (str or os.PathLike, else TypeError; with a model path, ValueError),
+/// else the folder a ModelBytes remembers, else None.
+py::object BaseDirOf(py::handle model, py::handle base_dir);
 std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode = LoadMode::kCopy,
                                              py::handle base_dir = py::none());
 

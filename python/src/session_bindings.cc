@@ -47,12 +47,19 @@ std::shared_ptr<const Model> LoadViewedBytes(py::handle bytes, const ModelLoadOp
   return LoadModelFromBuffer(std::move(owner), view, base_dir, options);
 }
 
-// The folder the external data of an in-memory model is read from: `base_dir` when given, else
-// the folder a ModelBytes (with_persistent_bindings' result) remembers; empty for none.
-std::filesystem::path BaseDirFromPython(py::handle model, py::handle base_dir, bool model_is_path) {
+std::filesystem::path BaseDirFromPython(py::handle model, py::handle base_dir) {
+  const py::object folder = BaseDirOf(model, base_dir);
+  if (folder.is_none()) return {};
+  return std::filesystem::path(py::module_::import("os").attr("fsencode")(folder).cast<std::string>());
+}
+
+}  // namespace
+
+py::object BaseDirOf(py::handle model, py::handle base_dir) {
   py::module_ os = py::module_::import("os");
+  const bool is_path = py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"));
   if (!base_dir.is_none()) {
-    if (model_is_path) {
+    if (is_path) {
       throw py::value_error("base_dir applies to a model given as bytes or onnx.ModelProto; a model "
                             "file's external data is read from the file's own folder");
     }
@@ -60,22 +67,17 @@ std::filesystem::path BaseDirFromPython(py::handle model, py::handle base_dir, b
       throw py::type_error(fmt::format("base_dir must be a str or os.PathLike, got {}",
                                        py::str(py::type::of(base_dir).attr("__name__")).cast<std::string>()));
     }
-    return std::filesystem::path(os.attr("fsencode")(base_dir).cast<std::string>());
+    return os.attr("fspath")(base_dir);
   }
-  if (!model_is_path && PyBytes_Check(model.ptr()) && py::hasattr(model, "base_dir")) {
-    const py::object remembered = model.attr("base_dir");
-    if (!remembered.is_none()) return std::filesystem::path(os.attr("fsencode")(remembered).cast<std::string>());
-  }
-  return {};
+  if (!is_path && PyBytes_Check(model.ptr()) && py::hasattr(model, "base_dir")) return model.attr("base_dir");
+  return py::none();
 }
-
-}  // namespace
 
 std::shared_ptr<const Model> ModelFromPython(py::handle model, LoadMode mode, py::handle base_dir_arg) {
   py::module_ os = py::module_::import("os");
   const ModelLoadOptions options{.mode = mode, .allocator = MakeCpuAllocator()};
   const bool is_path = py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"));
-  const std::filesystem::path base_dir = BaseDirFromPython(model, base_dir_arg, is_path);
+  const std::filesystem::path base_dir = BaseDirFromPython(model, base_dir_arg);
   if (is_path) {
     // os.fsencode: a file name that is not UTF-8 reaches Python as surrogate escapes.
     const std::string path = os.attr("fsencode")(model).cast<std::string>();

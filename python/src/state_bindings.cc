@@ -53,21 +53,12 @@ py::dict ResultsToPython(const PersistentValueState& state, PersistentValueState
 
 }  // namespace
 
-// The folder a model's external data lives in, as with_persistent_bindings' result remembers it:
-// the model file's folder, an explicit base_dir, or the one a ModelBytes argument carries.
+// The folder with_persistent_bindings' result remembers: the model file's folder, or BaseDirOf.
 py::object RememberedBaseDir(py::handle model, py::handle base_dir) {
   py::module_ os = py::module_::import("os");
   const bool is_path = py::isinstance<py::str>(model) || py::isinstance(model, os.attr("PathLike"));
-  if (!base_dir.is_none()) {
-    if (is_path) {
-      throw py::value_error("base_dir applies to a model given as bytes or onnx.ModelProto; a model "
-                            "file's external data is read from the file's own folder");
-    }
-    return os.attr("fspath")(base_dir);
-  }
-  if (is_path) return os.attr("path").attr("dirname")(os.attr("path").attr("abspath")(model));
-  if (PyBytes_Check(model.ptr()) && py::hasattr(model, "base_dir")) return model.attr("base_dir");
-  return py::none();
+  if (is_path && base_dir.is_none()) return os.attr("path").attr("dirname")(os.attr("path").attr("abspath")(model));
+  return BaseDirOf(model, base_dir);
 }
 
 void BindModelBytes(py::module_& m) {

@@ -135,6 +135,8 @@ def test_base_dir_with_a_path_is_refused(model_path):
         runtime.RuntimeSession(model_path, base_dir=model_path.parent)
     with pytest.raises(TypeError, match="base_dir"):
         runtime.RuntimeSession(model_path.read_bytes(), base_dir=3)
+    with pytest.raises(TypeError, match="base_dir"):
+        runtime.with_persistent_bindings(model_path.read_bytes(), {"past": "present"}, base_dir=3)
 
 
 def test_runtime_session_reads_model_bytes_with_their_folder(model_path):
