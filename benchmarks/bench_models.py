@@ -21,10 +21,12 @@ over rounds, for the times and for the ratio ours / ORT (per round), and the geo
 the ratios per thread count.
 
 `--profile MODEL` instead prints, for one model (an architecture picks its first file), the time
-per run by operator type: ours from the run_node events (onnx_light.summary.op_summary, self
-time) and ORT's from its profiler (enable_profiling, the kernel_time records), sorted by our
-time. ORT's fused operators (FusedConv, Attention, SkipLayerNormalization, ...) have no row of
-ours and ours may have no row of theirs: compare the totals and the op types that both have.
+per run by operator type: ours from the run_node events (docs/events.md) and ORT's from its
+profiler (enable_profiling, the kernel_time records), sorted by our time; Conv is split into
+depthwise, 1x1 and spatial kernels by its weight's shape. ORT's fused operators (QuickGelu,
+FusedMatMul, BiasGelu, SkipLayerNormalization, ...) have no row of ours, and an activation ORT
+folded into its Conv has no row of ORT's: compare the totals and the op types that both have.
+ORT's profiler costs a few microseconds per node, which matters only for tiny nodes.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from pathlib import Path
 import numpy as np
 
 import onnx_light.runtime as runtime
-from onnx_light import summary
 from onnx_light.exported_model import ExportedModel, ort_session, read_folder
 
 REPO = Path(__file__).resolve().parent.parent
@@ -157,8 +158,27 @@ def benchmark(models, thread_counts, rounds, seconds_per_block):
 # ---- --profile ---------------------------------------------------------------------------------
 
 
+def conv_kind(weight_shape):
+    """Conv rows split by what the kernel does: depthwise (one input channel per group), 1x1
+    (a GEMM over the pixels) or a spatial kernel."""
+    if weight_shape is None or len(weight_shape) != 4:
+        return "Conv"
+    out_channels, per_group, kh, kw = weight_shape
+    if per_group == 1 and out_channels > 1 and (kh, kw) != (1, 1):
+        return f"Conv depthwise {kh}x{kw}"
+    return "Conv 1x1" if (kh, kw) == (1, 1) else f"Conv {kh}x{kw}"
+
+
+def initializer_shapes(path):
+    import onnx
+
+    graph = onnx.load(path, load_external_data=False).graph
+    return {t.name: list(t.dims) for t in graph.initializer}
+
+
 def our_profile(model, feeds, threads, runs):
-    """{op_type: (self ns per run, nodes per run)} from the run_node events of `runs` runs."""
+    """{row: (ns per run, nodes per run)} from the run_node events of `runs` runs (top-level
+    nodes; these models have no subgraphs)."""
     session, _ = our_session(model, threads)
     kernel = runtime.KernelContext(runtime.default_opset(23))
     quiet, traced = runtime.RuntimeContext(kernel), runtime.RuntimeContext(kernel, events_enabled=True)
@@ -168,12 +188,21 @@ def our_profile(model, feeds, threads, runs):
     for _ in range(runs):
         session.run(traced, feeds)
     wall = (time.perf_counter() - start) / runs
-    rows = summary.op_summary(traced.events())
-    return {r["op_type"]: (r["self_ns"] / runs, r["count"] / runs) for r in rows}, wall
+    shapes = initializer_shapes(model.path)
+    per_op = {}
+    for e in traced.events():
+        if e.action != runtime.RuntimeEventAction.kRunNode or e.subgraph_node_index != -1:
+            continue
+        op = e.op_type
+        if op == "Conv" and len(e.inputs) > 1:
+            op = conv_kind(shapes.get(e.inputs[1]))
+        total, count = per_op.get(op, (0, 0))
+        per_op[op] = (total + e.duration_ns, count + 1)
+    return {op: (ns / runs, count / runs) for op, (ns, count) in per_op.items()}, wall
 
 
 def ort_profile(model, feeds, threads, runs, folder):
-    """{op_type: (ns per run, nodes per run)} from ORT's profile of `runs` runs after a warm-up."""
+    """{row: (ns per run, nodes per run)} from ORT's profile of `runs` runs after a warm-up."""
     session = ort_session(model.path, threads, profile_prefix=Path(folder) / "ort_profile")
     warmup = 3
     for _ in range(warmup):
@@ -187,10 +216,15 @@ def ort_profile(model, feeds, threads, runs, folder):
     after = run_starts[warmup] if len(run_starts) > warmup else 0
     per_op = {}
     for r in records:
-        if r.get("cat") == "Node" and r["name"].endswith("_kernel_time") and r["ts"] >= after:
-            op = r.get("args", {}).get("op_name", "?")
-            total, count = per_op.get(op, (0.0, 0))
-            per_op[op] = (total + r["dur"] * 1e3, count + 1)  # dur in microseconds
+        if r.get("cat") != "Node" or not r["name"].endswith("_kernel_time") or r["ts"] < after:
+            continue
+        args = r.get("args", {})
+        op = args.get("op_name", "?")
+        if op == "Conv":
+            inputs = args.get("input_type_shape", [])
+            op = conv_kind(next(iter(inputs[1].values())) if len(inputs) > 1 else None)
+        total, count = per_op.get(op, (0.0, 0))
+        per_op[op] = (total + r["dur"] * 1e3, count + 1)  # dur in microseconds
     return {op: (ns / runs, count / runs) for op, (ns, count) in per_op.items()}, wall
 
 

@@ -16,8 +16,9 @@ element (a plain rtol fails on outputs that cross zero, and an absolute toleranc
 nothing about the random-weight CNNs, whose outputs are around 1e-6): float32 tol 1e-4 (the
 differences seen are below 2e-7), float16 tol 5e-3 (five half-precision steps at 1.0; either
 runtime may accumulate in float32 and round intermediates at different points; seen: 2.5e-4).
-test_output_depends_on_the_input checks that the comparison is not vacuous. The models are compared by outputs only, never by node counts, so graph-rewrite passes
-that fuse or fold nodes keep these tests meaningful.
+test_output_depends_on_the_input checks that the comparison is not vacuous. The models are
+compared by outputs only, never by node counts, so graph-rewrite passes that fuse or fold nodes
+keep these tests meaningful.
 """
 
 import json
@@ -166,3 +167,21 @@ def test_run_node_events_cover_the_run(label):
     outputs = [i for i, e in enumerate(events) if e.action == runtime.RuntimeEventAction.kAdd and e.name == "output"]
     assert outputs and outputs[-1] > first_node, f"{label}: the output was not added after a node ran"
     assert events[outputs[-1]].kind == "output"
+
+
+def test_a_folder_without_manifest_is_read_from_the_graphs(tmp_path):
+    """onnx_light.exported_model reads other folders too: inputs from the graph, dynamic axes 1,
+    integer inputs 0 or 1; the benchmark then runs them like the manifest's."""
+    for label in ("bert-torchscript", "resnet18-torchscript"):
+        (tmp_path / f"{label}.onnx").write_bytes(Path(MODELS[label].path).read_bytes())
+    found = {m.label: m for m in read_folder(tmp_path)}
+    assert sorted(found) == ["bert-torchscript", "resnet18-torchscript"]
+    bert, resnet = found["bert-torchscript"], found["resnet18-torchscript"]
+    assert (bert.name, bert.exporter, bert.dtype) == ("bert", "torchscript", "float32")
+    assert {n: (s.shape, s.dtype, s.fill) for n, s in bert.inputs.items()} == {
+        "input_ids": ([1, 1], "int64", "int"), "attention_mask": ([1, 1], "int64", "int")}
+    assert resnet.inputs["pixel_values"].shape == [1, 3, 32, 32]  # only the batch axis is dynamic
+    feeds = bert.feeds(seed=0)
+    assert set(np.unique(np.concatenate([v.ravel() for v in feeds.values()]))) <= {0, 1}
+    want = ort_session(bert.path).run(["output"], feeds)[0]
+    assert_close_to_ort(run_ours(bert, feeds), want, "float32", bert.label)
