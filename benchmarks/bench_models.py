@@ -3,7 +3,7 @@
     python benchmarks/bench_models.py --dir /tmp/models                     # every model of the folder
     python benchmarks/bench_models.py --dir /tmp/models --models resnet18,bert-dynamo --threads 1 --rounds 7
     python benchmarks/bench_models.py --dir /tmp/models --profile efficientnet_b0 [--threads 2]
-    python benchmarks/bench_models.py                                       # export first (needs torch)
+    python benchmarks/bench_models.py --models squeezenet1_1                # export first (needs torch)
 
 The folder is one written by examples/export_models.py (its manifest says how to feed each
 model; a folder of other .onnx files works too, see onnx_light.exported_model). Without `--dir`,
@@ -50,14 +50,19 @@ REPO = Path(__file__).resolve().parent.parent
 PAUSE_S = 0.05
 
 
-def export_models(folder):
-    sys.path.insert(0, str(REPO / "examples"))
-    try:
-        import export_models  # noqa: PLC0415  (needs torch; only when asked to export)
-    except ImportError as error:
-        raise SystemExit(f"no models in {folder} and cannot export them ({error}); run "
+def export_models(folder, names):
+    """Exports the architectures among `names` (all when none is) into `folder`."""
+    import importlib.util
+
+    missing = [p for p in ("torch", "torchvision", "transformers") if importlib.util.find_spec(p) is None]
+    if missing:
+        raise SystemExit(f"no models in {folder}, and exporting them needs {', '.join(missing)}: run "
                          f"examples/export_models.py --out DIR where torch is installed and pass --dir DIR")
-    export_models.main(["--out", str(folder)])
+    sys.path.insert(0, str(REPO / "examples"))
+    import export_models  # noqa: PLC0415  (an example script, not a package)
+
+    archs = sorted({n.split("-")[0] for n in names} & set(export_models.ARCHITECTURES))
+    export_models.main(["--out", str(folder)] + (["--models", ",".join(archs)] if archs else []))
 
 
 def select(models, names):
@@ -263,15 +268,16 @@ def main():
     parser.add_argument("--profile-runs", type=int, default=20)
     args = parser.parse_args()
     folder = args.dir or Path(tempfile.mkdtemp(prefix="onnx_light_models_"))
+    names = [m for m in (args.profile or args.models).split(",") if m]
     if not folder.exists() or not read_folder(folder):
-        export_models(folder)
+        export_models(folder, names)
     models = read_folder(folder)
     threads = [int(t) for t in args.threads.split(",") if t]
     if args.profile:
         model = select(models, [args.profile])[0]
         profile(model, threads[0], args.profile_runs)
         return 0
-    benchmark(select(models, [m for m in args.models.split(",") if m]), threads, args.rounds, args.block_seconds)
+    benchmark(select(models, names), threads, args.rounds, args.block_seconds)
     return 0
 
 
