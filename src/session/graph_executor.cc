@@ -42,8 +42,12 @@ class DispatchScope {
 };
 
 void RecordValue(RuntimeContext& rt, RuntimeEventAction action, const std::string& name,
-                 const RuntimeValue& value, TensorKind kind) {
+                 const RuntimeValue& value, TensorKind kind, const NodeOrigin* origin = nullptr) {
   RuntimeEvent event{.action = action, .kind = kind, .name = name};
+  if (origin != nullptr) {
+    event.covered_node_indices = origin->indices;
+    event.covered_node_names = origin->names;
+  }
   if (value.is_tensor()) {
     event.data_type = static_cast<int32_t>(value.tensor().dtype());
     event.shape = value.tensor().shape();
@@ -82,11 +86,12 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
     if (captures[i] != nullptr) frame[capture_slots_[i]] = *captures[i];
   }
   if (events) rt.set_current_node_index(kNodeIndexInitializer);
-  for (const auto& [slot, tensor] : initializer_slots_) {
+  for (size_t i = 0; i < initializer_slots_.size(); ++i) {
+    const auto& [slot, tensor] = initializer_slots_[i];
     frame[slot] = tensor;
     if (events) {
       RecordValue(rt, RuntimeEventAction::kAdd, slots_[slot].name, frame[slot],
-                  TensorKind::kInitializer);
+                  TensorKind::kInitializer, initializer_origins_[i]);
     }
   }
 
@@ -148,7 +153,9 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
                       .op_domain = node.domain,
                       .op_type = node.op_type,
                       .inputs = node.inputs,
-                      .duration_ns = duration});
+                      .duration_ns = duration,
+                      .covered_node_indices = planned.origin.indices,
+                      .covered_node_names = planned.origin.names});
       for (int32_t s : planned.outputs) {
         if (s >= 0 && frame[s].has_value()) {
           RecordValue(rt, RuntimeEventAction::kAdd, slots_[s].name, frame[s], slots_[s].kind);

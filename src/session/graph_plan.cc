@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/describe_node.h"
 #include "functions/schema_functions.h"
 #include "onnx_light/runtime/error.h"
@@ -44,6 +46,16 @@ const Function* CalledFunction(const Node& node, const KernelSources& sources) {
 
 namespace {
 
+// Adds `from` to `into`, keeping the original positions ascending.
+void AppendOrigin(NodeOrigin& into, const NodeOrigin& from) {
+  for (size_t k = 0; k < from.indices.size(); ++k) {
+    const auto at = std::lower_bound(into.indices.begin(), into.indices.end(), from.indices[k]);
+    if (at != into.indices.end() && *at == from.indices[k]) continue;
+    into.names.insert(into.names.begin() + (at - into.indices.begin()), from.names[k]);
+    into.indices.insert(at, from.indices[k]);
+  }
+}
+
 // The declared type of each input of `node` in the graphs being compiled (graph inputs,
 // value_info, outputs, initializers), null where none is declared. `storage` keeps the types
 // made for initializers.
@@ -74,6 +86,16 @@ std::unique_ptr<KernelBase> CompileSchemaBody(std::shared_ptr<const Function> bo
 
 GraphPlan::GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope* parent)
     : graph_(graph) {
+  Compile(sources, parent);
+}
+
+GraphPlan::GraphPlan(std::shared_ptr<const RewrittenGraph> rewritten, const KernelSources& sources)
+    : rewritten_(std::move(rewritten)), graph_(rewritten_->graph) {
+  Compile(sources, nullptr);
+}
+
+void GraphPlan::Compile(const KernelSources& sources, PlanScope* parent) {
+  const Graph& graph = graph_;
   PlanScope scope(*this, parent);
   // Initializers first, so graph inputs of the same name take them as defaults.
   std::vector<int32_t> initializer_slot_of(graph.initializers.size(), -1);
@@ -93,6 +115,10 @@ GraphPlan::GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope
       initializer_slot_of[i] =
           scope.Define(graph.initializers[i].name, TensorKind::kInitializer, "initializer");
       initializer_slots_.emplace_back(initializer_slot_of[i], graph.initializers[i].tensor);
+      const NodeOrigin* origin = rewritten_ ? &rewritten_->initializer_origin[i] : nullptr;
+      initializer_origins_.push_back(origin != nullptr && !origin->indices.empty() ? origin : nullptr);
+      constant_of_slot_.resize(slots_.size(), nullptr);
+      constant_of_slot_[initializer_slot_of[i]] = &graph.initializers[i].tensor;
     }
   }
   CompileNodes(sources, scope);
@@ -150,6 +176,25 @@ void GraphPlan::MarkReusableInputs(const std::vector<int32_t>& last_use) {
 
 GraphPlan::~GraphPlan() = default;
 
+NodeOrigin GraphPlan::OriginOf(size_t graph_node) const {
+  if (rewritten_ && !rewritten_->node_origin[graph_node].indices.empty()) {
+    return rewritten_->node_origin[graph_node];
+  }
+  return {.indices = {rewritten_ ? rewritten_->node_index[graph_node] : static_cast<int64_t>(graph_node)},
+          .names = {graph_.nodes[graph_node].name}};
+}
+
+std::vector<const Tensor*> GraphPlan::ConstantInputs(std::span<const int32_t> input_slots) const {
+  std::vector<const Tensor*> constants;
+  constants.reserve(input_slots.size());
+  for (int32_t slot : input_slots) {
+    constants.push_back(slot >= 0 && static_cast<size_t>(slot) < constant_of_slot_.size()
+                            ? constant_of_slot_[slot]
+                            : nullptr);
+  }
+  return constants;
+}
+
 void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
   nodes_.reserve(graph_.nodes.size());
   std::vector<ConvFusion> fusions;
@@ -163,11 +208,15 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
   for (size_t node_index = 0; node_index < graph_.nodes.size(); ++node_index) {
     if (absorbed[node_index]) continue;  // runs inside the fused Conv planned at its position
     PlannedNode planned;
-    planned.graph_index = static_cast<int64_t>(node_index);
+    planned.graph_index =
+        rewritten_ ? rewritten_->node_index[node_index] : static_cast<int64_t>(node_index);
+    if (rewritten_) planned.origin = rewritten_->node_origin[node_index];
     if (fusion_at[node_index] >= 0) {
       ConvFusion& fusion = fusions[fusion_at[node_index]];
       planned.fused_node = std::move(fusion.node);
       planned.kernel = std::move(fusion.kernel);
+      planned.origin = OriginOf(node_index);
+      for (size_t absorbed_index : fusion.absorbed) AppendOrigin(planned.origin, OriginOf(absorbed_index));
     }
     const Node& node = planned.fused_node ? *planned.fused_node : graph_.nodes[node_index];
     planned.node = &node;
@@ -259,12 +308,15 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
     } else if (schema_body != nullptr) {
       planned.kernel = CompileSchemaBody(std::move(schema_body), node, version, sources);
     } else {
-      KernelBuildInfo info(node, version, [&runners](std::string_view attr) -> const SubgraphRunner* {
-        for (auto& [name, runner] : runners) {
-          if (name == attr) return runner;
-        }
-        return nullptr;
-      });
+      KernelBuildInfo info(
+          node, version,
+          [&runners](std::string_view attr) -> const SubgraphRunner* {
+            for (auto& [name, runner] : runners) {
+              if (name == attr) return runner;
+            }
+            return nullptr;
+          },
+          ConstantInputs(planned.inputs));
       planned.kernel = (*factory)(info);
       if (!planned.kernel) {
         throw Error(ErrorCode::kInternal,

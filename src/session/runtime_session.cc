@@ -13,6 +13,7 @@
 #include "kernels/registry/kernel_tables.h"
 #include "onnx_light/runtime/error.h"
 #include "session/build_budget.h"
+#include "session/graph_passes.h"
 #include "session/graph_plan.h"
 #include "session/input_validation.h"
 
@@ -30,6 +31,9 @@ std::unique_ptr<GraphPlan> BuildPlan(const Model& model, const KernelRegistry* c
                         .opset_imports = &model.opset_imports,
                         .fuse_conv_batchnorm = options.fuse_conv_batchnorm};
   CheckBuildBudgets(model.graph, sources, options);
+  if (std::shared_ptr<const RewrittenGraph> rewritten = RewriteMainGraph(model, sources, options)) {
+    return std::make_unique<GraphPlan>(std::move(rewritten), sources);
+  }
   return std::make_unique<GraphPlan>(model.graph, sources, nullptr);
 }
 

@@ -49,6 +49,20 @@ struct RuntimeSessionOptions {
   /// graph only by float rounding. Not applied when a custom kernel replaces Conv,
   /// BatchNormalization or Relu. false runs every node as written.
   bool fuse_conv_batchnorm = true;
+  /// Build-time graph passes (docs/graph-passes.md), each switched by its own field. They run on
+  /// the main graph before kernels are resolved and never touch a node a custom kernel or a
+  /// model-local function serves, a graph output's name, or a value a subgraph reads. Events
+  /// stay truthful: a node standing for several written nodes lists them in
+  /// RuntimeEvent::covered_node_indices / covered_node_names.
+  /// Compute, once at build time, every node whose inputs are all constants (initializers, the
+  /// outputs of Constant nodes, Shape of a graph input with a fully static declared shape); the
+  /// results become initializers of the plan and those nodes are not dispatched. Random
+  /// operators, QuantizeLinear/DequantizeLinear and nodes whose outputs would be far larger than
+  /// their inputs are left alone.
+  bool fold_constants = true;
+  /// Remove nodes that only pass a value on (Identity, inference Dropout, Cast to the type the
+  /// value already has) and collapse Reshape(Reshape(x)) chains.
+  bool eliminate_noop_nodes = true;
   /// How RuntimeSession(path, options) reads the model file and its external data: kCopy (the
   /// default) reads them into runtime memory, so later changes to the files cannot affect the
   /// session; kMap maps them without copying, and the files must then stay unchanged while the
