@@ -111,6 +111,24 @@ ONNX_LIGHT_TILE_TARGET inline void Store(float* p, Vec v) { _mm512_storeu_ps(p, 
 ONNX_LIGHT_TILE_TARGET inline void StorePart(float* p, Vec v, int64_t n) {
   if (n > 0) _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
 }
+ONNX_LIGHT_TILE_TARGET inline Vec Zero() { return _mm512_setzero_ps(); }
+// row[c0 .. c0 + 16), zeros outside [0, n); the masked-off lanes are never read.
+ONNX_LIGHT_TILE_TARGET inline Vec LoadRange(const float* row, int64_t c0, int64_t n) {
+  if (c0 >= 0 && c0 + kLanes <= n) return _mm512_loadu_ps(row + c0);
+  const int64_t lo = std::max<int64_t>(0, -c0);
+  const int64_t hi = std::min<int64_t>(kLanes, n - c0);
+  if (hi <= lo) return Zero();
+  const uint32_t bits = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+  return _mm512_maskz_loadu_ps(static_cast<__mmask16>(bits), row + c0);
+}
+ONNX_LIGHT_TILE_TARGET inline Vec Even(Vec a, Vec b) {
+  const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  return _mm512_permutex2var_ps(a, idx, b);
+}
+ONNX_LIGHT_TILE_TARGET inline Vec Odd(Vec a, Vec b) {
+  const __m512i idx = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  return _mm512_permutex2var_ps(a, idx, b);
+}
 #include "kernels/nn/conv_grouped_tiles.inc"
 #undef ONNX_LIGHT_TILE_TARGET
 }  // namespace avx512
@@ -128,6 +146,28 @@ ONNX_LIGHT_TILE_TARGET inline void StorePart(float* p, Vec v, int64_t n) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
   _mm256_maskstore_ps(p, mask, v);
+}
+ONNX_LIGHT_TILE_TARGET inline Vec Zero() { return _mm256_setzero_ps(); }
+// row[c0 .. c0 + 8), zeros outside [0, n); the masked-off lanes are never read.
+ONNX_LIGHT_TILE_TARGET inline Vec LoadRange(const float* row, int64_t c0, int64_t n) {
+  if (c0 >= 0 && c0 + kLanes <= n) return _mm256_loadu_ps(row + c0);
+  const int64_t lo = std::max<int64_t>(0, -c0);
+  const int64_t hi = std::min<int64_t>(kLanes, n - c0);
+  if (hi <= lo) return Zero();
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mask = _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(static_cast<int>(lo) - 1)),
+                                        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(hi)), lane));
+  return _mm256_maskload_ps(row + c0, mask);
+}
+// Even / odd elements of the 16 in a, b: within each 128-bit half, then the halves' 64-bit
+// pairs put in order.
+ONNX_LIGHT_TILE_TARGET inline Vec Even(Vec a, Vec b) {
+  const __m256 s = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+ONNX_LIGHT_TILE_TARGET inline Vec Odd(Vec a, Vec b) {
+  const __m256 s = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 #include "kernels/nn/conv_grouped_tiles.inc"
 #undef ONNX_LIGHT_TILE_TARGET
@@ -196,7 +236,8 @@ GroupedConvPlan MakeGroupedConvPlan(const WindowGeometry& g, int64_t cg, int64_t
   const int64_t sw = pg.stride[1];
   const int64_t dh = pg.dilation[0];
   const int64_t dw = pg.dilation[1];
-  plan.pitch = RoundUp(std::max<int64_t>(pg.output[1], 1), plan.lanes) + (kw_n - 1) * dw / sw;
+  // Whole vectors per row: the vector padding loop stores full vectors and must not cross rows.
+  plan.pitch = RoundUp(RoundUp(std::max<int64_t>(pg.output[1], 1), plan.lanes) + (kw_n - 1) * dw / sw, plan.lanes);
   plan.rows = std::max<int64_t>(pg.output[0] - 1, 0) * pg.stride[0] + (kh_n - 1) * dh + 1;
   plan.phase_plane = plan.rows * plan.pitch;
   plan.channel_plane = sw * plan.phase_plane;
@@ -216,7 +257,19 @@ GroupedConvPlan MakeGroupedConvPlan(const WindowGeometry& g, int64_t cg, int64_t
 
 void GroupedConvGroup(const GroupedConvPlan& plan, const float* x, const float* w, const float* bias,
                       const ConvEpilogue& epilogue, const float* z, float* scratch, float* y) {
-  PadGroup(plan, x, scratch);
+  const bool vector_pad = plan.g.stride[1] <= 2;
+  switch (vector_pad ? plan.level : SimdLevel::kScalar) {
+#if ONNX_LIGHT_GROUPED_SIMD
+    case SimdLevel::kAvx512:
+      avx512::PadGroupVec(plan, x, scratch);
+      break;
+    case SimdLevel::kAvx2:
+      avx2::PadGroupVec(plan, x, scratch);
+      break;
+#endif
+    default:
+      PadGroup(plan, x, scratch);
+  }
   const int64_t out_size = plan.g.output[0] * plan.g.output[1];
   const int64_t w_size = static_cast<int64_t>(plan.taps.size());
   for (int64_t oc = 0; oc < plan.mg; ++oc) {

@@ -62,7 +62,9 @@ class ConvKernel final : public KernelBase {
       : attrs_(WindowAttributes::Parse(info, false)),
         group_(info.GetIntInRange("group", 1, 1)),
         fusion_(std::move(fusion)),
-        folded_(std::move(folded)) {}
+        folded_(std::move(folded)) {
+    if (!folded_) PrepackConstantWeight(info.constant_input(1));
+  }
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x_in = rt.Input(0);
@@ -116,6 +118,27 @@ class ConvKernel final : public KernelBase {
   }
 
  private:
+  // A constant float32 W of a convolution the AVX-512 direct kernel may take (2-D, one group,
+  // unit strides and dilations): packed once here instead of on every run. The packed copy is
+  // the kernel's, from its own allocator, for the session's life.
+  void PrepackConstantWeight(const Tensor* w) {
+    if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() != 4 || group_ != 1 ||
+        !DirectConvAvailable() || w->dim(0) == 0) {
+      return;
+    }
+    for (const auto* dims : {&attrs_.strides, &attrs_.dilations}) {
+      if (std::any_of(dims->begin(), dims->end(), [](int64_t v) { return v != 1; })) return;
+    }
+    const auto allocator = std::make_shared<CpuAllocator>(0);
+    const Tensor wc = w->Contiguous(allocator);
+    const int64_t m = w->dim(0);
+    const int64_t k = w->size() / m;
+    Tensor packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, allocator);
+    PackDirectConvWeights(wc.data<float>(), m, k, packed.data<float>());
+    prepacked_ = packed.AsReadOnly();
+    prepacked_shape_ = w->shape();
+  }
+
   static bool IsPointwise(const WindowGeometry& g) {
     for (size_t i = 0; i < g.rank(); ++i) {
       if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0) return false;
@@ -194,6 +217,8 @@ class ConvKernel final : public KernelBase {
       Tensor packed;
       if (folded_ && folded_->direct_weight.defined()) {  // packed at build for these weights
         packed = folded_->direct_weight;
+      } else if (prepacked_.defined() && w_in.shape() == prepacked_shape_) {  // constant_input(1)
+        packed = prepacked_;
       } else {
         packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
         PackDirectConvWeights(w, m, k, packed.data<float>());
@@ -273,6 +298,8 @@ class ConvKernel final : public KernelBase {
   int64_t group_;
   ConvFusion fusion_;
   std::optional<FoldedConv> folded_;
+  Tensor prepacked_;       // the constant W packed for DirectConv2d, or undefined
+  Shape prepacked_shape_;  // its shape (the session promises W is that constant on every run)
 };
 
 }  // namespace
