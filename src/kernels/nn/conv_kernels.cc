@@ -9,7 +9,6 @@
 #include <cmath>
 #include <optional>
 #include <string>
-#include <type_traits>
 
 #include "core/thread_pool.h"
 #include "kernels/nn/conv_direct.h"
@@ -26,8 +25,6 @@
 namespace onnx_light::runtime {
 
 namespace {
-
-enum class ConvPath { kPointwise, kGrouped, kIm2Col, kDirect };
 
 // Weights and bias that replace the node's W and B inputs (a Conv whose BatchNormalization the
 // session folded at build).
