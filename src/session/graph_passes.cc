@@ -61,7 +61,8 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
       .allocator = allocator};
   const PassOptions passes{.fold_constants = options.fold_constants,
                            .eliminate_noop_nodes = options.eliminate_noop_nodes,
-                           .fuse_conv_batchnorm = options.fuse_conv_batchnorm};
+                           .fuse_conv_batchnorm = options.fuse_conv_batchnorm,
+                           .fuse_gelu = options.fuse_gelu};
   std::optional<RewrittenGraph> rewritten = RunGraphPasses(model.graph, passes, context);
   if (!rewritten) return nullptr;
   return std::make_shared<const RewrittenGraph>(std::move(*rewritten));

@@ -6,6 +6,7 @@
 
 #include "core/describe_node.h"
 #include "functions/schema_functions.h"
+#include "kernels/registry/fused_kernels.h"
 #include "onnx_light/runtime/error.h"
 #include "session/conv_fusion.h"
 #include "session/function_kernel.h"
@@ -269,11 +270,24 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
     // Resolution order (CalledFunction and the build budgets follow it too): custom kernels of
     // the context, then global ones, then model-local functions, then built-in kernels whose
     // range covers the version, then the schema function body onnx defines.
-    const int64_t version = ImportedOpsetVersion(*sources.opset_imports, node.domain);
-    const KernelFactory* factory = FindCustomKernel(node, sources, version);
-    const Function* function = factory == nullptr ? FindFunction(sources.functions, node) : nullptr;
+    const bool fused = node.domain == kFusedDomain;
+    if (fused && planned.origin.indices.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: domain '{}' is reserved for the nodes onnx-light creates when "
+                              "it builds a session",
+                              where, kFusedDomain));
+    }
+    const int64_t version = fused ? 1 : ImportedOpsetVersion(*sources.opset_imports, node.domain);
+    const KernelFactory* factory = fused ? FusedKernels().Find(node.domain, node.op_type, 1)
+                                         : FindCustomKernel(node, sources, version);
+    const Function* function =
+        factory == nullptr && !fused ? FindFunction(sources.functions, node) : nullptr;
     std::shared_ptr<const Function> schema_body;  // onnx's function body, when no kernel serves
     std::vector<TypeInfo> types;
+    if (fused && factory == nullptr) {
+      throw Error(ErrorCode::kInternal,
+                  fmt::format("{}: no kernel for the fused operator '{}'", where, node.op_type));
+    }
     if (factory == nullptr && function == nullptr) {
       if (version == 0) {
         throw Error(ErrorCode::kUnimplemented,

@@ -63,6 +63,9 @@ struct RuntimeSessionOptions {
   /// Remove nodes that only pass a value on (Identity, inference Dropout, Cast to the type the
   /// value already has) and collapse Reshape(Reshape(x)) chains.
   bool eliminate_noop_nodes = true;
+  /// Replace the decomposed GELU forms exporters write (x * 0.5 * (1 + Erf(x / sqrt(2))), and
+  /// the tanh approximation with x^3) by one Gelu kernel, at any opset.
+  bool fuse_gelu = true;
   /// How RuntimeSession(path, options) reads the model file and its external data: kCopy (the
   /// default) reads them into runtime memory, so later changes to the files cannot affect the
   /// session; kMap maps them without copying, and the files must then stay unchanged while the
