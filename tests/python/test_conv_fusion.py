@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import DIRECT_CONV_PATH, assert_close, make_model, random, run_ort, run_ours
+from node_check import DIRECT_CONV_PATH, assert_close, grouped_conv_isa, make_model, random, run_ort, run_ours
 from onnx_light.cnn_model import build_cnn
 
 DIRECT = DIRECT_CONV_PATH
@@ -118,8 +118,10 @@ CASES = [
     ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                   # channel and column tails
     ([2, 3, 9, 8], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, "im2col-blas"),
     ([1, 3, 11, 10], [5, 3, 3, 2], {"dilations": [2, 3], "pads": [2, 1, 0, 3]}, "im2col-blas"),
-    ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, "im2col-blas"),
-    ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, "depthwise-direct"),
+    ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, f"grouped-{grouped_conv_isa(8)}"),
+    ([1, 18, 8, 8], [6, 9, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, "im2col-blas"),  # 9 channels per group
+    ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, f"depthwise-{grouped_conv_isa(7)}"),
+    ([1, 4, 8, 21], [8, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, f"depthwise-{grouped_conv_isa(21)}"),
     ([2, 3, 6, 5], [5, 3, 1, 1], {}, "1x1-blas"),
     ([2, 3, 10], [4, 3, 3], {"pads": [1, 1]}, "im2col-blas"),                         # 1-D
     ([1, 2, 4, 5, 6], [3, 2, 2, 3, 2], {"strides": [1, 2, 1]}, "im2col-blas"),          # 3-D

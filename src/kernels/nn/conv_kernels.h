@@ -1,13 +1,18 @@
 #pragma once
-// Conv entry points beyond the registry: the kernel for a Conv whose BatchNormalization (and
-// Relu) consumer the session folded into it at build time (session/conv_fusion.h).
+// Conv entry points beyond the builtin registry: the kernel for a Conv whose BatchNormalization
+// (and Relu) consumer the session folded into it at build time (session/conv_fusion.h), and the
+// FusedConv operator the session's rewrite passes emit.
 
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "onnx_light/runtime/kernel_base.h"
 
 namespace onnx_light::runtime {
+
+/// The operator domain of the nodes the session's rewrite passes create.
+inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 
 /// Per-channel inference BatchNormalization parameters (float32, one value per output channel).
 struct BatchNormParams {
@@ -25,5 +30,13 @@ struct BatchNormParams {
 /// Every span in `bn` must hold weight.dim(0) values.
 std::unique_ptr<KernelBase> MakeConvBatchNormKernel(const KernelBuildInfo& conv_info, const Tensor& weight,
                                                     const Tensor* bias, const BatchNormParams& bn, bool relu);
+
+/// Registers FusedConv (domain kFusedDomain, version 1): Y = activation(Conv(X, W, B) + Z).
+/// Inputs X, W, B (optional), Z (optional, exactly Y's shape); every Conv attribute with Conv's
+/// meaning, plus `activation` ("", Relu, LeakyRelu, Clip, HardSigmoid, HardSwish, Sigmoid, SiLU,
+/// Tanh), `activation_params` (floats: alpha; min, max; alpha, beta) and `usage_suffix`, which
+/// is appended to the Conv path's kernel-usage name ("Conv/float32/depthwise-avx2+hardswish").
+/// float32 only. The residual and activation run in the convolution's epilogue.
+void RegisterFusedConvKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime

@@ -1,3 +1,4 @@
+#include "kernels/nn/conv_kernels.h"
 #include "kernels/registry/kernel_tables.h"
 
 namespace onnx_light::runtime {
@@ -45,6 +46,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterGemmKernels(r);
     RegisterEinsumKernels(r);
     RegisterConvKernels(r);
+    RegisterFusedConvKernels(r);
     RegisterConvTransposeKernels(r);
     RegisterCausalConvKernels(r);
     RegisterPoolKernels(r);
