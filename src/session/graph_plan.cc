@@ -2,13 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "core/describe_node.h"
 #include "functions/schema_functions.h"
 #include "kernels/registry/fused_kernels.h"
 #include "onnx_light/runtime/error.h"
-#include "session/conv_fusion.h"
 #include "session/function_kernel.h"
 #include "session/plan_scope.h"
 #include "session/planned_node.h"
@@ -46,16 +43,6 @@ const Function* CalledFunction(const Node& node, const KernelSources& sources) {
 }
 
 namespace {
-
-// Adds `from` to `into`, keeping the original positions ascending.
-void AppendOrigin(NodeOrigin& into, const NodeOrigin& from) {
-  for (size_t k = 0; k < from.indices.size(); ++k) {
-    const auto at = std::lower_bound(into.indices.begin(), into.indices.end(), from.indices[k]);
-    if (at != into.indices.end() && *at == from.indices[k]) continue;
-    into.names.insert(into.names.begin() + (at - into.indices.begin()), from.names[k]);
-    into.indices.insert(at, from.indices[k]);
-  }
-}
 
 // The declared type of each input of `node` in the graphs being compiled (graph inputs,
 // value_info, outputs, initializers), null where none is declared. `storage` keeps the types
@@ -177,14 +164,6 @@ void GraphPlan::MarkReusableInputs(const std::vector<int32_t>& last_use) {
 
 GraphPlan::~GraphPlan() = default;
 
-NodeOrigin GraphPlan::OriginOf(size_t graph_node) const {
-  if (rewritten_ && !rewritten_->node_origin[graph_node].indices.empty()) {
-    return rewritten_->node_origin[graph_node];
-  }
-  return {.indices = {rewritten_ ? rewritten_->node_index[graph_node] : static_cast<int64_t>(graph_node)},
-          .names = {graph_.nodes[graph_node].name}};
-}
-
 std::vector<const Tensor*> GraphPlan::ConstantInputs(std::span<const int32_t> input_slots) const {
   std::vector<const Tensor*> constants;
   constants.reserve(input_slots.size());
@@ -198,28 +177,12 @@ std::vector<const Tensor*> GraphPlan::ConstantInputs(std::span<const int32_t> in
 
 void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
   nodes_.reserve(graph_.nodes.size());
-  std::vector<ConvFusion> fusions;
-  if (sources.fuse_conv_batchnorm) fusions = FindConvFusions(graph_, sources);
-  std::vector<int32_t> fusion_at(graph_.nodes.size(), -1);
-  std::vector<bool> absorbed(graph_.nodes.size(), false);
-  for (size_t f = 0; f < fusions.size(); ++f) {
-    fusion_at[fusions[f].conv_index] = static_cast<int32_t>(f);
-    for (size_t a : fusions[f].absorbed) absorbed[a] = true;
-  }
   for (size_t node_index = 0; node_index < graph_.nodes.size(); ++node_index) {
-    if (absorbed[node_index]) continue;  // runs inside the fused Conv planned at its position
     PlannedNode planned;
     planned.graph_index =
         rewritten_ ? rewritten_->node_index[node_index] : static_cast<int64_t>(node_index);
     if (rewritten_) planned.origin = rewritten_->node_origin[node_index];
-    if (fusion_at[node_index] >= 0) {
-      ConvFusion& fusion = fusions[fusion_at[node_index]];
-      planned.fused_node = std::move(fusion.node);
-      planned.kernel = std::move(fusion.kernel);
-      planned.origin = OriginOf(node_index);
-      for (size_t absorbed_index : fusion.absorbed) AppendOrigin(planned.origin, OriginOf(absorbed_index));
-    }
-    const Node& node = planned.fused_node ? *planned.fused_node : graph_.nodes[node_index];
+    const Node& node = graph_.nodes[node_index];
     planned.node = &node;
     const std::string where = DescribeNode(node.name, node.op_type);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -259,14 +222,6 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       planned.subgraphs.push_back(std::move(runner));
     }
 
-    if (planned.kernel) {  // fused: the kernel is already built
-      for (const std::string& name : node.outputs) {
-        planned.outputs.push_back(
-            name.empty() ? -1 : scope.Define(name, TensorKind::kIntermediate, where));
-      }
-      nodes_.push_back(std::move(planned));
-      continue;
-    }
     // Resolution order (CalledFunction and the build budgets follow it too): custom kernels of
     // the context, then global ones, then model-local functions, then built-in kernels whose
     // range covers the version, then the schema function body onnx defines.

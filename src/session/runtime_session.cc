@@ -28,8 +28,7 @@ std::unique_ptr<GraphPlan> BuildPlan(const Model& model, const KernelRegistry* c
                         .global_kernels = GlobalKernels(),
                         .builtin_kernels = &BuiltinKernels(),
                         .functions = &model.functions,
-                        .opset_imports = &model.opset_imports,
-                        .fuse_conv_batchnorm = options.fuse_conv_batchnorm};
+                        .opset_imports = &model.opset_imports};
   CheckBuildBudgets(model.graph, sources, options);
   if (std::shared_ptr<const RewrittenGraph> rewritten = RewriteMainGraph(model, sources, options)) {
     return std::make_unique<GraphPlan>(std::move(rewritten), sources);

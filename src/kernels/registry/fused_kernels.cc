@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/nn/conv_kernels.h"
+
 namespace onnx_light::runtime {
 
 namespace {
@@ -25,6 +27,7 @@ const KernelRegistry& FusedKernels() {
     KernelRegistry r;
     RegisterStandardKernel(r, "Gelu", 20);
     RegisterStandardKernel(r, "RMSNormalization", 23);
+    RegisterFusedConvKernels(r);
     return r;
   }();
   return registry;

@@ -14,7 +14,9 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 /// Every fused operator, at version 1:
 /// - Gelu, RMSNormalization: the standard operator's kernel (Gelu-20, RMSNormalization-23),
 ///   whatever opset the model imports; a pass emits them for the decomposed forms exporters
-///   write at older opsets.
+///   write at older opsets;
+/// - FusedConv: Conv with a folded BatchNormalization, a residual and an activation in its
+///   epilogue (kernels/nn/conv_kernels.h).
 const KernelRegistry& FusedKernels();
 
 }  // namespace onnx_light::runtime
