@@ -101,18 +101,18 @@ using testing::FloatTensor;
 using testing::FloatValues;
 using testing::GraphBuilder;
 
-// x -> Conv -> activation (written as `activation` nodes) -> y.
+// x -> Conv -> activation (written as `activation` nodes) -> r, the output RunChain reads.
 std::shared_ptr<const Model> ConvThen(const std::string& activation, bool extra_reader = false) {
   GraphBuilder b;
-  b.Input("x", DataType::kFloat, std::vector<int64_t>{1, 2, 5, 9}).Output("y", DataType::kFloat);
+  b.Input("x", DataType::kFloat, std::vector<int64_t>{1, 2, 5, 9}).Output("r", DataType::kFloat);
   if (extra_reader) b.Output("c", DataType::kFloat);
   Attribute pads{.name = "pads", .type = AttributeType::kInts, .ints = {1, 1, 1, 1}};
   b.AddNode("Conv", {"x", "w", "b"}, {"c"}, "", {pads});
   if (activation == "SiLU") {
     b.AddNode("Sigmoid", {"c"}, {"s"});
-    b.AddNode("Mul", {"c", "s"}, {"y"});
+    b.AddNode("Mul", {"c", "s"}, {"r"});
   } else {
-    b.AddNode(activation, {"c"}, {"y"});
+    b.AddNode(activation, {"c"}, {"r"});
   }
   std::vector<float> w(3 * 2 * 3 * 3);
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i)) * 0.5f;

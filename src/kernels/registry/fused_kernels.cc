@@ -26,7 +26,6 @@ const KernelRegistry& FusedKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     RegisterStandardKernel(r, "Gelu", 20);
-    RegisterStandardKernel(r, "RMSNormalization", 23);
     RegisterFusedConvKernels(r);
     return r;
   }();

@@ -12,9 +12,8 @@ namespace onnx_light::runtime {
 inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 
 /// Every fused operator, at version 1:
-/// - Gelu, RMSNormalization: the standard operator's kernel (Gelu-20, RMSNormalization-23),
-///   whatever opset the model imports; a pass emits them for the decomposed forms exporters
-///   write at older opsets;
+/// - Gelu: the Gelu-20 kernel, whatever opset the model imports; a pass emits it for the
+///   decomposed forms exporters write;
 /// - FusedConv: Conv with a folded BatchNormalization, a residual and an activation in its
 ///   epilogue (kernels/nn/conv_kernels.h).
 const KernelRegistry& FusedKernels();
