@@ -75,8 +75,6 @@ ONNX_LIGHT_CPU_CLONES void PadGroup(const GroupedConvPlan& plan, const float* x,
       }
     }
   }
-  // Slack past the last row: vector loads of the last tile may reach a little beyond it.
-  std::fill(scratch + plan.cg * plan.channel_plane, scratch + plan.scratch, 0.0f);
 }
 
 // The fallback: the same padded layout and tap order, one output row at a time.
@@ -108,18 +106,25 @@ ONNX_LIGHT_TILE_TARGET inline Vec Set1(float v) { return _mm512_set1_ps(v); }
 ONNX_LIGHT_TILE_TARGET inline Vec Load(const float* p) { return _mm512_loadu_ps(p); }
 ONNX_LIGHT_TILE_TARGET inline Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
 ONNX_LIGHT_TILE_TARGET inline void Store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+// The first n lanes through a stack copy (a masked store is slow on some CPUs).
 ONNX_LIGHT_TILE_TARGET inline void StorePart(float* p, Vec v, int64_t n) {
-  if (n > 0) _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
+  alignas(64) float tmp[kLanes];
+  _mm512_store_ps(tmp, v);
+  for (int64_t i = 0; i < n; ++i) p[i] = tmp[i];
 }
 ONNX_LIGHT_TILE_TARGET inline Vec Zero() { return _mm512_setzero_ps(); }
-// row[c0 .. c0 + 16), zeros outside [0, n); the masked-off lanes are never read.
-ONNX_LIGHT_TILE_TARGET inline Vec LoadRange(const float* row, int64_t c0, int64_t n) {
+// row[c0 .. c0 + 16) with zeros outside [0, n). A vector inside the plane [begin, end) is loaded
+// whole and the lanes outside the row cleared in registers; at the plane's edges a masked load
+// reads only the row.
+ONNX_LIGHT_TILE_TARGET inline Vec LoadRange(const float* row, int64_t c0, int64_t n, const float* begin,
+                                            const float* end) {
   if (c0 >= 0 && c0 + kLanes <= n) return _mm512_loadu_ps(row + c0);
   const int64_t lo = std::max<int64_t>(0, -c0);
   const int64_t hi = std::min<int64_t>(kLanes, n - c0);
   if (hi <= lo) return Zero();
-  const uint32_t bits = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
-  return _mm512_maskz_loadu_ps(static_cast<__mmask16>(bits), row + c0);
+  const auto mask = static_cast<__mmask16>(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+  if (row + c0 >= begin && row + c0 + kLanes <= end) return _mm512_maskz_mov_ps(mask, _mm512_loadu_ps(row + c0));
+  return _mm512_maskz_loadu_ps(mask, row + c0);
 }
 ONNX_LIGHT_TILE_TARGET inline Vec Even(Vec a, Vec b) {
   const __m512i idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -142,22 +147,28 @@ ONNX_LIGHT_TILE_TARGET inline Vec Load(const float* p) { return _mm256_loadu_ps(
 ONNX_LIGHT_TILE_TARGET inline Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
 ONNX_LIGHT_TILE_TARGET inline void Store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
 ONNX_LIGHT_TILE_TARGET inline void StorePart(float* p, Vec v, int64_t n) {
-  if (n <= 0) return;
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
-  _mm256_maskstore_ps(p, mask, v);
+  alignas(32) float tmp[kLanes];
+  _mm256_store_ps(tmp, v);
+  for (int64_t i = 0; i < n; ++i) p[i] = tmp[i];
 }
 ONNX_LIGHT_TILE_TARGET inline Vec Zero() { return _mm256_setzero_ps(); }
-// row[c0 .. c0 + 8), zeros outside [0, n); the masked-off lanes are never read.
-ONNX_LIGHT_TILE_TARGET inline Vec LoadRange(const float* row, int64_t c0, int64_t n) {
+// row[c0 .. c0 + 8) with zeros outside [0, n), as the AVX-512 version (a stack copy at the
+// plane's edges).
+ONNX_LIGHT_TILE_TARGET inline Vec LoadRange(const float* row, int64_t c0, int64_t n, const float* begin,
+                                            const float* end) {
   if (c0 >= 0 && c0 + kLanes <= n) return _mm256_loadu_ps(row + c0);
   const int64_t lo = std::max<int64_t>(0, -c0);
   const int64_t hi = std::min<int64_t>(kLanes, n - c0);
   if (hi <= lo) return Zero();
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i mask = _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(static_cast<int>(lo) - 1)),
-                                        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(hi)), lane));
-  return _mm256_maskload_ps(row + c0, mask);
+  if (row + c0 >= begin && row + c0 + kLanes <= end) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i keep = _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(static_cast<int>(lo) - 1)),
+                                          _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(hi)), lane));
+    return _mm256_and_ps(_mm256_castsi256_ps(keep), _mm256_loadu_ps(row + c0));
+  }
+  alignas(32) float tmp[kLanes] = {};
+  for (int64_t i = lo; i < hi; ++i) tmp[i] = row[c0 + i];
+  return _mm256_load_ps(tmp);
 }
 // Even / odd elements of the 16 in a, b: within each 128-bit half, then the halves' 64-bit
 // pairs put in order.
@@ -241,7 +252,8 @@ GroupedConvPlan MakeGroupedConvPlan(const WindowGeometry& g, int64_t cg, int64_t
   plan.rows = std::max<int64_t>(pg.output[0] - 1, 0) * pg.stride[0] + (kh_n - 1) * dh + 1;
   plan.phase_plane = plan.rows * plan.pitch;
   plan.channel_plane = sw * plan.phase_plane;
-  plan.scratch = cg * plan.channel_plane + plan.lanes;
+  // Tiles read rows [0, rows) and columns [0, pitch) of each phase plane, nothing beyond.
+  plan.scratch = cg * plan.channel_plane;
   plan.taps.reserve(static_cast<size_t>(cg * kh_n * kw_n));
   for (int64_t c = 0; c < cg; ++c) {
     for (int64_t kh = 0; kh < kh_n; ++kh) {
