@@ -121,11 +121,10 @@ ONNX_LIGHT_CPU_CLONES void PowCube(const float* x, float* y, int64_t n) {
 ONNX_LIGHT_CPU_CLONES void PowReciprocal(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / x[i];
 }
-// powf(x, 0.5): sqrt, except powf(-0, 0.5) = +0 (sqrt keeps the sign; -0 + 0 is +0) and
-// powf(-inf, 0.5) = +inf (sqrt gives NaN).
+// x^0.5 is sqrt(x), as onnx.reference (NumPy) computes it: sqrt(-0) = -0 and sqrt(-inf) = NaN,
+// where C's powf would give +0 and +inf.
 ONNX_LIGHT_CPU_CLONES void PowSqrt(const float* x, float* y, int64_t n) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) y[i] = fast_math::Select(x[i] == -kInf, kInf, std::sqrt(x[i]) + 0.0f);
+  for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
 }
 
 // Integer power by squaring with wrap-around; negative exponents truncate 1/a^n toward zero.
@@ -339,6 +338,8 @@ class PowKernel final : public KernelBase {
       path = "copy";
       return;
     }
+    // The same loops whatever the exponent's type: onnx.reference takes sqrt for 0.5 with a
+    // double exponent too.
     void (*loop)(const float*, float*, int64_t) = nullptr;
     if (e == 2.0) {
       loop = PowSquare, path = "square";
