@@ -35,16 +35,35 @@ ONNX_LIGHT_CPU_CLONES void DivideRow(float* y, int64_t n, float divisor) {
   for (int64_t k = 0; k < n; ++k) y[k] /= divisor;
 }
 
-// One float32 softmax row over the last axis, `y` may alias `x`: the maximum, the shifted
-// exponentials and their sum, the division. The reductions are LaneReduce's fixed 64-lane order,
-// so every clone adds in the same order. A NaN anywhere makes the sum, so the whole row, NaN,
-// which is why the maximum may skip NaN.
+// One float32 softmax row over the last axis, `y` may alias `x`: the maximum (exact in any
+// order; NaN skipped: a NaN makes its exponential, so the sum and the whole row, NaN), the
+// shifted exponentials summed in 16 fixed lanes (the same order in every clone, so results do
+// not depend on the instruction set), then one multiplication by 1 / sum (within 1 ulp of
+// dividing). Exponentials below e^-87.5 are 0 (fast_math::ExpNonPositive).
 ONNX_LIGHT_CPU_CLONES void SoftmaxRow(const float* x, float* y, int64_t n) {
-  const float m = LaneReduce<float>(x, n, -std::numeric_limits<float>::infinity(), [](float v) { return v; },
-                                    [](float a, float b) { return b > a ? b : a; });
-  for (int64_t k = 0; k < n; ++k) y[k] = fast_math::Exp(x[k] - m);
-  const float s = LaneReduce<float>(y, n, 0.0f, [](float v) { return v; }, [](float a, float b) { return a + b; });
-  for (int64_t k = 0; k < n; ++k) y[k] /= s;
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t k = 0; k < n; ++k) m = x[k] > m ? x[k] : m;
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float e = fast_math::ExpNonPositive(x[i + j] - m);
+      y[i + j] = e;
+      acc[j] += e;
+    }
+  }
+  for (int j = 0; i + j < n; ++j) {
+    const float e = fast_math::ExpNonPositive(x[i + j] - m);
+    y[i + j] = e;
+    acc[j] += e;
+  }
+  for (int width = kLanes / 2; width > 0; width /= 2) {
+    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
+  }
+  const float inv = 1.0f / acc[0];
+  for (int64_t k = 0; k < n; ++k) y[k] *= inv;
 }
 
 // Rows of the last-axis softmax per task: at least this many elements.
