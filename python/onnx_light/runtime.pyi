@@ -219,9 +219,17 @@ class RuntimeEvent:
     @property
     def storage_reuse_count(self) -> int:
         """Reservations served by an existing buffer without allocating."""
+    @property
+    def covered_node_indices(self) -> tuple[int, ...]:
+        """Positions, in the graph as written, of the nodes this record stands for after
+        build-time rewriting (a fused node's nodes, the nodes folded into a constant); ()
+        for a node that runs as written."""
+    @property
+    def covered_node_names(self) -> tuple[str, ...]:
+        """Names of the nodes in covered_node_indices, in the same order."""
     def as_dict(self) -> dict[str, Any]:
         """The event as a dict with 'action' and 'kind' as names; the five storage_* keys appear
-        only for persistent_storage events."""
+        only for persistent_storage events, the covered_node_* keys only when non-empty."""
 
 class Tensor:
     """A named tensor owned or shared by the runtime. numpy.asarray(t) and numpy.from_dlpack(t)
@@ -333,7 +341,9 @@ class RuntimeSessionOptions:
                  kernel_context: KernelContext | None = None, fuse_conv_batchnorm: bool = True,
                  load_mode: Literal["copy", "map"] = "copy",
                  max_expanded_nodes: int = 1_000_000, max_nesting_depth: int = 64,
-                 max_subgraphs: int = 100_000, persistent_tensor_reserved_rows: int = 4096) -> None: ...
+                 max_subgraphs: int = 100_000, persistent_tensor_reserved_rows: int = 4096,
+                 fold_constants: bool = True, eliminate_noop_nodes: bool = True,
+                 fuse_gelu: bool = True, fuse_conv_activation: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -354,8 +364,21 @@ class RuntimeSessionOptions:
     kernel_context: KernelContext | None
     """Custom kernels to resolve against when the session is built."""
     fuse_conv_batchnorm: bool
-    """Fold float32 Conv -> BatchNormalization (-> Relu) chains with initializer parameters into
-    one Conv kernel at build time (dispatched under the Conv's name); False runs every node."""
+    """Fold float32 Conv -> BatchNormalization pairs with constant parameters into new Conv
+    weights at build time (one FusedConv node, kernel usage ".../<path>+bn"); False keeps them."""
+    fuse_conv_activation: bool
+    """Run the activation that alone reads a float32 Conv's output (Relu, LeakyRelu, Clip,
+    HardSigmoid, HardSwish, Sigmoid, Tanh, SiLU as Mul(y, Sigmoid(y))) in the convolution's
+    epilogue, as one FusedConv node (docs/graph-passes.md)."""
+    fold_constants: bool
+    """Compute nodes whose inputs are all constants once, at build time; they are no longer
+    dispatched and their results appear as initializers (docs/graph-passes.md)."""
+    eliminate_noop_nodes: bool
+    """Remove Identity, inference Dropout and same-type Cast nodes and collapse Reshape chains
+    at build time (docs/graph-passes.md)."""
+    fuse_gelu: bool
+    """Run the decomposed GELU forms exporters write (Erf form, tanh form) as one Gelu kernel
+    (docs/graph-passes.md)."""
     load_mode: Literal["copy", "map"]
     """How a model path is loaded: "copy" reads the file and its external data into runtime
     memory (later changes to the files cannot reach the session); "map" maps them without copying,

@@ -41,6 +41,10 @@ py::dict EventAsDict(const RuntimeEvent& e) {
   d["subgraph_attr_name"] = NameToPython(e.subgraph_attr_name);
   d["allocated_bytes"] = e.allocated_bytes;
   d["peak_bytes"] = e.peak_bytes;
+  if (!e.covered_node_indices.empty()) {
+    d["covered_node_indices"] = py::tuple(py::cast(e.covered_node_indices));
+    d["covered_node_names"] = py::tuple(NamesToPython(e.covered_node_names));
+  }
   if (e.action == RuntimeEventAction::kPersistentStorage) {
     d["storage_allocations"] = e.storage_allocations;
     d["storage_allocated_bytes"] = e.storage_allocated_bytes;
@@ -106,8 +110,16 @@ void BindContext(py::module_& m) {
       .def_readonly("storage_prefix_copied_bytes", &RuntimeEvent::storage_prefix_copied_bytes)
       .def_readonly("storage_append_copied_bytes", &RuntimeEvent::storage_append_copied_bytes)
       .def_readonly("storage_reuse_count", &RuntimeEvent::storage_reuse_count)
+      .def_property_readonly(
+          "covered_node_indices", [](const RuntimeEvent& e) { return py::tuple(py::cast(e.covered_node_indices)); },
+          "Positions, in the graph as written, of the nodes this record stands for after build-time "
+          "rewriting (a fused node's nodes, or the nodes folded into a constant); () otherwise.")
+      .def_property_readonly(
+          "covered_node_names", [](const RuntimeEvent& e) { return py::tuple(NamesToPython(e.covered_node_names)); },
+          "Names of the nodes in covered_node_indices, in the same order.")
       .def("as_dict", &EventAsDict,
-           "The event as a dict; storage_* keys appear only for persistent_storage events.")
+           "The event as a dict; storage_* keys appear only for persistent_storage events, "
+           "covered_node_* keys only when the record stands for rewritten nodes.")
       .def("__repr__", [](const RuntimeEvent& e) {
         return DisplayText(fmt::format("RuntimeEvent(action={}, kind={}, name='{}', node_index={})",
                                        RuntimeEventActionName(e.action), TensorKindName(e.kind), e.name,

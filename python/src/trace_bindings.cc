@@ -65,6 +65,10 @@ RuntimeEvent EventFromMapping(const py::dict& d) {
   if (py::object v = get("storage_prefix_copied_bytes")) e.storage_prefix_copied_bytes = AsUInt64(v);
   if (py::object v = get("storage_append_copied_bytes")) e.storage_append_copied_bytes = AsUInt64(v);
   if (py::object v = get("storage_reuse_count")) e.storage_reuse_count = AsUInt64(v);
+  if (py::object v = get("covered_node_indices")) {
+    for (py::handle index : v) e.covered_node_indices.push_back(AsInt64(index));
+  }
+  if (py::object v = get("covered_node_names")) e.covered_node_names = v.cast<std::vector<std::string>>();
   return e;
 }
 

@@ -159,6 +159,19 @@ void WriteLocation(JsonWriter& w, const RuntimeEvent& e) {
   w.String(e.subgraph_attr_name);
 }
 
+// The written nodes a rewritten node or folded value stands for, when there are any.
+void WriteCovered(JsonWriter& w, const RuntimeEvent& e) {
+  if (e.covered_node_indices.empty()) return;
+  w.Raw(R"(,"covered_node_indices":)");
+  WriteShape(w, e.covered_node_indices);
+  w.Raw(R"(,"covered_node_names":[)");
+  for (size_t i = 0; i < e.covered_node_names.size(); ++i) {
+    if (i > 0) w.Raw(",");
+    w.String(e.covered_node_names[i]);
+  }
+  w.Raw("]");
+}
+
 // The value's kind, element type and shape, then where it was recorded.
 void WriteValueArgs(JsonWriter& w, const RuntimeEvent& e) {
   w.Raw(R"(,"kind":)");
@@ -167,6 +180,7 @@ void WriteValueArgs(JsonWriter& w, const RuntimeEvent& e) {
   WriteShape(w, e.shape);
   w.Raw(",");
   WriteLocation(w, e);
+  WriteCovered(w, e);
 }
 
 void WriteNode(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
@@ -188,6 +202,7 @@ void WriteNode(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
   }
   w.Raw("],");
   WriteLocation(w, e);
+  WriteCovered(w, e);
   w.Format(R"(,"allocated_bytes":{},"peak_bytes":{}}}}})", e.allocated_bytes, e.peak_bytes);
 }
 

@@ -4,8 +4,8 @@
 
 #include "core/describe_node.h"
 #include "functions/schema_functions.h"
+#include "kernels/registry/fused_kernels.h"
 #include "onnx_light/runtime/error.h"
-#include "session/conv_fusion.h"
 #include "session/function_kernel.h"
 #include "session/plan_scope.h"
 #include "session/planned_node.h"
@@ -74,6 +74,16 @@ std::unique_ptr<KernelBase> CompileSchemaBody(std::shared_ptr<const Function> bo
 
 GraphPlan::GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope* parent)
     : graph_(graph) {
+  Compile(sources, parent);
+}
+
+GraphPlan::GraphPlan(std::shared_ptr<const RewrittenGraph> rewritten, const KernelSources& sources)
+    : rewritten_(std::move(rewritten)), graph_(rewritten_->graph) {
+  Compile(sources, nullptr);
+}
+
+void GraphPlan::Compile(const KernelSources& sources, PlanScope* parent) {
+  const Graph& graph = graph_;
   PlanScope scope(*this, parent);
   // Initializers first, so graph inputs of the same name take them as defaults.
   std::vector<int32_t> initializer_slot_of(graph.initializers.size(), -1);
@@ -93,6 +103,10 @@ GraphPlan::GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope
       initializer_slot_of[i] =
           scope.Define(graph.initializers[i].name, TensorKind::kInitializer, "initializer");
       initializer_slots_.emplace_back(initializer_slot_of[i], graph.initializers[i].tensor);
+      const NodeOrigin* origin = rewritten_ ? &rewritten_->initializer_origin[i] : nullptr;
+      initializer_origins_.push_back(origin != nullptr && !origin->indices.empty() ? origin : nullptr);
+      constant_of_slot_.resize(slots_.size(), nullptr);
+      constant_of_slot_[initializer_slot_of[i]] = &graph.initializers[i].tensor;
     }
   }
   CompileNodes(sources, scope);
@@ -150,26 +164,25 @@ void GraphPlan::MarkReusableInputs(const std::vector<int32_t>& last_use) {
 
 GraphPlan::~GraphPlan() = default;
 
+std::vector<const Tensor*> GraphPlan::ConstantInputs(std::span<const int32_t> input_slots) const {
+  std::vector<const Tensor*> constants;
+  constants.reserve(input_slots.size());
+  for (int32_t slot : input_slots) {
+    constants.push_back(slot >= 0 && static_cast<size_t>(slot) < constant_of_slot_.size()
+                            ? constant_of_slot_[slot]
+                            : nullptr);
+  }
+  return constants;
+}
+
 void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
   nodes_.reserve(graph_.nodes.size());
-  std::vector<ConvFusion> fusions;
-  if (sources.fuse_conv_batchnorm) fusions = FindConvFusions(graph_, sources);
-  std::vector<int32_t> fusion_at(graph_.nodes.size(), -1);
-  std::vector<bool> absorbed(graph_.nodes.size(), false);
-  for (size_t f = 0; f < fusions.size(); ++f) {
-    fusion_at[fusions[f].conv_index] = static_cast<int32_t>(f);
-    for (size_t a : fusions[f].absorbed) absorbed[a] = true;
-  }
   for (size_t node_index = 0; node_index < graph_.nodes.size(); ++node_index) {
-    if (absorbed[node_index]) continue;  // runs inside the fused Conv planned at its position
     PlannedNode planned;
-    planned.graph_index = static_cast<int64_t>(node_index);
-    if (fusion_at[node_index] >= 0) {
-      ConvFusion& fusion = fusions[fusion_at[node_index]];
-      planned.fused_node = std::move(fusion.node);
-      planned.kernel = std::move(fusion.kernel);
-    }
-    const Node& node = planned.fused_node ? *planned.fused_node : graph_.nodes[node_index];
+    planned.graph_index =
+        rewritten_ ? rewritten_->node_index[node_index] : static_cast<int64_t>(node_index);
+    if (rewritten_) planned.origin = rewritten_->node_origin[node_index];
+    const Node& node = graph_.nodes[node_index];
     planned.node = &node;
     const std::string where = DescribeNode(node.name, node.op_type);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -209,22 +222,27 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       planned.subgraphs.push_back(std::move(runner));
     }
 
-    if (planned.kernel) {  // fused: the kernel is already built
-      for (const std::string& name : node.outputs) {
-        planned.outputs.push_back(
-            name.empty() ? -1 : scope.Define(name, TensorKind::kIntermediate, where));
-      }
-      nodes_.push_back(std::move(planned));
-      continue;
-    }
     // Resolution order (CalledFunction and the build budgets follow it too): custom kernels of
     // the context, then global ones, then model-local functions, then built-in kernels whose
     // range covers the version, then the schema function body onnx defines.
-    const int64_t version = ImportedOpsetVersion(*sources.opset_imports, node.domain);
-    const KernelFactory* factory = FindCustomKernel(node, sources, version);
-    const Function* function = factory == nullptr ? FindFunction(sources.functions, node) : nullptr;
+    const bool fused = node.domain == kFusedDomain;
+    if (fused && planned.origin.indices.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: domain '{}' is reserved for the nodes onnx-light creates when "
+                              "it builds a session",
+                              where, kFusedDomain));
+    }
+    const int64_t version = fused ? 1 : ImportedOpsetVersion(*sources.opset_imports, node.domain);
+    const KernelFactory* factory = fused ? FusedKernels().Find(node.domain, node.op_type, 1)
+                                         : FindCustomKernel(node, sources, version);
+    const Function* function =
+        factory == nullptr && !fused ? FindFunction(sources.functions, node) : nullptr;
     std::shared_ptr<const Function> schema_body;  // onnx's function body, when no kernel serves
     std::vector<TypeInfo> types;
+    if (fused && factory == nullptr) {
+      throw Error(ErrorCode::kInternal,
+                  fmt::format("{}: no kernel for the fused operator '{}'", where, node.op_type));
+    }
     if (factory == nullptr && function == nullptr) {
       if (version == 0) {
         throw Error(ErrorCode::kUnimplemented,
@@ -259,12 +277,15 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
     } else if (schema_body != nullptr) {
       planned.kernel = CompileSchemaBody(std::move(schema_body), node, version, sources);
     } else {
-      KernelBuildInfo info(node, version, [&runners](std::string_view attr) -> const SubgraphRunner* {
-        for (auto& [name, runner] : runners) {
-          if (name == attr) return runner;
-        }
-        return nullptr;
-      });
+      KernelBuildInfo info(
+          node, version,
+          [&runners](std::string_view attr) -> const SubgraphRunner* {
+            for (auto& [name, runner] : runners) {
+              if (name == attr) return runner;
+            }
+            return nullptr;
+          },
+          ConstantInputs(planned.inputs));
       planned.kernel = (*factory)(info);
       if (!planned.kernel) {
         throw Error(ErrorCode::kInternal,

@@ -13,6 +13,7 @@
 #include "onnx_light/runtime/kernel_base.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/runtime_context.h"
+#include "passes/rewritten_graph.h"
 
 namespace onnx_light::runtime {
 
@@ -26,9 +27,6 @@ struct KernelSources {
   const std::vector<Function>* functions = nullptr;
   /// Imported opset versions of the graph being compiled (model or function imports).
   const std::vector<OpsetId>* opset_imports = nullptr;
-  /// Fold Conv -> BatchNormalization (-> Relu) chains into one Conv kernel
-  /// (RuntimeSessionOptions::fuse_conv_batchnorm; see session/conv_fusion.h).
-  bool fuse_conv_batchnorm = false;
 };
 
 /// The custom kernel (context, then global registry) serving `node` at `version`, or null.
@@ -44,6 +42,8 @@ class GraphPlan {
   /// Compiles `graph`. `parent` is the enclosing graph's scope for subgraphs (null at the top):
   /// names the graph uses without defining them become captures resolved through it.
   GraphPlan(const Graph& graph, const KernelSources& sources, PlanScope* parent);
+  /// Compiles a top-level graph the build-time passes rewrote; events name the original nodes.
+  GraphPlan(std::shared_ptr<const RewrittenGraph> rewritten, const KernelSources& sources);
   ~GraphPlan();
 
   /// Runs the graph in `rt`. `inputs` follow the graph inputs (nullptr: omitted, so the
@@ -65,14 +65,21 @@ class GraphPlan {
 
  private:
   friend class PlanScope;
+  void Compile(const KernelSources& sources, PlanScope* parent);
   void CompileNodes(const KernelSources& sources, PlanScope& scope);
   void MarkReusableInputs(const std::vector<int32_t>& last_use);
+  /// Per input slot: the value of this graph's initializer it holds, or null.
+  std::vector<const Tensor*> ConstantInputs(std::span<const int32_t> input_slots) const;
 
+  std::shared_ptr<const RewrittenGraph> rewritten_;  // null: graph_ is the graph as written
   const Graph& graph_;
   std::vector<Slot> slots_;
   std::vector<int32_t> input_slots_;
   std::vector<int32_t> input_defaults_;  // initializer index per input, -1 if none
   std::vector<std::pair<int32_t, Tensor>> initializer_slots_;
+  /// Per initializer_slots_ entry: the nodes folded into it at build time (empty: the model's).
+  std::vector<const NodeOrigin*> initializer_origins_;
+  std::vector<const Tensor*> constant_of_slot_;  // initializer values by slot, null elsewhere
   std::vector<int32_t> output_slots_;
   std::vector<std::string> capture_names_;
   std::vector<int32_t> capture_slots_;

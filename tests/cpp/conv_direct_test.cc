@@ -75,7 +75,8 @@ TEST_P(DirectConvTest, MatchesPlainLoop) {
     for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
       const std::vector<float> expected = Reference(k, g, x, w, b, relu);
       std::vector<float> y(expected.size(), NAN);
-      DirectConv2d(x.data(), k.c, g, packed.data(), k.m, b, relu, scratch.data(), y.data());
+      DirectConv2d(x.data(), k.c, g, packed.data(), k.m, b, relu ? ConvEpilogue::Relu() : ConvEpilogue{}, nullptr,
+                   scratch.data(), y.data());
       for (size_t i = 0; i < y.size(); ++i) {
         ASSERT_NEAR(y[i], expected[i], 1e-4f) << "element " << i << (relu ? " relu" : "") << (b ? " bias" : "");
       }

@@ -178,3 +178,18 @@ def _direct_conv_available():
 # The implementation name of stride-1 undilated 2-D float32 convolutions at least 8 columns wide:
 # the AVX-512 direct kernel where the CPU has it, im2col + BLAS elsewhere.
 DIRECT_CONV_PATH = "direct-avx512" if _direct_conv_available() else "im2col-blas"
+
+
+def grouped_conv_isa(output_width):
+    """The instruction set the depthwise / grouped direct Conv kernel uses here for outputs
+    `output_width` columns wide: AVX-512 (unless disabled, or the rows are at most 8 wide), AVX2,
+    or the plain C++ fallback."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        flags = ""
+    avx2 = " avx2" in flags and " fma" in flags
+    if _direct_conv_available() and (output_width > 8 or not avx2):
+        return "avx512"
+    return "avx2" if avx2 else "scalar"

@@ -10,13 +10,14 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import DIRECT_CONV_PATH, assert_close, make_model, random, run_ort, run_ours
+from node_check import DIRECT_CONV_PATH, assert_close, grouped_conv_isa, make_model, random, run_ort, run_ours
 from onnx_light.cnn_model import build_cnn
 
 DIRECT = DIRECT_CONV_PATH
 
 FUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=True)
-UNFUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=False)
+# Off: neither the BatchNormalization fold nor the activation fusion (which would fuse the Relu).
+UNFUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=False, fuse_conv_activation=False)
 
 
 def run_with(model, feeds, options, events=False):
@@ -97,9 +98,10 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     assert_close(fused[0], run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
     assert usage.count(f"Conv/float32/{DIRECT}+bn+relu") == 2
     assert not any(u.startswith(("BatchNormalization", "Relu")) for u in usage)
-    # The fused node runs under the Conv's name and op type; BN and Relu no longer run.
+    # The fused node runs under the Conv's name as FusedConv; BN and Relu no longer run.
     conv_names = [n.name for n in model.graph.node if n.op_type == "Conv"]
-    assert [e for e in events if e[1] in ("Conv", "BatchNormalization", "Relu")] == [(n, "Conv") for n in conv_names]
+    assert [e for e in events if e[1] in ("Conv", "FusedConv", "BatchNormalization", "Relu")] == \
+        [(n, "FusedConv") for n in conv_names]
     # Option off: exactly the graph as written.
     assert [op for _, op in events_off] == [n.op_type for n in model.graph.node]
     # Either way a record's node_index is the node's position in the graph, also after a fused chain.
@@ -107,7 +109,7 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     assert run_node_indexes(model, feeds, UNFUSED) == list(zip(ops, range(len(ops))))
     fused_records = run_node_indexes(model, feeds, FUSED)
     assert [i for _, i in fused_records] == [i for i, op in enumerate(ops) if op not in ("BatchNormalization", "Relu")]
-    assert all(ops[i] == op for op, i in fused_records)
+    assert all(ops[i] == op or (op, ops[i]) == ("FusedConv", "Conv") for op, i in fused_records)
     assert usage_off.count(f"Conv/float32/{DIRECT}") == 2
 
 
@@ -118,8 +120,10 @@ CASES = [
     ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                   # channel and column tails
     ([2, 3, 9, 8], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, "im2col-blas"),
     ([1, 3, 11, 10], [5, 3, 3, 2], {"dilations": [2, 3], "pads": [2, 1, 0, 3]}, "im2col-blas"),
-    ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, "im2col-blas"),
-    ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, "depthwise-direct"),
+    ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, f"grouped-{grouped_conv_isa(8)}"),
+    ([1, 18, 8, 8], [6, 9, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, "im2col-blas"),  # 9 channels per group
+    ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, f"depthwise-{grouped_conv_isa(7)}"),
+    ([1, 4, 8, 21], [8, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, f"depthwise-{grouped_conv_isa(21)}"),
     ([2, 3, 6, 5], [5, 3, 1, 1], {}, "1x1-blas"),
     ([2, 3, 10], [4, 3, 3], {"pads": [1, 1]}, "im2col-blas"),                         # 1-D
     ([1, 2, 4, 5, 6], [3, 2, 2, 3, 2], {"strides": [1, 2, 1]}, "im2col-blas"),          # 3-D

@@ -407,9 +407,10 @@ def test_sequence_map_builder_matches_onnx(extra_is_sequence):
 
 def test_sequence_map_input_of_unknown_kind_is_refused():
     model = sequence_map_model(False)
-    # `scale` comes from a node now, so its type is not declared anywhere.
+    # `scale` comes from a node now, so its type is not declared anywhere (Abs, not Identity,
+    # which the session removes at build time).
     model.graph.input[1].name = "scale_raw"
-    model.graph.node.insert(0, helper.make_node("Identity", ["scale_raw"], ["scale"]))
+    model.graph.node.insert(0, helper.make_node("Abs", ["scale_raw"], ["scale"]))
     with pytest.raises(NotImplementedError, match=rf"node '{NODE}' \(SequenceMap\).*input 1 \('scale'\).*declare"):
         runtime.RuntimeSession(model)
     # Declaring it in value_info is enough.

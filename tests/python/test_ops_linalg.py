@@ -9,8 +9,8 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import (DIRECT_CONV_PATH, assert_close, check_node, make_model, node_model, random, run_ort, run_ours,
-                        run_reference, usage_of)
+from node_check import (DIRECT_CONV_PATH, assert_close, check_node, grouped_conv_isa, make_model, node_model, random,
+                        run_ort, run_ours, run_reference, usage_of)
 
 BF16 = ml_dtypes.bfloat16
 # BLAS sums in another order than numpy: float32 results agree to about 1e-6 relative, less for
@@ -496,6 +496,23 @@ def test_conv_direct(x_shape, w_shape, attrs, bias):
     assert DIRECT_CONV in usage_of(node_model("Conv", inputs, attrs), inputs)
 
 
+@pytest.mark.parametrize("relu", [False, True])
+def test_conv_constant_weights_packed_at_build(relu):
+    # A constant W (an initializer) is packed for the direct kernel once, when the session is
+    # built; the result is the one the same W fed as a graph input (packed per run) gives. With a
+    # Relu after it the session fuses the pair (a FusedConv node), which packs the same way.
+    x, w, b = random([2, 5, 9, 19]), random([21, 5, 3, 3], seed=1), random([21], seed=2)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if relu else "y0"], pads=[1, 1, 1, 1])]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["y0"]))
+    fed_model = make_model(nodes, {"x": x, "w": w, "b": b}, ["y0"])
+    model = make_model(nodes, {"x": x}, ["y0"], initializers={"w": w, "b": b})
+    fed = run_ours(fed_model, {"x": x, "w": w, "b": b})[0]
+    np.testing.assert_array_equal(run_ours(model, {"x": x})[0], fed)
+    expected = f"Conv/float32/{DIRECT_CONV_PATH}" + ("+relu" if relu else "")
+    assert expected in usage_of(model, {"x": x})
+
+
 def test_conv_direct_nan_and_empty():
     x = random([1, 2, 6, 9])
     x[0, 1, 2, 3] = np.nan
@@ -511,14 +528,60 @@ def test_conv_large_against_ort():
     check_node("Conv", inputs, {"pads": [1, 1, 1, 1]}, reference="ort", rtol=1e-4, atol=1e-4)
 
 
+# The depthwise / grouped direct kernels: channel counts that are not multiples of the vector
+# width, odd sizes, asymmetric pads, strides 1-3, dilations, multipliers, several channels per
+# group, rows narrower and wider than one vector, and 1-D. (Rerun on the AVX2 path by
+# test_conv_fusion.py's baseline test, which sets ONNX_LIGHT_DISABLE_AVX512.)
+GROUPED_CASES = [
+    ([1, 5, 14, 14], [5, 1, 5, 5], {"group": 5, "pads": [2, 2, 2, 2]}),
+    ([2, 19, 15, 17], [19, 1, 3, 3], {"group": 19, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ([1, 7, 28, 29], [7, 1, 5, 5], {"group": 7, "strides": [2, 2], "pads": [1, 2, 2, 1]}),
+    ([1, 3, 9, 37], [9, 1, 3, 3], {"group": 3, "pads": [1, 1, 1, 1]}),                  # multiplier 3
+    ([1, 2, 11, 70], [2, 1, 7, 7], {"group": 2, "pads": [3, 3, 3, 3]}),
+    ([1, 3, 12, 13], [3, 1, 3, 3], {"group": 3, "dilations": [2, 3], "pads": [2, 3, 2, 3]}),
+    ([1, 2, 10, 19], [2, 1, 3, 5], {"group": 2, "strides": [2, 3], "dilations": [2, 1], "pads": [0, 4, 3, 0]}),
+    ([1, 6, 7, 7], [6, 1, 3, 3], {"group": 6, "pads": [1, 1, 1, 1]}),                   # narrow rows
+    ([1, 2, 3, 4], [2, 1, 3, 3], {"group": 2, "pads": [3, 3, 3, 3]}),                   # pads wider than X
+    ([1, 12, 13, 21], [12, 4, 3, 3], {"group": 3, "pads": [1, 1, 1, 1]}),               # 4 channels per group
+    ([1, 9, 9, 11], [15, 3, 3, 3], {"group": 3, "strides": [2, 2], "pads": [1, 1, 0, 0]}),
+    ([2, 16, 6, 33], [4, 8, 3, 1], {"group": 2, "pads": [1, 0, 1, 0]}),                 # 8 channels per group
+    ([1, 6, 40], [6, 1, 5], {"group": 6, "strides": [2], "dilations": [2], "pads": [3, 4]}),  # 1-D
+    ([1, 4, 8, 8], [4, 1, 3, 3], {"group": 4, "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+]
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("x_shape,w_shape,attrs", GROUPED_CASES)
+def test_conv_grouped_direct(x_shape, w_shape, attrs, bias):
+    inputs = {"x": random(x_shape), "w": random(w_shape, seed=1)}
+    if bias:
+        inputs["b"] = random([w_shape[0]], seed=2)
+    check_node("Conv", inputs, attrs, rtol=1e-4, atol=1e-5)
+    usage = usage_of(node_model("Conv", inputs, attrs), inputs)
+    kind = "depthwise" if w_shape[1] == 1 else "grouped"
+    assert any(u.startswith(f"Conv/float32/{kind}-") for u in usage), usage
+
+
+def test_conv_depthwise_infinite_weight_meets_padding():
+    # Zero padding times an infinite weight is NaN, as in the reference's padded convolution.
+    x = random([1, 2, 5, 12])
+    w = random([2, 1, 3, 3], seed=1)
+    w[0, 0, 0, 0] = np.inf
+    w[1, 0, 2, 2] = -np.inf
+    check_node("Conv", {"x": x, "w": w}, {"group": 2, "pads": [1, 1, 1, 1]}, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("x_shape,w_shape,attrs,expected", [
     ([1, 3, 6, 5], [5, 3, 1, 1], {}, "Conv/float32/1x1-blas"),
-    ([1, 4, 6, 5], [4, 1, 3, 3], {"group": 4}, "Conv/float32/depthwise-direct"),
+    ([1, 4, 6, 5], [4, 1, 3, 3], {"group": 4}, f"Conv/float32/depthwise-{grouped_conv_isa(3)}"),
+    ([1, 4, 6, 12], [8, 1, 3, 3], {"group": 4}, f"Conv/float32/depthwise-{grouped_conv_isa(10)}"),
+    ([1, 4, 6, 12], [4, 2, 3, 3], {"group": 2}, f"Conv/float32/grouped-{grouped_conv_isa(10)}"),
+    ([1, 18, 6, 12], [2, 9, 3, 3], {"group": 2}, "Conv/float32/im2col-blas"),    # 9 channels per group
+    ([1, 4, 12], [4, 1, 3], {"group": 4}, f"Conv/float32/depthwise-{grouped_conv_isa(10)}"),
     ([1, 3, 6, 5], [4, 3, 3, 3], {}, "Conv/float32/im2col-blas"),
     ([1, 3, 6, 5], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, "Conv/float32/im2col-blas"),  # too narrow for direct
     ([1, 3, 6, 9], [4, 3, 3, 3], {"strides": [1, 2], "pads": [1, 1, 1, 1]}, "Conv/float32/im2col-blas"),
     ([1, 3, 6, 12], [4, 3, 3, 3], {"dilations": [1, 2]}, "Conv/float32/im2col-blas"),
-    ([1, 4, 6, 12], [4, 2, 3, 3], {"group": 2}, "Conv/float32/im2col-blas"),
     ([1, 2, 4, 4, 4], [2, 1, 3, 3, 3], {"group": 2}, "Conv/float32/im2col-blas"),
 ])
 def test_conv_kernel_usage(x_shape, w_shape, attrs, expected):

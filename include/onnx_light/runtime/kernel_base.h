@@ -49,9 +49,15 @@ class SubgraphRunner {
 /// one is missing.
 class KernelBuildInfo {
  public:
+  /// `constant_inputs`, when given, holds one entry per input of `node`: the input's value when
+  /// it is a constant of the graph, null otherwise (see constant_input()).
   KernelBuildInfo(const Node& node, int64_t opset_version,
-                  std::function<const SubgraphRunner*(std::string_view)> subgraphs = {})
-      : node_(node), opset_version_(opset_version), subgraphs_(std::move(subgraphs)) {}
+                  std::function<const SubgraphRunner*(std::string_view)> subgraphs = {},
+                  std::vector<const Tensor*> constant_inputs = {})
+      : node_(node),
+        opset_version_(opset_version),
+        subgraphs_(std::move(subgraphs)),
+        constant_inputs_(std::move(constant_inputs)) {}
 
   const Node& node() const noexcept { return node_; }
   /// The version of the node's domain imported by the model.
@@ -96,6 +102,16 @@ class KernelBuildInfo {
   /// The compiled graph of a graph attribute; throws when the node has no such attribute.
   const SubgraphRunner& GetSubgraph(std::string_view name) const;
 
+  /// The value input `index` will have on every run when the session knows it while building:
+  /// an initializer of the node's graph that no graph input of the same name can override, or a
+  /// value the session computed at build time (constant folding). Null for any other input, an
+  /// omitted one or an index past the inputs. The tensor is read-only and lives as long as the
+  /// session, so a kernel may keep a view of it, or pack it once into the layout it reads
+  /// (allocating the packed copy from its own allocator) instead of on every run.
+  const Tensor* constant_input(size_t index) const noexcept {
+    return index < constant_inputs_.size() ? constant_inputs_[index] : nullptr;
+  }
+
   /// "node 'name' (Op)" for messages.
   std::string Describe() const;
 
@@ -104,6 +120,7 @@ class KernelBuildInfo {
   const Node& node_;
   int64_t opset_version_;
   std::function<const SubgraphRunner*(std::string_view)> subgraphs_;
+  std::vector<const Tensor*> constant_inputs_;
 };
 
 using KernelFactory = std::function<std::unique_ptr<KernelBase>(const KernelBuildInfo&)>;

@@ -71,6 +71,13 @@ struct RuntimeEvent {
   uint64_t storage_prefix_copied_bytes = 0;
   uint64_t storage_append_copied_bytes = 0;
   uint64_t storage_reuse_count = 0;
+  /// The nodes of the graph as written that this record stands for, when the session rewrote
+  /// them at build time (docs/graph-passes.md): for run_node, the nodes one fused kernel ran
+  /// (node_index is the first of them); for an initializer add, the nodes computed at build time
+  /// to produce the value (constant folding). Positions ascending, names in the same order.
+  /// Empty for a node that runs as written.
+  std::vector<int64_t> covered_node_indices;
+  std::vector<std::string> covered_node_names;
 };
 
 }  // namespace onnx_light::runtime

@@ -1,5 +1,6 @@
 #include "kernels/nn/conv_direct.h"
 
+#include "kernels/nn/conv_epilogue.h"
 #include "kernels/registry/cpu_features.h"
 
 #include <algorithm>
@@ -115,7 +116,11 @@ constexpr int kTileRows = 3;
 __attribute__((target("avx512f"))) void DirectConvAvx512(const float* xpad, int64_t channels,
                                                          const WindowGeometry& g, const Padded& p,
                                                          const float* packed_w, int64_t m, const float* bias,
-                                                         bool relu, float* y) {
+                                                         const ConvEpilogue& epilogue, const float* z, float* y) {
+  // Relu alone is applied in registers; anything else runs on each block of 8 channels' planes
+  // right after the block is written (bias already added).
+  const bool relu = epilogue.activation == ConvActivation::kRelu && z == nullptr;
+  const bool run_epilogue = !relu && (!epilogue.is_identity() || z != nullptr);
   const int64_t kh_n = g.kernel[0];
   const int64_t kw_n = g.kernel[1];
   const int64_t oh_n = g.output[0];
@@ -140,6 +145,9 @@ __attribute__((target("avx512f"))) void DirectConvAvx512(const float* xpad, int6
         DirectTile<1, kTileChannels>(xpad, channels, kh_n, kw_n, p, wb, b, live, relu, oh, ow0, mask, out_size,
                                      ow_n, ym);
       }
+    }
+    if (run_epilogue) {
+      ApplyConvEpilogue(epilogue, ym, z != nullptr ? z + m0 * out_size : nullptr, live, out_size, nullptr);
     }
   }
 }
@@ -180,13 +188,14 @@ int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g) {
 }
 
 void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, const float* packed_w, int64_t m,
-                  const float* bias, bool relu, float* scratch, float* y) {
+                  const float* bias, const ConvEpilogue& epilogue, const float* z, float* scratch, float* y) {
 #if ONNX_LIGHT_DIRECT_CONV
   const Padded p = PaddedGeometry(g);
   PadImage(x, channels, g, p, scratch);
-  DirectConvAvx512(scratch, channels, g, p, packed_w, m, bias, relu, y);
+  DirectConvAvx512(scratch, channels, g, p, packed_w, m, bias, epilogue, z, y);
 #else
-  (void)x, (void)channels, (void)g, (void)packed_w, (void)m, (void)bias, (void)relu, (void)scratch, (void)y;
+  (void)x, (void)channels, (void)g, (void)packed_w, (void)m, (void)bias, (void)epilogue, (void)z, (void)scratch,
+      (void)y;
 #endif
 }
 

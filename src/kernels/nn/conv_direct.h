@@ -3,10 +3,12 @@
 // at run time: the library is built for the baseline x86-64 ISA, and this path is only taken on
 // CPUs that report AVX-512F. Sixteen adjacent output columns sit in one vector and sixteen output
 // channels in sixteen accumulators, so every input load feeds sixteen FMAs and the output is
-// written straight into NCHW with the bias and optional Relu applied.
+// written straight into NCHW with the bias and a Relu applied in registers (other activations
+// and a residual run on each block of channels as soon as it is written).
 
 #include <cstdint>
 
+#include "kernels/nn/conv_epilogue.h"
 #include "kernels/nn/im2col.h"
 
 namespace onnx_light::runtime {
@@ -27,10 +29,10 @@ void PackDirectConvWeights(const float* w, int64_t m, int64_t k, float* packed);
 /// Floats of scratch DirectConv2d needs for one image of `channels` channels.
 int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g);
 
-/// y[m, oh, ow] = relu?(bias[m] + sum over c, kh, kw of W[m, c, kh, kw] * x[c, oh + kh - pad, ow + kw - pad])
-/// for one image x [channels, H, W] into y [m, OH, OW]; `bias` may be null. Requires
-/// DirectConvAvailable() and DirectConvApplies(g).
+/// y[m, oh, ow] = epilogue(bias[m] + sum over c, kh, kw of W[m, c, kh, kw] * x[c, oh + kh - pad, ow + kw - pad]
+/// + z[m, oh, ow]) for one image x [channels, H, W] into y [m, OH, OW]; `bias` and `z` (laid out
+/// like y) may be null. Requires DirectConvAvailable() and DirectConvApplies(g).
 void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, const float* packed_w, int64_t m,
-                  const float* bias, bool relu, float* scratch, float* y);
+                  const float* bias, const ConvEpilogue& epilogue, const float* z, float* scratch, float* y);
 
 }  // namespace onnx_light::runtime

@@ -1,9 +1,10 @@
-// Conv (1-D, 2-D, 3-D; groups, dilations, strides, pads, auto_pad, optional bias).
-// Per image and group: a 1x1 convolution is one GEMM on the input itself; a depthwise 1-D/2-D
-// convolution (one input channel per group) runs a direct loop; everything else is im2col followed by one
-// GEMM. The bias (and, for a Conv fused with BatchNormalization and Relu at session build, the
-// folded shift and the Relu) is applied per image right after its GEMM, while the output is
-// still in cache.
+// Conv (1-D, 2-D, 3-D; groups, dilations, strides, pads, auto_pad, optional bias) and FusedConv
+// (Conv + optional residual + activation, the target of the session's rewrite passes).
+// Per image and group: a 1x1 convolution is one GEMM on the input itself; a float32 depthwise or
+// grouped 1-D/2-D convolution with few channels per group runs the direct kernels of
+// conv_grouped.h; a float32 stride-1 2-D convolution takes the AVX-512 direct kernel where the CPU
+// has it; everything else is im2col followed by one GEMM. The epilogue (bias, residual,
+// activation; conv_epilogue.h) runs on each block of output right after it is computed.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -12,7 +13,10 @@
 
 #include "core/thread_pool.h"
 #include "kernels/nn/conv_direct.h"
+#include "kernels/nn/conv_epilogue.h"
+#include "kernels/nn/conv_grouped.h"
 #include "kernels/nn/conv_kernels.h"
+#include "kernels/registry/fused_kernels.h"
 #include "kernels/math/half_precision.h"
 #include "kernels/nn/im2col.h"
 #include "kernels/registry/kernel_tables.h"
@@ -24,125 +28,50 @@ namespace onnx_light::runtime {
 
 namespace {
 
-// Depthwise convolutions (one input channel per group) with at most this many output channels
-// per group run directly; wider ones amortise im2col over a real GEMM.
-constexpr int64_t kMaxDirectMultiplier = 8;
+enum class ConvPath { kPointwise, kGrouped, kIm2Col, kDirect };
 
-enum class ConvPath { kPointwise, kDepthwise, kIm2Col, kDirect };
-
-bool HasPadding(const WindowGeometry& g) {
-  for (size_t i = 0; i < g.rank(); ++i) {
-    if (g.pad_begin[i] != 0 || g.pad_end[i] != 0) return true;
-  }
-  return false;
-}
-
-template <typename T>
-bool AllFinite(const Tensor& t, const RuntimeContext& rt) {
-  const Tensor c = t.Contiguous(rt.allocator());
-  const T* p = c.data<T>();
-  bool finite = true;
-  for (int64_t i = 0; i < c.size(); ++i) finite &= std::isfinite(p[i]);
-  return finite;
-}
-
-constexpr std::string_view PathName(ConvPath p) {
-  switch (p) {
-    case ConvPath::kPointwise:
-      return "1x1-blas";
-    case ConvPath::kDepthwise:
-      return "depthwise-direct";
-    case ConvPath::kDirect:
-      return "direct-avx512";
-    default:
-      return "im2col-blas";
-  }
-}
-
-// Direct depthwise convolution of one channel plane (1-D is handled as height 1).
-template <typename T>
-void DepthwisePlane(const T* x, const T* w, T bias, const WindowGeometry& g, T* y) {
-  const bool two_d = g.rank() == 2;
-  const int64_t ih_n = two_d ? g.input[0] : 1;
-  const int64_t iw_n = g.input[g.rank() - 1];
-  const int64_t oh_n = two_d ? g.output[0] : 1;
-  const int64_t ow_n = g.output[g.rank() - 1];
-  const int64_t kh_n = two_d ? g.kernel[0] : 1;
-  const int64_t kw_n = g.kernel[g.rank() - 1];
-  const int64_t sh = two_d ? g.stride[0] : 1;
-  const int64_t sw = g.stride[g.rank() - 1];
-  const int64_t dh = two_d ? g.dilation[0] : 1;
-  const int64_t dw = g.dilation[g.rank() - 1];
-  const int64_t ph = two_d ? g.pad_begin[0] : 0;
-  const int64_t pw = g.pad_begin[g.rank() - 1];
-  // Valid output range per kernel column, shared by every row.
-  absl::InlinedVector<int64_t, 16> lo(kw_n);
-  absl::InlinedVector<int64_t, 16> hi(kw_n);
-  for (int64_t kw = 0; kw < kw_n; ++kw) {
-    const int64_t off = kw * dw - pw;
-    int64_t l = off >= 0 ? 0 : (-off + sw - 1) / sw;
-    int64_t h = iw_n - 1 - off < 0 ? 0 : std::min(ow_n, (iw_n - 1 - off) / sw + 1);
-    lo[kw] = std::min(l, h);
-    hi[kw] = h;
-  }
-  for (int64_t oh = 0; oh < oh_n; ++oh) {
-    T* out = y + oh * ow_n;
-    std::fill(out, out + ow_n, bias);
-    for (int64_t kh = 0; kh < kh_n; ++kh) {
-      const int64_t ih = oh * sh + kh * dh - ph;
-      if (ih < 0 || ih >= ih_n) continue;
-      const T* row = x + ih * iw_n;
-      for (int64_t kw = 0; kw < kw_n; ++kw) {
-        const T wv = w[kh * kw_n + kw];
-        const T* src = row + (kw * dw - pw) + lo[kw] * sw;
-        if (sw == 1) {
-          for (int64_t o = lo[kw]; o < hi[kw]; ++o) out[o] += wv * src[o - lo[kw]];
-        } else {
-          for (int64_t o = lo[kw]; o < hi[kw]; ++o) out[o] += wv * src[(o - lo[kw]) * sw];
-        }
-      }
-    }
-  }
-}
-
-// y[c] = max(y[c] + bias[c], 0) (or without either part) over `channels` planes of `size`.
-template <typename T>
-void BiasActivation(T* y, int64_t channels, int64_t size, const T* bias, bool relu) {
-  if (bias == nullptr && !relu) return;
-  for (int64_t ch = 0; ch < channels; ++ch) {
-    T* plane = y + ch * size;
-    const T b = bias != nullptr ? bias[ch] : T{0};
-    if (relu) {
-      for (int64_t i = 0; i < size; ++i) {
-        const T v = plane[i] + b;
-        plane[i] = v < T{0} ? T{0} : v;  // like Relu: NaN passes through
-      }
-    } else {
-      for (int64_t i = 0; i < size; ++i) plane[i] += b;
-    }
-  }
-}
-
-// Weights and bias that replace the node's W and B inputs (a Conv fused at session build).
+// Weights and bias that replace the node's W and B inputs (a Conv whose BatchNormalization the
+// session folded at build).
 struct FoldedConv {
   Tensor weight;
   Tensor bias;
   Tensor direct_weight;  // `weight` packed for DirectConv2d, when that kernel may run
-  bool relu = false;
-  std::string usage_suffix;  // "+bn", "+bn+relu"
 };
+
+// What a FusedConv node or the Conv+BatchNormalization fold adds to a plain Conv.
+struct ConvFusion {
+  ConvEpilogue epilogue;
+  std::string usage_suffix;  // appended to the path name: "+bn", "+bn+relu", "+hardswish", ...
+  bool fused_op = false;     // FusedConv: float32 only, input 3 is the residual Z
+};
+
+// y[c] += bias[c] over `channels` planes of `size` (the non-float32 types, which have no fusion).
+template <typename T>
+void AddBias(T* y, int64_t channels, int64_t size, const T* bias) {
+  if (bias == nullptr) return;
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    T* plane = y + ch * size;
+    const T b = bias[ch];
+    for (int64_t i = 0; i < size; ++i) plane[i] += b;
+  }
+}
 
 class ConvKernel final : public KernelBase {
  public:
-  explicit ConvKernel(const KernelBuildInfo& info, std::optional<FoldedConv> folded = std::nullopt)
+  explicit ConvKernel(const KernelBuildInfo& info, ConvFusion fusion = {},
+                      std::optional<FoldedConv> folded = std::nullopt)
       : attrs_(WindowAttributes::Parse(info, false)),
         group_(info.GetIntInRange("group", 1, 1)),
-        folded_(std::move(folded)) {}
+        fusion_(std::move(fusion)),
+        folded_(std::move(folded)) {
+    if (!folded_) PrepackConstantWeight(info.constant_input(1));
+  }
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x_in = rt.Input(0);
     const Tensor& w_in = folded_ ? folded_->weight : rt.Input(1);
     const Tensor* b_in = folded_ ? &folded_->bias : rt.OptionalInput(2);
+    if (fusion_.fused_op && x_in.dtype() != DataType::kFloat) ThrowUnsupportedType(rt, 0, x_in.dtype());
     CheckConvOperands(rt, x_in, w_in, b_in);
     const int64_t n = x_in.dim(0);
     const int64_t c = x_in.dim(1);
@@ -167,105 +96,186 @@ class ConvKernel final : public KernelBase {
     const WindowGeometry g = ResolveWindow(rt, attrs_, spatial, kernel);
     Shape out_shape{n, m};
     out_shape.insert(out_shape.end(), g.output.begin(), g.output.end());
+    const Tensor* z_in = fusion_.fused_op && rt.num_inputs() > 3 ? rt.OptionalInput(3) : nullptr;
+    if (z_in != nullptr) {
+      if (z_in->dtype() != DataType::kFloat) {
+        ThrowInvalid(rt, "input Z ('{}') must be float32 like X, got {}", rt.input_name(3),
+                     DataTypeName(z_in->dtype()));
+      }
+      if (!std::equal(z_in->shape().begin(), z_in->shape().end(), out_shape.begin(), out_shape.end())) {
+        ThrowInvalid(rt, "input Z ('{}') must have the output's shape {}, got {}", rt.input_name(3),
+                     ShapeToString(out_shape), ShapeToString(z_in->shape()));
+      }
+    }
     Tensor& y = rt.AllocateOutput(0, x_in.dtype(), out_shape);
     switch (x_in.dtype()) {
       case DataType::kFloat:
-        return RunTyped<float>(rt, x_in, w_in, b_in, g, y);
+        return RunFloat(rt, x_in, w_in, b_in, z_in, g, y);
       case DataType::kDouble:
-        return RunTyped<double>(rt, x_in, w_in, b_in, g, y);
+        return RunIm2Col<double>(rt, x_in, w_in, b_in, g, y);
       default:
         ThrowUnsupportedType(rt, 0, x_in.dtype());
     }
   }
 
  private:
-  template <typename T>
-  void RunTyped(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
-                const WindowGeometry& g, Tensor& y) const {
+  // A constant float32 W of a convolution the AVX-512 direct kernel may take (2-D, one group,
+  // unit strides and dilations): packed once here instead of on every run. The packed copy is
+  // the kernel's, from its own allocator, for the session's life.
+  void PrepackConstantWeight(const Tensor* w) {
+    if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() != 4 || group_ != 1 ||
+        !DirectConvAvailable() || w->dim(0) == 0) {
+      return;
+    }
+    for (const auto* dims : {&attrs_.strides, &attrs_.dilations}) {
+      if (std::any_of(dims->begin(), dims->end(), [](int64_t v) { return v != 1; })) return;
+    }
+    const auto allocator = std::make_shared<CpuAllocator>(0);
+    const Tensor wc = w->Contiguous(allocator);
+    const int64_t m = w->dim(0);
+    const int64_t k = w->size() / m;
+    Tensor packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, allocator);
+    PackDirectConvWeights(wc.data<float>(), m, k, packed.data<float>());
+    prepacked_ = packed.AsReadOnly();
+    prepacked_shape_ = w->shape();
+  }
+
+  static bool IsPointwise(const WindowGeometry& g) {
+    for (size_t i = 0; i < g.rank(); ++i) {
+      if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0) return false;
+    }
+    return true;
+  }
+
+  void Record(RuntimeContext& rt, DataType type, std::string_view path) const {
+    if (rt.kernel_usage_enabled()) {
+      rt.RecordKernelUsage(KernelUsageName("Conv", type, std::string(path) + fusion_.usage_suffix));
+    }
+  }
+
+  // Images in parallel when there are several and enough work per image.
+  static bool ImagesInParallel(int64_t n, int64_t work) {
+    constexpr int64_t kMinParallelWork = int64_t{1} << 17;
+    return n > 1 && work >= kMinParallelWork;
+  }
+
+  void RunFloat(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
+                const Tensor* z_in, const WindowGeometry& g, Tensor& y) const {
     const int64_t n = x_in.dim(0);
     const int64_t c = x_in.dim(1);
     const int64_t m = w_in.dim(0);
     const int64_t cg = c / group_;
     const int64_t mg = m / group_;
-    const int64_t in_size = g.input_size();
-    const int64_t out_size = g.output_size();
-    const int64_t ksize = g.kernel_size();
-    bool pointwise = true;
-    for (size_t i = 0; i < g.rank(); ++i) {
-      pointwise =
-          pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
-    }
-    ConvPath path = pointwise                                                ? ConvPath::kPointwise
-                    : cg == 1 && mg <= kMaxDirectMultiplier && g.rank() <= 2 ? ConvPath::kDepthwise
-                                                                             : ConvPath::kIm2Col;
-    if constexpr (std::is_same_v<T, float>) {
-      if (path == ConvPath::kIm2Col && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable())
-        path = ConvPath::kDirect;
-    }
-    // Padding is zeros, and 0 * inf is NaN. The direct and depthwise paths skip padded taps, so
-    // weights holding an infinity or a NaN take im2col, which multiplies the zeros like the spec.
-    if (path != ConvPath::kIm2Col && path != ConvPath::kPointwise && HasPadding(g) &&
-        !AllFinite<T>(w_in, rt)) {
-      path = ConvPath::kIm2Col;
-    }
-    if (rt.kernel_usage_enabled()) {
-      if (folded_) {
-        rt.RecordKernelUsage(KernelUsageName("Conv", x_in.dtype(),
-                                             std::string(PathName(path)) + folded_->usage_suffix));
-      } else {
-        rt.RecordKernelUsage(KernelUsageName("Conv", x_in.dtype(), PathName(path)));
-      }
+    const bool pointwise = IsPointwise(g);
+    const bool grouped = !pointwise && GroupedDirectApplies(g, group_, cg);
+    const bool direct = !pointwise && !grouped && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable();
+    std::optional<GroupedConvPlan> plan;
+    if (grouped) {
+      const SimdLevel best = SimdLevelSupported(SimdLevel::kAvx512) ? SimdLevel::kAvx512
+                             : SimdLevelSupported(SimdLevel::kAvx2) ? SimdLevel::kAvx2
+                                                                    : SimdLevel::kScalar;
+      plan = MakeGroupedConvPlan(g, cg, mg, best);
+      Record(rt, DataType::kFloat,
+             fmt::format("{}-{}", cg == 1 ? "depthwise" : "grouped", SimdLevelName(plan->level)));
+    } else {
+      Record(rt, DataType::kFloat, pointwise ? "1x1-blas" : direct ? "direct-avx512" : "im2col-blas");
     }
     if (y.size() == 0) return;
     const Tensor xc = x_in.Contiguous(rt.allocator());
     const Tensor wc = w_in.Contiguous(rt.allocator());
     const Tensor bc = b_in != nullptr ? b_in->Contiguous(rt.allocator()) : Tensor();
-    const T* x = xc.data<T>();
-    const T* w = wc.data<T>();
-    const T* bias = b_in != nullptr ? bc.data<T>() : nullptr;
-    const bool relu = folded_ && folded_->relu;
-    T* out = y.data<T>();
-    // Whole images go to the pool's threads when there are several and enough work per image.
+    const Tensor zc = z_in != nullptr ? z_in->Contiguous(rt.allocator()) : Tensor();
+    const float* x = xc.data<float>();
+    const float* w = wc.data<float>();
+    const float* bias = b_in != nullptr ? bc.data<float>() : nullptr;
+    const float* z = z_in != nullptr ? zc.data<float>() : nullptr;
+    float* out = y.data<float>();
+    const int64_t in_size = g.input_size();
+    const int64_t out_size = g.output_size();
+    const ConvEpilogue& ep = fusion_.epilogue;
     ThreadPool* pool = rt.thread_pool();
-    constexpr int64_t kMinParallelWork = int64_t{1} << 17;
-    const bool images_in_parallel = n > 1 && m * out_size * cg * ksize >= kMinParallelWork;
 
-    if constexpr (std::is_same_v<T, float>) {
-      if (path == ConvPath::kDirect) {
-        const int64_t k = c * ksize;
-        Tensor packed;
-        if (folded_ && folded_->direct_weight.defined()) {  // packed at build for these weights
-          packed = folded_->direct_weight;
-        } else {
-          packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
-          PackDirectConvWeights(w, m, k, packed.data<float>());
-        }
-        const int64_t per_slot = DirectConvScratchSize(c, g);
-        const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
-        Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
-        ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
-          DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, relu,
-                       scratch.data<float>() + slot * per_slot, out + img * m * out_size);
-        });
-        return;
-      }
-    }
-    if (path == ConvPath::kDepthwise) {
-      ParallelForSlots(pool, n, images_in_parallel ? ParallelSlots(pool, n) : 1, [&](int64_t img, int64_t) {
-        for (int64_t oc = 0; oc < m; ++oc) {
-          const int64_t ic = oc / mg;  // cg == 1: output channel oc reads input channel of its group
-          DepthwisePlane<T>(x + (img * c + ic) * in_size, w + oc * ksize, bias != nullptr ? bias[oc] : T{0},
-                            g, out + (img * m + oc) * out_size);
-        }
-        BiasActivation<T>(out + img * m * out_size, m, out_size, nullptr, relu);
+    if (grouped) {
+      // (image, group) units over the pool's threads, each slot with its padded-input scratch.
+      const int64_t units = n * group_;
+      constexpr int64_t kMinParallelWork = int64_t{1} << 15;
+      const bool parallel = m * out_size * cg * g.kernel_size() * n >= kMinParallelWork;
+      const int64_t slots = parallel ? ParallelSlots(pool, units) : 1;
+      Tensor scratch = Tensor::Allocate(DataType::kFloat, {plan->scratch * slots}, rt.allocator());
+      ParallelForSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
+        const int64_t img = unit / group_;
+        const int64_t grp = unit % group_;
+        const int64_t y_offset = (img * m + grp * mg) * out_size;
+        GroupedConvGroup(*plan, x + (img * c + grp * cg) * in_size, w + grp * mg * cg * g.kernel_size(),
+                         bias != nullptr ? bias + grp * mg : nullptr, ep, z != nullptr ? z + y_offset : nullptr,
+                         scratch.data<float>() + slot * plan->scratch, out + y_offset);
       });
       return;
     }
-    // Images in parallel, each with its own column buffer; a single image splits its GEMMs.
+    const bool images_in_parallel = ImagesInParallel(n, m * out_size * cg * g.kernel_size());
+    if (direct) {
+      const int64_t k = c * g.kernel_size();
+      Tensor packed;
+      if (folded_ && folded_->direct_weight.defined()) {  // packed at build for these weights
+        packed = folded_->direct_weight;
+      } else if (prepacked_.defined() && w_in.shape() == prepacked_shape_) {  // constant_input(1)
+        packed = prepacked_;
+      } else {
+        packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
+        PackDirectConvWeights(w, m, k, packed.data<float>());
+      }
+      const int64_t per_slot = DirectConvScratchSize(c, g);
+      const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
+      Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
+      ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
+        DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, ep,
+                     z != nullptr ? z + img * m * out_size : nullptr, scratch.data<float>() + slot * per_slot,
+                     out + img * m * out_size);
+      });
+      return;
+    }
+    RunGemm<float>(rt, x, w, g, n, c, m, pointwise, images_in_parallel, out,
+                   [&](int64_t img, float* y_img) {
+                     ApplyConvEpilogue(ep, y_img, z != nullptr ? z + img * m * out_size : nullptr, m, out_size,
+                                       bias);
+                   });
+  }
+
+  template <typename T>
+  void RunIm2Col(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
+                 const WindowGeometry& g, Tensor& y) const {
+    const int64_t n = x_in.dim(0);
+    const int64_t c = x_in.dim(1);
+    const int64_t m = w_in.dim(0);
+    const bool pointwise = IsPointwise(g);
+    Record(rt, x_in.dtype(), pointwise ? "1x1-blas" : "im2col-blas");
+    if (y.size() == 0) return;
+    const Tensor xc = x_in.Contiguous(rt.allocator());
+    const Tensor wc = w_in.Contiguous(rt.allocator());
+    const Tensor bc = b_in != nullptr ? b_in->Contiguous(rt.allocator()) : Tensor();
+    const T* bias = b_in != nullptr ? bc.data<T>() : nullptr;
+    const int64_t out_size = g.output_size();
+    RunGemm<T>(rt, xc.data<T>(), wc.data<T>(), g, n, c, m, pointwise,
+               ImagesInParallel(n, m * out_size * (c / group_) * g.kernel_size()), y.data<T>(),
+               [&](int64_t, T* y_img) { AddBias<T>(y_img, m, out_size, bias); });
+  }
+
+  // Per image and group: im2col (unless pointwise) and one GEMM; then `epilogue(img, y_img)` on
+  // the image's output while it is still in cache. Images in parallel, each with its own column
+  // buffer; a single image splits its GEMMs over the pool instead.
+  template <typename T, typename Epilogue>
+  void RunGemm(RuntimeContext& rt, const T* x, const T* w, const WindowGeometry& g, int64_t n, int64_t c,
+               int64_t m, bool pointwise, bool images_in_parallel, T* out, Epilogue&& epilogue) const {
+    const int64_t cg = c / group_;
+    const int64_t mg = m / group_;
+    const int64_t in_size = g.input_size();
+    const int64_t out_size = g.output_size();
+    const int64_t ksize = g.kernel_size();
+    ThreadPool* pool = rt.thread_pool();
     const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
-    const int64_t col_size = path == ConvPath::kIm2Col ? cg * ksize * out_size : 0;
+    const int64_t col_size = pointwise ? 0 : cg * ksize * out_size;
     Tensor col;
-    if (path == ConvPath::kIm2Col) col = Tensor::Allocate(x_in.dtype(), {col_size * slots}, rt.allocator());
+    if (!pointwise) col = Tensor::Allocate(DataTypeOf<T>(), {col_size * slots}, rt.allocator());
     ThreadPool* gemm_pool = images_in_parallel ? nullptr : pool;
     ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
       for (int64_t grp = 0; grp < group_; ++grp) {
@@ -273,21 +283,24 @@ class ConvKernel final : public KernelBase {
         const T* wg = w + grp * mg * cg * ksize;
         T* yg = out + (img * m + grp * mg) * out_size;
         const T* rhs = xg;
-        if (path == ConvPath::kIm2Col) {
+        if (!pointwise) {
           T* slot_col = col.data<T>() + slot * col_size;
           Im2Col<T>(xg, cg, g, slot_col);
           rhs = slot_col;
         }
-        Gemm<T>(false, false, mg, out_size, cg * ksize, 1.0, wg, cg * ksize, rhs, out_size, 0.0, yg,
-                out_size, gemm_pool);
+        Gemm<T>(false, false, mg, out_size, cg * ksize, 1.0, wg, cg * ksize, rhs, out_size, 0.0, yg, out_size,
+                gemm_pool);
       }
-      BiasActivation<T>(out + img * m * out_size, m, out_size, bias, relu);
+      epilogue(img, out + img * m * out_size);
     });
   }
 
   WindowAttributes attrs_;
   int64_t group_;
+  ConvFusion fusion_;
   std::optional<FoldedConv> folded_;
+  Tensor prepacked_;       // the constant W packed for DirectConv2d, or undefined
+  Shape prepacked_shape_;  // its shape (the session promises W is that constant on every run)
 };
 
 }  // namespace
@@ -301,8 +314,6 @@ std::unique_ptr<KernelBase> MakeConvBatchNormKernel(const KernelBuildInfo& conv_
   const Tensor bc = bias != nullptr ? bias->Contiguous(allocator) : Tensor();
   const int64_t per_channel = m > 0 ? weight.size() / m : 0;
   FoldedConv folded;
-  folded.relu = relu;
-  folded.usage_suffix = relu ? "+bn+relu" : "+bn";
   folded.weight = Tensor::Allocate(DataType::kFloat, weight.shape(), allocator);
   folded.bias = Tensor::Allocate(DataType::kFloat, {m}, allocator);
   const float* w = wc.data<float>();
@@ -326,12 +337,28 @@ std::unique_ptr<KernelBase> MakeConvBatchNormKernel(const KernelBuildInfo& conv_
   }
   folded.weight = folded.weight.AsReadOnly();
   folded.bias = folded.bias.AsReadOnly();
-  return std::make_unique<ConvKernel>(conv_info, std::move(folded));
+  ConvFusion fusion;
+  fusion.epilogue = relu ? ConvEpilogue::Relu() : ConvEpilogue{};
+  fusion.usage_suffix = relu ? "+bn+relu" : "+bn";
+  return std::make_unique<ConvKernel>(conv_info, std::move(fusion), std::move(folded));
 }
 
 void RegisterConvKernels(KernelRegistry& registry) {
   registry.Register("", "Conv", {1, 28}, [](const KernelBuildInfo& info) {
     return WithHalfPrecision(std::make_unique<ConvKernel>(info), "Conv");
+  });
+}
+
+void RegisterFusedConvKernels(KernelRegistry& registry) {
+  registry.Register(std::string(kFusedDomain), "FusedConv", {1, 1}, [](const KernelBuildInfo& info) {
+    ConvFusion fusion;
+    fusion.epilogue = ConvEpilogue::Parse(info);
+    fusion.usage_suffix = info.GetString("usage_suffix", "");
+    fusion.fused_op = true;
+    if (info.num_inputs() > 4) {
+      ThrowInvalid(info, "FusedConv takes at most 4 inputs (X, W, B, Z), got {}", info.num_inputs());
+    }
+    return std::make_unique<ConvKernel>(info, std::move(fusion));
   });
 }
 

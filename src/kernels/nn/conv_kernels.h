@@ -1,6 +1,7 @@
 #pragma once
-// Conv entry points beyond the registry: the kernel for a Conv whose BatchNormalization (and
-// Relu) consumer the session folded into it at build time (session/conv_fusion.h).
+// Conv entry points beyond the builtin registry: the kernel for a Conv whose BatchNormalization
+// (and Relu) consumer the session folded into it at build time (unused since passes/conv_batchnorm_fusion.cc folds it into FusedConv), and the
+// FusedConv operator the session's rewrite passes emit.
 
 #include <memory>
 #include <span>
@@ -25,5 +26,13 @@ struct BatchNormParams {
 /// Every span in `bn` must hold weight.dim(0) values.
 std::unique_ptr<KernelBase> MakeConvBatchNormKernel(const KernelBuildInfo& conv_info, const Tensor& weight,
                                                     const Tensor* bias, const BatchNormParams& bn, bool relu);
+
+/// Registers FusedConv (domain kFusedDomain, version 1): Y = activation(Conv(X, W, B) + Z).
+/// Inputs X, W, B (optional), Z (optional, exactly Y's shape); every Conv attribute with Conv's
+/// meaning, plus `activation` ("", Relu, LeakyRelu, Clip, HardSigmoid, HardSwish, Sigmoid, SiLU,
+/// Tanh), `activation_params` (floats: alpha; min, max; alpha, beta) and `usage_suffix`, which
+/// is appended to the Conv path's kernel-usage name ("Conv/float32/depthwise-avx2+hardswish").
+/// float32 only. The residual and activation run in the convolution's epilogue.
+void RegisterFusedConvKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime

@@ -1,0 +1,166 @@
+#include "kernels/nn/conv_epilogue.h"
+
+#include <limits>
+#include <vector>
+
+#include "kernels/elementwise/fast_math.h"
+#include "kernels/registry/cpu_features.h"
+#include "kernels/registry/kernel_utils.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+using fast_math::Select;
+
+// Each functor mirrors the standalone float32 kernel's expression (NaN handling included), written
+// with Select so that the loops vectorise.
+struct NoneAct {
+  float p0, p1;
+  ONNX_LIGHT_FAST_MATH float operator()(float x) const { return x; }
+};
+struct ReluAct {
+  float p0, p1;
+  ONNX_LIGHT_FAST_MATH float operator()(float x) const { return Select(x < 0.0f, 0.0f, x); }
+};
+struct LeakyReluAct {
+  float p0, p1;
+  ONNX_LIGHT_FAST_MATH float operator()(float x) const { return Select(x > 0.0f, x, x * p0); }
+};
+struct ClipAct {
+  float p0, p1;
+  ONNX_LIGHT_FAST_MATH float operator()(float x) const {
+    const float r = Select(x < p0, p0, x);
+    return Select(p1 < r, p1, r);
+  }
+};
+struct HardSigmoidAct {
+  float p0, p1;
+  ONNX_LIGHT_FAST_MATH float operator()(float x) const {
+    const float v = p0 * x + p1;
+    return Select(v < 0.0f, 0.0f, Select(v > 1.0f, 1.0f, v));
+  }
+};
+struct HardSwishAct {
+  float p0, p1;
+  ONNX_LIGHT_FAST_MATH float operator()(float x) const {
+    const float v = x * (1.0f / 6.0f) + 0.5f;
+    return x * Select(v < 0.0f, 0.0f, Select(v > 1.0f, 1.0f, v));
+  }
+};
+struct SigmoidAct {
+  float p0, p1;
+  ONNX_LIGHT_FAST_MATH float operator()(float x) const { return fast_math::Sigmoid(x); }
+};
+struct SiLUAct {
+  float p0, p1;
+  ONNX_LIGHT_FAST_MATH float operator()(float x) const { return x * fast_math::Sigmoid(x); }
+};
+struct TanhAct {
+  float p0, p1;
+  ONNX_LIGHT_FAST_MATH float operator()(float x) const { return fast_math::Tanh(x); }
+};
+
+template <typename Act>
+ONNX_LIGHT_FAST_MATH void EpilogueLoop(Act act, float* y, const float* z, int64_t n, float bias) {
+  if (z != nullptr) {
+    for (int64_t i = 0; i < n; ++i) y[i] = act((y[i] + bias) + z[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = act(y[i] + bias);
+  }
+}
+
+// One out-of-line function per activation, each built per instruction set.
+#define ONNX_LIGHT_EPILOGUE_LOOP(Act)                                                                   \
+  ONNX_LIGHT_CPU_CLONES void Act##Loop(const ConvEpilogue& e, float* y, const float* z, int64_t n, float b) { \
+    EpilogueLoop(Act{e.p0, e.p1}, y, z, n, b);                                                          \
+  }
+ONNX_LIGHT_EPILOGUE_LOOP(NoneAct)
+ONNX_LIGHT_EPILOGUE_LOOP(ReluAct)
+ONNX_LIGHT_EPILOGUE_LOOP(LeakyReluAct)
+ONNX_LIGHT_EPILOGUE_LOOP(ClipAct)
+ONNX_LIGHT_EPILOGUE_LOOP(HardSigmoidAct)
+ONNX_LIGHT_EPILOGUE_LOOP(HardSwishAct)
+ONNX_LIGHT_EPILOGUE_LOOP(SigmoidAct)
+ONNX_LIGHT_EPILOGUE_LOOP(SiLUAct)
+ONNX_LIGHT_EPILOGUE_LOOP(TanhAct)
+#undef ONNX_LIGHT_EPILOGUE_LOOP
+
+struct ActivationSpec {
+  std::string_view name;
+  ConvActivation activation;
+  size_t max_params;
+  float default0;
+  float default1;
+};
+
+constexpr ActivationSpec kActivations[] = {
+    {"", ConvActivation::kNone, 0, 0.0f, 0.0f},
+    {"Relu", ConvActivation::kRelu, 0, 0.0f, 0.0f},
+    {"LeakyRelu", ConvActivation::kLeakyRelu, 1, 0.01f, 0.0f},
+    // Like Clip without bounds: float's lowest and largest finite values.
+    {"Clip", ConvActivation::kClip, 2, std::numeric_limits<float>::lowest(), std::numeric_limits<float>::max()},
+    {"HardSigmoid", ConvActivation::kHardSigmoid, 2, 0.2f, 0.5f},
+    {"HardSwish", ConvActivation::kHardSwish, 0, 0.0f, 0.0f},
+    {"Sigmoid", ConvActivation::kSigmoid, 0, 0.0f, 0.0f},
+    {"SiLU", ConvActivation::kSiLU, 0, 0.0f, 0.0f},
+    {"Tanh", ConvActivation::kTanh, 0, 0.0f, 0.0f},
+};
+
+}  // namespace
+
+ConvEpilogue ConvEpilogue::Parse(const KernelBuildInfo& info) {
+  const std::string name = info.GetString("activation", "");
+  const std::vector<float> params = info.GetFloats("activation_params", {});
+  for (const ActivationSpec& spec : kActivations) {
+    if (spec.name != name) continue;
+    if (params.size() > spec.max_params) {
+      ThrowInvalid(info, "attribute activation_params has {} values but activation \"{}\" takes at most {}",
+                   params.size(), name, spec.max_params);
+    }
+    ConvEpilogue e;
+    e.activation = spec.activation;
+    e.p0 = !params.empty() ? params[0] : spec.default0;
+    e.p1 = params.size() > 1 ? params[1] : spec.default1;
+    return e;
+  }
+  ThrowInvalid(info,
+               "attribute activation \"{}\" is not one of \"\", Relu, LeakyRelu, Clip, HardSigmoid, HardSwish, "
+               "Sigmoid, SiLU, Tanh",
+               name);
+}
+
+void ApplyConvEpilogue(const ConvEpilogue& e, float* y, const float* z, int64_t n, float bias) {
+  switch (e.activation) {
+    case ConvActivation::kNone:
+      if (z == nullptr && bias == 0.0f) return;
+      return NoneActLoop(e, y, z, n, bias);
+    case ConvActivation::kRelu:
+      return ReluActLoop(e, y, z, n, bias);
+    case ConvActivation::kLeakyRelu:
+      return LeakyReluActLoop(e, y, z, n, bias);
+    case ConvActivation::kClip:
+      return ClipActLoop(e, y, z, n, bias);
+    case ConvActivation::kHardSigmoid:
+      return HardSigmoidActLoop(e, y, z, n, bias);
+    case ConvActivation::kHardSwish:
+      return HardSwishActLoop(e, y, z, n, bias);
+    case ConvActivation::kSigmoid:
+      return SigmoidActLoop(e, y, z, n, bias);
+    case ConvActivation::kSiLU:
+      return SiLUActLoop(e, y, z, n, bias);
+    case ConvActivation::kTanh:
+      return TanhActLoop(e, y, z, n, bias);
+  }
+}
+
+void ApplyConvEpilogue(const ConvEpilogue& e, float* y, const float* z, int64_t channels, int64_t plane,
+                       const float* bias) {
+  if (e.is_identity() && z == nullptr && bias == nullptr) return;
+  for (int64_t c = 0; c < channels; ++c) {
+    ApplyConvEpilogue(e, y + c * plane, z != nullptr ? z + c * plane : nullptr, plane,
+                      bias != nullptr ? bias[c] : 0.0f);
+  }
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,37 @@
+#include "passes/pass_manager.h"
+
+#include "onnx_light/runtime/kernel_base.h"
+
+#include "passes/constant_folding.h"
+#include "passes/conv_activation_fusion.h"
+#include "passes/conv_batchnorm_fusion.h"
+#include "passes/gelu_fusion.h"
+#include "passes/noop_elimination.h"
+#include "passes/working_graph.h"
+
+namespace onnx_light::runtime {
+
+int64_t PassContext::DefaultOpsetVersion() const {
+  return opset_imports == nullptr ? 0 : ImportedOpsetVersion(*opset_imports, "");
+}
+
+bool PassContext::IsBuiltin(const Node& node, std::string_view op_type) const {
+  return node.op_type == op_type && CanonicalDomain(node.domain).empty() && node.overload.empty() &&
+         DefaultOpsetVersion() > 0 && !(served_by_host && served_by_host(node));
+}
+
+std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptions& options,
+                                             const PassContext& context) {
+  WorkingGraph work(graph);
+  // Order matters: removing no-op nodes exposes more constant inputs, and folding constants
+  // exposes the initializer weights the fusions need.
+  if (options.eliminate_noop_nodes) EliminateNoopNodes(work, context);
+  if (options.fold_constants) FoldConstants(work, context);
+  if (options.fuse_conv_batchnorm) FuseConvBatchNorm(work, context);
+  if (options.fuse_conv_activation) FuseConvActivation(work, context);
+  if (options.fuse_gelu) FuseGelu(work, context);
+  if (!work.changed()) return std::nullopt;
+  return std::move(work).Finish();
+}
+
+}  // namespace onnx_light::runtime
