@@ -342,7 +342,8 @@ class RuntimeSessionOptions:
                  load_mode: Literal["copy", "map"] = "copy",
                  max_expanded_nodes: int = 1_000_000, max_nesting_depth: int = 64,
                  max_subgraphs: int = 100_000, persistent_tensor_reserved_rows: int = 4096,
-                 fold_constants: bool = True, eliminate_noop_nodes: bool = True) -> None: ...
+                 fold_constants: bool = True, eliminate_noop_nodes: bool = True,
+                 fuse_gelu: bool = True, fuse_conv_activation: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -363,14 +364,21 @@ class RuntimeSessionOptions:
     kernel_context: KernelContext | None
     """Custom kernels to resolve against when the session is built."""
     fuse_conv_batchnorm: bool
-    """Fold float32 Conv -> BatchNormalization (-> Relu) chains with initializer parameters into
-    one Conv kernel at build time (dispatched under the Conv's name); False runs every node."""
+    """Fold float32 Conv -> BatchNormalization pairs with constant parameters into new Conv
+    weights at build time (one FusedConv node, kernel usage ".../<path>+bn"); False keeps them."""
+    fuse_conv_activation: bool
+    """Run the activation that alone reads a float32 Conv's output (Relu, LeakyRelu, Clip,
+    HardSigmoid, HardSwish, Sigmoid, Tanh, SiLU as Mul(y, Sigmoid(y))) in the convolution's
+    epilogue, as one FusedConv node (docs/graph-passes.md)."""
     fold_constants: bool
     """Compute nodes whose inputs are all constants once, at build time; they are no longer
     dispatched and their results appear as initializers (docs/graph-passes.md)."""
     eliminate_noop_nodes: bool
     """Remove Identity, inference Dropout and same-type Cast nodes and collapse Reshape chains
     at build time (docs/graph-passes.md)."""
+    fuse_gelu: bool
+    """Run the decomposed GELU forms exporters write (Erf form, tanh form) as one Gelu kernel
+    (docs/graph-passes.md)."""
     load_mode: Literal["copy", "map"]
     """How a model path is loaded: "copy" reads the file and its external data into runtime
     memory (later changes to the files cannot reach the session); "map" maps them without copying,

@@ -392,14 +392,17 @@ void BindSession(py::module_& m) {
       .def(py::init([](int64_t capacity, int64_t num_threads, std::optional<KernelContext> kernel_context,
                        bool fuse_conv_batchnorm, const std::string& load_mode, int64_t max_expanded_nodes,
                        int64_t max_nesting_depth, int64_t max_subgraphs, int64_t reserved_rows,
-                       bool fold_constants, bool eliminate_noop_nodes) {
+                       bool fold_constants, bool eliminate_noop_nodes, bool fuse_gelu,
+                       bool fuse_conv_activation) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
                                            .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
                                            .kernel_context = std::move(kernel_context),
                                            .fuse_conv_batchnorm = fuse_conv_batchnorm,
+                                           .fuse_conv_activation = fuse_conv_activation,
                                            .fold_constants = fold_constants,
                                            .eliminate_noop_nodes = eliminate_noop_nodes,
+                                           .fuse_gelu = fuse_gelu,
                                            .load_mode = LoadModeFromPython(load_mode)};
              options.max_expanded_nodes = max_expanded_nodes;
              options.max_nesting_depth = max_nesting_depth;
@@ -414,7 +417,8 @@ void BindSession(py::module_& m) {
            py::arg("max_nesting_depth") = RuntimeSessionOptions{}.max_nesting_depth,
            py::arg("max_subgraphs") = RuntimeSessionOptions{}.max_subgraphs,
            py::arg("persistent_tensor_reserved_rows") = RuntimeSessionOptions{}.persistent_tensor_reserved_rows,
-           py::arg("fold_constants") = true, py::arg("eliminate_noop_nodes") = true)
+           py::arg("fold_constants") = true, py::arg("eliminate_noop_nodes") = true,
+           py::arg("fuse_gelu") = true, py::arg("fuse_conv_activation") = true)
       .def_property("load_mode",
                     [](const RuntimeSessionOptions& o) { return std::string(LoadModeName(o.load_mode)); },
                     [](RuntimeSessionOptions& o, const std::string& mode) { o.load_mode = LoadModeFromPython(mode); },
@@ -423,12 +427,18 @@ void BindSession(py::module_& m) {
                     "without copying and must not be truncated or modified while the session lives.")
       .def_readwrite("kernel_context", &RuntimeSessionOptions::kernel_context)
       .def_readwrite("fuse_conv_batchnorm", &RuntimeSessionOptions::fuse_conv_batchnorm)
+      .def_readwrite("fuse_conv_activation", &RuntimeSessionOptions::fuse_conv_activation,
+                     "Run the activation that alone reads a float32 Conv's output in the "
+                     "convolution's epilogue (docs/graph-passes.md).")
       .def_readwrite("fold_constants", &RuntimeSessionOptions::fold_constants,
                      "Compute nodes whose inputs are all constants once, at build time "
                      "(docs/graph-passes.md).")
       .def_readwrite("eliminate_noop_nodes", &RuntimeSessionOptions::eliminate_noop_nodes,
                      "Remove Identity, inference Dropout and same-type Cast nodes; collapse "
                      "Reshape chains (docs/graph-passes.md).")
+      .def_readwrite("fuse_gelu", &RuntimeSessionOptions::fuse_gelu,
+                     "Run decomposed GELU patterns (Erf form, tanh form) as one Gelu kernel "
+                     "(docs/graph-passes.md).")
       .def_property(
           "persistent_tensor_initial_capacity",
           [](const RuntimeSessionOptions& o) { return o.persistent_tensor_initial_capacity; },

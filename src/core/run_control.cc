@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "core/runtime_context_internals.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/runtime_context.h"
@@ -32,18 +33,18 @@ std::string SecondsText(int64_t ns) { return fmt::format("{:.9g} s", static_cast
 }  // namespace
 
 void StopRunIfDue(RuntimeContext& rt, const Node* node, std::string_view graph_name) {
-  if (rt.run_control().TryConsumeStop()) {
+  if (RuntimeContextInternals::RunControlOf(rt).TryConsumeStop()) {
     throw Error(ErrorCode::kCancelled,
                 fmt::format("run stopped by a stop request (RuntimeContext::RequestStop, Python "
                             "request_stop()) {}",
                             Where(node, graph_name)));
   }
-  const int64_t deadline = rt.run_deadline_ns();
+  const int64_t deadline = RuntimeContextInternals::RunDeadlineNs(rt);
   if (deadline != 0 && SteadyNowNs() >= deadline) {
     throw Error(ErrorCode::kCancelled,
                 fmt::format("run stopped: it exceeded the run timeout of {} (RuntimeContext::"
                             "set_run_timeout, Python run_timeout) {}",
-                            SecondsText(rt.run_deadline_timeout_ns()), Where(node, graph_name)));
+                            SecondsText(RuntimeContextInternals::RunDeadlineTimeoutNs(rt)), Where(node, graph_name)));
   }
 }
 

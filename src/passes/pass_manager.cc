@@ -3,6 +3,9 @@
 #include "onnx_light/runtime/kernel_base.h"
 
 #include "passes/constant_folding.h"
+#include "passes/conv_activation_fusion.h"
+#include "passes/conv_batchnorm_fusion.h"
+#include "passes/gelu_fusion.h"
 #include "passes/noop_elimination.h"
 #include "passes/working_graph.h"
 
@@ -24,6 +27,9 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   // exposes the initializer weights the fusions need.
   if (options.eliminate_noop_nodes) EliminateNoopNodes(work, context);
   if (options.fold_constants) FoldConstants(work, context);
+  if (options.fuse_conv_batchnorm) FuseConvBatchNorm(work, context);
+  if (options.fuse_conv_activation) FuseConvActivation(work, context);
+  if (options.fuse_gelu) FuseGelu(work, context);
   if (!work.changed()) return std::nullopt;
   return std::move(work).Finish();
 }

@@ -16,6 +16,8 @@ struct PassOptions {
   bool fold_constants = true;
   bool eliminate_noop_nodes = true;
   bool fuse_conv_batchnorm = true;
+  bool fuse_conv_activation = true;
+  bool fuse_gelu = true;
 };
 
 /// Runs the enabled passes over `graph`. Returns nullopt when none of them changed anything,

@@ -11,6 +11,7 @@
 #include "core/describe_node.h"
 #include "core/dispatch_frame.h"
 #include "core/run_control.h"
+#include "core/runtime_context_internals.h"
 #include "onnx_light/runtime/error.h"
 #include "session/graph_plan.h"
 #include "session/planned_node.h"
@@ -29,10 +30,10 @@ int64_t WallClockNs() {
 class DispatchScope {
  public:
   explicit DispatchScope(RuntimeContext& rt)
-      : rt_(rt), frame_(rt.dispatch_frame()), node_index_(rt.current_node_index()) {}
+      : rt_(rt), frame_(RuntimeContextInternals::DispatchFrameOf(rt)), node_index_(rt.current_node_index()) {}
   ~DispatchScope() {
-    rt_.set_dispatch_frame(frame_);
-    rt_.set_current_node_index(node_index_);
+    RuntimeContextInternals::SetDispatchFrame(rt_, frame_);
+    RuntimeContextInternals::SetCurrentNodeIndex(rt_, node_index_);
   }
 
  private:
@@ -70,8 +71,8 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
   const bool events = rt.events_enabled();
   // Stop requests and the deadline are checked here (every subgraph run, so every loop
   // iteration, even with an empty body) and before every node.
-  const RunControl& control = rt.run_control();
-  const int64_t deadline = rt.run_deadline_ns();
+  const RunControl& control = RuntimeContextInternals::RunControlOf(rt);
+  const int64_t deadline = RuntimeContextInternals::RunDeadlineNs(rt);
   CheckRunStop(rt, control, deadline, nullptr, graph_.name);
   std::vector<RuntimeValue> frame(slots_.size());
 
@@ -85,7 +86,7 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
   for (size_t i = 0; i < capture_slots_.size() && i < captures.size(); ++i) {
     if (captures[i] != nullptr) frame[capture_slots_[i]] = *captures[i];
   }
-  if (events) rt.set_current_node_index(kNodeIndexInitializer);
+  if (events) RuntimeContextInternals::SetCurrentNodeIndex(rt, kNodeIndexInitializer);
   for (size_t i = 0; i < initializer_slots_.size(); ++i) {
     const auto& [slot, tensor] = initializer_slots_[i];
     frame[slot] = tensor;
@@ -120,8 +121,8 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
                            .outputs = node_outputs,
                            .captures = node_captures,
                            .reusable_inputs = planned.reusable_inputs};
-    rt.set_dispatch_frame(&dispatch);
-    rt.set_current_node_index(planned.graph_index);
+    RuntimeContextInternals::SetDispatchFrame(rt, &dispatch);
+    RuntimeContextInternals::SetCurrentNodeIndex(rt, planned.graph_index);
 
     int64_t start_wall = 0;
     std::chrono::steady_clock::time_point start;

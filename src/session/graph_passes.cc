@@ -27,9 +27,7 @@ std::vector<RuntimeValue> EvaluateNode(const Node& node, std::span<const Tensor*
   for (const std::string& name : node.outputs) {
     if (!name.empty()) graph.outputs.push_back({.name = name});
   }
-  KernelSources plain = sources;
-  plain.fuse_conv_batchnorm = false;
-  const GraphPlan plan(graph, plain, nullptr);
+  const GraphPlan plan(graph, sources, nullptr);
   RuntimeContext rt(KernelContext(), {.allocator = allocator});
   const RuntimeContext::RunGuard guard(rt);
   std::vector<RuntimeValue> produced = plan.Execute(rt, {}, {});
@@ -61,7 +59,9 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
       .allocator = allocator};
   const PassOptions passes{.fold_constants = options.fold_constants,
                            .eliminate_noop_nodes = options.eliminate_noop_nodes,
-                           .fuse_conv_batchnorm = options.fuse_conv_batchnorm};
+                           .fuse_conv_batchnorm = options.fuse_conv_batchnorm,
+                           .fuse_conv_activation = options.fuse_conv_activation,
+                           .fuse_gelu = options.fuse_gelu};
   std::optional<RewrittenGraph> rewritten = RunGraphPasses(model.graph, passes, context);
   if (!rewritten) return nullptr;
   return std::make_shared<const RewrittenGraph>(std::move(*rewritten));

@@ -2,12 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "core/describe_node.h"
 #include "functions/schema_functions.h"
+#include "kernels/registry/fused_kernels.h"
 #include "onnx_light/runtime/error.h"
-#include "session/conv_fusion.h"
 #include "session/function_kernel.h"
 #include "session/plan_scope.h"
 #include "session/planned_node.h"
@@ -45,16 +43,6 @@ const Function* CalledFunction(const Node& node, const KernelSources& sources) {
 }
 
 namespace {
-
-// Adds `from` to `into`, keeping the original positions ascending.
-void AppendOrigin(NodeOrigin& into, const NodeOrigin& from) {
-  for (size_t k = 0; k < from.indices.size(); ++k) {
-    const auto at = std::lower_bound(into.indices.begin(), into.indices.end(), from.indices[k]);
-    if (at != into.indices.end() && *at == from.indices[k]) continue;
-    into.names.insert(into.names.begin() + (at - into.indices.begin()), from.names[k]);
-    into.indices.insert(at, from.indices[k]);
-  }
-}
 
 // The declared type of each input of `node` in the graphs being compiled (graph inputs,
 // value_info, outputs, initializers), null where none is declared. `storage` keeps the types
@@ -176,14 +164,6 @@ void GraphPlan::MarkReusableInputs(const std::vector<int32_t>& last_use) {
 
 GraphPlan::~GraphPlan() = default;
 
-NodeOrigin GraphPlan::OriginOf(size_t graph_node) const {
-  if (rewritten_ && !rewritten_->node_origin[graph_node].indices.empty()) {
-    return rewritten_->node_origin[graph_node];
-  }
-  return {.indices = {rewritten_ ? rewritten_->node_index[graph_node] : static_cast<int64_t>(graph_node)},
-          .names = {graph_.nodes[graph_node].name}};
-}
-
 std::vector<const Tensor*> GraphPlan::ConstantInputs(std::span<const int32_t> input_slots) const {
   std::vector<const Tensor*> constants;
   constants.reserve(input_slots.size());
@@ -197,28 +177,12 @@ std::vector<const Tensor*> GraphPlan::ConstantInputs(std::span<const int32_t> in
 
 void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
   nodes_.reserve(graph_.nodes.size());
-  std::vector<ConvFusion> fusions;
-  if (sources.fuse_conv_batchnorm) fusions = FindConvFusions(graph_, sources);
-  std::vector<int32_t> fusion_at(graph_.nodes.size(), -1);
-  std::vector<bool> absorbed(graph_.nodes.size(), false);
-  for (size_t f = 0; f < fusions.size(); ++f) {
-    fusion_at[fusions[f].conv_index] = static_cast<int32_t>(f);
-    for (size_t a : fusions[f].absorbed) absorbed[a] = true;
-  }
   for (size_t node_index = 0; node_index < graph_.nodes.size(); ++node_index) {
-    if (absorbed[node_index]) continue;  // runs inside the fused Conv planned at its position
     PlannedNode planned;
     planned.graph_index =
         rewritten_ ? rewritten_->node_index[node_index] : static_cast<int64_t>(node_index);
     if (rewritten_) planned.origin = rewritten_->node_origin[node_index];
-    if (fusion_at[node_index] >= 0) {
-      ConvFusion& fusion = fusions[fusion_at[node_index]];
-      planned.fused_node = std::move(fusion.node);
-      planned.kernel = std::move(fusion.kernel);
-      planned.origin = OriginOf(node_index);
-      for (size_t absorbed_index : fusion.absorbed) AppendOrigin(planned.origin, OriginOf(absorbed_index));
-    }
-    const Node& node = planned.fused_node ? *planned.fused_node : graph_.nodes[node_index];
+    const Node& node = graph_.nodes[node_index];
     planned.node = &node;
     const std::string where = DescribeNode(node.name, node.op_type);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -258,22 +222,27 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
       planned.subgraphs.push_back(std::move(runner));
     }
 
-    if (planned.kernel) {  // fused: the kernel is already built
-      for (const std::string& name : node.outputs) {
-        planned.outputs.push_back(
-            name.empty() ? -1 : scope.Define(name, TensorKind::kIntermediate, where));
-      }
-      nodes_.push_back(std::move(planned));
-      continue;
-    }
     // Resolution order (CalledFunction and the build budgets follow it too): custom kernels of
     // the context, then global ones, then model-local functions, then built-in kernels whose
     // range covers the version, then the schema function body onnx defines.
-    const int64_t version = ImportedOpsetVersion(*sources.opset_imports, node.domain);
-    const KernelFactory* factory = FindCustomKernel(node, sources, version);
-    const Function* function = factory == nullptr ? FindFunction(sources.functions, node) : nullptr;
+    const bool fused = node.domain == kFusedDomain;
+    if (fused && planned.origin.indices.empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: domain '{}' is reserved for the nodes onnx-light creates when "
+                              "it builds a session",
+                              where, kFusedDomain));
+    }
+    const int64_t version = fused ? 1 : ImportedOpsetVersion(*sources.opset_imports, node.domain);
+    const KernelFactory* factory = fused ? FusedKernels().Find(node.domain, node.op_type, 1)
+                                         : FindCustomKernel(node, sources, version);
+    const Function* function =
+        factory == nullptr && !fused ? FindFunction(sources.functions, node) : nullptr;
     std::shared_ptr<const Function> schema_body;  // onnx's function body, when no kernel serves
     std::vector<TypeInfo> types;
+    if (fused && factory == nullptr) {
+      throw Error(ErrorCode::kInternal,
+                  fmt::format("{}: no kernel for the fused operator '{}'", where, node.op_type));
+    }
     if (factory == nullptr && function == nullptr) {
       if (version == 0) {
         throw Error(ErrorCode::kUnimplemented,

@@ -27,9 +27,6 @@ struct KernelSources {
   const std::vector<Function>* functions = nullptr;
   /// Imported opset versions of the graph being compiled (model or function imports).
   const std::vector<OpsetId>* opset_imports = nullptr;
-  /// Fold Conv -> BatchNormalization (-> Relu) chains into one Conv kernel
-  /// (RuntimeSessionOptions::fuse_conv_batchnorm; see session/conv_fusion.h).
-  bool fuse_conv_batchnorm = false;
 };
 
 /// The custom kernel (context, then global registry) serving `node` at `version`, or null.
@@ -71,9 +68,6 @@ class GraphPlan {
   void Compile(const KernelSources& sources, PlanScope* parent);
   void CompileNodes(const KernelSources& sources, PlanScope& scope);
   void MarkReusableInputs(const std::vector<int32_t>& last_use);
-  /// What planned node `graph_node` stands for in the graph as written (one index, or the
-  /// origin the passes recorded).
-  NodeOrigin OriginOf(size_t graph_node) const;
   /// Per input slot: the value of this graph's initializer it holds, or null.
   std::vector<const Tensor*> ConstantInputs(std::span<const int32_t> input_slots) const;
 

@@ -12,10 +12,9 @@
 namespace onnx_light::runtime {
 
 struct GraphPlan::PlannedNode {
-  const Node* node = nullptr;     // the graph's node, or fused_node
+  const Node* node = nullptr;     // the graph's node
   int64_t graph_index = 0;        // position in the graph as written (a fused node's first)
   NodeOrigin origin;              // the nodes as written a rewritten node stands for; else empty
-  std::unique_ptr<Node> fused_node;  // set when the plan fused a chain of nodes into this one
   std::unique_ptr<KernelBase> kernel;
   std::vector<int32_t> inputs;    // -1: omitted optional input
   std::vector<int32_t> outputs;   // -1: unused optional output

@@ -9,6 +9,7 @@
 #include <limits>
 #include <thread>
 
+#include "core/runtime_context_internals.h"
 #include "core/thread_pool.h"
 #include "kernels/registry/kernel_tables.h"
 #include "onnx_light/runtime/error.h"
@@ -28,8 +29,7 @@ std::unique_ptr<GraphPlan> BuildPlan(const Model& model, const KernelRegistry* c
                         .global_kernels = GlobalKernels(),
                         .builtin_kernels = &BuiltinKernels(),
                         .functions = &model.functions,
-                        .opset_imports = &model.opset_imports,
-                        .fuse_conv_batchnorm = options.fuse_conv_batchnorm};
+                        .opset_imports = &model.opset_imports};
   CheckBuildBudgets(model.graph, sources, options);
   if (std::shared_ptr<const RewrittenGraph> rewritten = RewriteMainGraph(model, sources, options)) {
     return std::make_unique<GraphPlan>(std::move(rewritten), sources);
@@ -126,8 +126,10 @@ namespace {
 // Installs the session's pool in the context for one Run.
 class PoolScope {
  public:
-  PoolScope(RuntimeContext& rt, ThreadPool* pool) : rt_(rt), previous_(rt.thread_pool()) { rt.set_thread_pool(pool); }
-  ~PoolScope() { rt_.set_thread_pool(previous_); }
+  PoolScope(RuntimeContext& rt, ThreadPool* pool) : rt_(rt), previous_(rt.thread_pool()) {
+    RuntimeContextInternals::SetThreadPool(rt, pool);
+  }
+  ~PoolScope() { RuntimeContextInternals::SetThreadPool(rt_, previous_); }
   PoolScope(const PoolScope&) = delete;
   PoolScope& operator=(const PoolScope&) = delete;
 
@@ -172,7 +174,7 @@ void RuntimeSession::Run(RuntimeContext& rt, const RuntimeContext::RunGuard& gua
 
   std::vector<RuntimeValue> outputs = plan.Execute(rt, inputs, {});
 
-  rt.set_current_node_index(kNodeIndexNone);
+  RuntimeContextInternals::SetCurrentNodeIndex(rt, kNodeIndexNone);
   // Everything that can fail happens before the first output is stored, so a failed run leaves
   // no outputs behind.
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/dispatch_frame.h"
+#include "core/runtime_context_internals.h"
 #include "onnx_light/runtime/error.h"
 #include "session/retained_transport.h"
 
@@ -16,7 +17,7 @@ CompiledSubgraph::CompiledSubgraph(const Graph& graph, const KernelSources& sour
 std::vector<RuntimeValue> CompiledSubgraph::RunImpl(RuntimeContext& rt,
                                                     std::span<const RuntimeValue> inputs,
                                                     bool transport_retained) const {
-  const DispatchFrame* frame = rt.dispatch_frame();
+  const DispatchFrame* frame = RuntimeContextInternals::DispatchFrameOf(rt);
   if (frame == nullptr) {
     throw Error(ErrorCode::kFailedPrecondition, "a subgraph runs only from its node's kernel");
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/runtime_context_internals.h"
 #include "onnx_light/runtime/error.h"
 #include "state/binding_validation.h"
 #include "state/persistent_buffer.h"
@@ -304,7 +305,7 @@ PersistentValueState::Values PersistentValueState::Run(RuntimeContext& rt, const
   for (const auto& [name, value] : feeds) call.PutValue(name, value, TensorKind::kInput);
   call.set_retained_outputs(std::move(retained));
   CallSink sink(slots_, session_->options());
-  call.set_persistent_append_sink(&sink);
+  RuntimeContextInternals::SetPersistentAppendSink(call, &sink);
 
   // A failed call leaves the values as they were; a spare buffer it wrote no longer matches the
   // record of how it differs from the value, so that record is dropped.

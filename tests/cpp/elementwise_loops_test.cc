@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -157,6 +158,17 @@ TEST(FastMath, AccuracyAgainstDoubleLibm) {
           fast_math::Sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -100.0f, 40.0f),
       4.0);
   EXPECT_LT(MaxUlp(fast_math::Erf, [](double x) { return std::erf(x); }, -6.0f, 6.0f), 8.0);
+}
+
+TEST(FastMath, ExpNonPositiveIsExpDownToItsCutoff) {
+  for (int i = 0; i <= 400000; ++i) {
+    const float x = -87.5f * static_cast<float>(i) / 400000.0f;
+    ASSERT_EQ(std::bit_cast<uint32_t>(fast_math::ExpNonPositive(x)), std::bit_cast<uint32_t>(fast_math::Exp(x))) << x;
+  }
+  EXPECT_EQ(fast_math::ExpNonPositive(-87.6f), 0.0f);
+  EXPECT_EQ(fast_math::ExpNonPositive(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_TRUE(std::isnan(fast_math::ExpNonPositive(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_EQ(fast_math::ExpNonPositive(-0.0f), 1.0f);
 }
 
 TEST(FastMath, SpecialValues) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/runtime_context_internals.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/runtime_context.h"
 #include "test_util.h"
@@ -107,9 +108,9 @@ TEST(RuntimeContextRecordingTest, CallerPayloadIsKept) {
 TEST(RuntimeContextRecordingTest, ContextFillsNodeIndex) {
   RuntimeContext rt = MakeContext(true);
   rt.RecordEvent({.action = RuntimeEventAction::kAdd, .node_index = 99});  // overwritten
-  rt.set_current_node_index(kNodeIndexInitializer);
+  RuntimeContextInternals::SetCurrentNodeIndex(rt, kNodeIndexInitializer);
   rt.RecordEvent({.action = RuntimeEventAction::kAdd});
-  rt.set_current_node_index(7);
+  RuntimeContextInternals::SetCurrentNodeIndex(rt, 7);
   rt.RecordEvent({.action = RuntimeEventAction::kRunNode});
   rt.RecordEvent({.action = RuntimeEventAction::kPersistentStorage});
   rt.RecordEvent({.action = RuntimeEventAction::kRemove, .node_index = 7});
@@ -134,7 +135,7 @@ TEST(RuntimeContextRecordingTest, SubgraphChildStampsItsPosition) {
   RuntimeContext body = root.CreateChild(ChildContextKind::kSubgraph, 3, "then_branch");
   EXPECT_EQ(body.subgraph_node_index(), 3);
   EXPECT_EQ(body.subgraph_attr_name(), "then_branch");
-  body.set_current_node_index(1);
+  RuntimeContextInternals::SetCurrentNodeIndex(body, 1);
   body.RecordEvent({.action = RuntimeEventAction::kRunNode, .name = "inner"});
   // Nested subgraph inside the body.
   RuntimeContext nested = body.CreateChild(ChildContextKind::kSubgraph, 5, "body");

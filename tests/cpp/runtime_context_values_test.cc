@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "core/runtime_context_internals.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/runtime_context.h"
 #include "test_util.h"
@@ -86,7 +87,7 @@ TEST(RuntimeContextValuesTest, PuttingNothingIsRejectedWithoutSideEffects) {
 
 TEST(RuntimeContextValuesTest, AddReplaceRemoveEvents) {
   RuntimeContext rt = MakeContext(true);
-  rt.set_current_node_index(3);
+  RuntimeContextInternals::SetCurrentNodeIndex(rt, 3);
   rt.PutTensor("x", MakeIotaFloat({2, 3}, rt.allocator()), TensorKind::kInput);
   rt.PutTensor("x", Tensor::Allocate(DataType::kInt64, {4}, rt.allocator()), TensorKind::kIntermediate);
   EXPECT_TRUE(rt.RemoveValue("x", TensorKind::kOutput));

@@ -1,5 +1,6 @@
 // ThreadPool: every index covered exactly once, concurrent and nested callers, exceptions, and
 // the parallel GEMM split against the serial product.
+#include "core/runtime_context_internals.h"
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
@@ -114,7 +115,7 @@ TEST(ThreadPool, ContextsInheritThePoolInChildrenAndCopies) {
   ThreadPool pool(2);
   RuntimeContext rt = testing::MakeContext();
   EXPECT_EQ(rt.thread_pool(), nullptr);
-  rt.set_thread_pool(&pool);
+  RuntimeContextInternals::SetThreadPool(rt, &pool);
   for (ChildContextKind kind : testing::kAllChildKinds) {
     EXPECT_EQ(rt.CreateChild(kind).thread_pool(), &pool) << static_cast<int>(kind);
   }

@@ -16,7 +16,8 @@ from onnx_light.cnn_model import build_cnn
 DIRECT = DIRECT_CONV_PATH
 
 FUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=True)
-UNFUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=False)
+# Off: neither the BatchNormalization fold nor the activation fusion (which would fuse the Relu).
+UNFUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=False, fuse_conv_activation=False)
 
 
 def run_with(model, feeds, options, events=False):
@@ -97,9 +98,10 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     assert_close(fused[0], run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
     assert usage.count(f"Conv/float32/{DIRECT}+bn+relu") == 2
     assert not any(u.startswith(("BatchNormalization", "Relu")) for u in usage)
-    # The fused node runs under the Conv's name and op type; BN and Relu no longer run.
+    # The fused node runs under the Conv's name as FusedConv; BN and Relu no longer run.
     conv_names = [n.name for n in model.graph.node if n.op_type == "Conv"]
-    assert [e for e in events if e[1] in ("Conv", "BatchNormalization", "Relu")] == [(n, "Conv") for n in conv_names]
+    assert [e for e in events if e[1] in ("Conv", "FusedConv", "BatchNormalization", "Relu")] == \
+        [(n, "FusedConv") for n in conv_names]
     # Option off: exactly the graph as written.
     assert [op for _, op in events_off] == [n.op_type for n in model.graph.node]
     # Either way a record's node_index is the node's position in the graph, also after a fused chain.
@@ -107,7 +109,7 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     assert run_node_indexes(model, feeds, UNFUSED) == list(zip(ops, range(len(ops))))
     fused_records = run_node_indexes(model, feeds, FUSED)
     assert [i for _, i in fused_records] == [i for i, op in enumerate(ops) if op not in ("BatchNormalization", "Relu")]
-    assert all(ops[i] == op for op, i in fused_records)
+    assert all(ops[i] == op or (op, ops[i]) == ("FusedConv", "Conv") for op, i in fused_records)
     assert usage_off.count(f"Conv/float32/{DIRECT}") == 2
 
 

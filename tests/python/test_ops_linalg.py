@@ -496,21 +496,21 @@ def test_conv_direct(x_shape, w_shape, attrs, bias):
     assert DIRECT_CONV in usage_of(node_model("Conv", inputs, attrs), inputs)
 
 
-@pytest.mark.parametrize("op,domain,extra", [("Conv", "", {}),
-                                              ("FusedConv", "ai.onnx_light.fused", {"activation": "Relu"})])
-def test_conv_constant_weights_packed_at_build(op, domain, extra):
+@pytest.mark.parametrize("relu", [False, True])
+def test_conv_constant_weights_packed_at_build(relu):
     # A constant W (an initializer) is packed for the direct kernel once, when the session is
-    # built; the result is the one the same W fed as a graph input (packed per run) gives.
+    # built; the result is the one the same W fed as a graph input (packed per run) gives. With a
+    # Relu after it the session fuses the pair (a FusedConv node), which packs the same way.
     x, w, b = random([2, 5, 9, 19]), random([21, 5, 3, 3], seed=1), random([21], seed=2)
-    attrs = dict({"pads": [1, 1, 1, 1]}, **extra)
-    fed_model = node_model(op, {"x": x, "w": w, "b": b}, attrs, domain=domain)
-    model = node_model(op, {"x": x}, attrs, initializers={"w": w, "b": b}, domain=domain)
-    if domain:
-        for m in (fed_model, model):
-            m.opset_import.append(helper.make_opsetid(domain, 1))
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if relu else "y0"], pads=[1, 1, 1, 1])]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["c"], ["y0"]))
+    fed_model = make_model(nodes, {"x": x, "w": w, "b": b}, ["y0"])
+    model = make_model(nodes, {"x": x}, ["y0"], initializers={"w": w, "b": b})
     fed = run_ours(fed_model, {"x": x, "w": w, "b": b})[0]
     np.testing.assert_array_equal(run_ours(model, {"x": x})[0], fed)
-    assert f"Conv/float32/{DIRECT_CONV_PATH}" in usage_of(model, {"x": x})
+    expected = f"Conv/float32/{DIRECT_CONV_PATH}" + ("+relu" if relu else "")
+    assert expected in usage_of(model, {"x": x})
 
 
 def test_conv_direct_nan_and_empty():

@@ -183,16 +183,9 @@ class RuntimeContext {
   std::chrono::nanoseconds run_timeout() const noexcept {
     return std::chrono::nanoseconds(run_timeout_ns_);
   }
-  /// The stop state shared with related contexts and the deadline of the run holding this
-  /// context (steady-clock nanoseconds, 0: none), with the timeout that set it. For the
-  /// executor's checks; not for host code.
-  RunControl& run_control() const noexcept { return *run_control_; }
-  int64_t run_deadline_ns() const noexcept { return deadline_ns_; }
-  int64_t run_deadline_timeout_ns() const noexcept { return deadline_timeout_ns_; }
 
   // ---- dispatch position (set by the session) -----------------------------------------------
   int64_t current_node_index() const noexcept { return current_node_index_; }
-  void set_current_node_index(int64_t index) noexcept { current_node_index_ = index; }
   int64_t subgraph_node_index() const noexcept { return subgraph_node_index_; }
   const std::string& subgraph_attr_name() const noexcept { return subgraph_attr_name_; }
 
@@ -234,9 +227,6 @@ class RuntimeContext {
   /// "node 'name' (Op)" for messages.
   std::string DescribeNode() const;
 
-  /// Installed by the session around one KernelBase::Run; not for host code.
-  void set_dispatch_frame(DispatchFrame* frame) noexcept { frame_ = frame; }
-  DispatchFrame* dispatch_frame() const noexcept { return frame_; }
 
   // ---- persistent appends (see persistent_append.h) ------------------------------------------
   /// Room for `append_rows` rows after `past` along `axis`, for output `output_name`. Empty when
@@ -257,15 +247,17 @@ class RuntimeContext {
 
   /// The intra-op thread pool of the session running this context (null: run on the calling
   /// thread). Installed by RuntimeSession::Run for the run's duration, inherited by children and
-  /// copies; not for host code.
+  /// copies. ThreadPool is internal: kernels of the library split work over it.
   ThreadPool* thread_pool() const noexcept { return thread_pool_; }
-  void set_thread_pool(ThreadPool* pool) noexcept { thread_pool_ = pool; }
 
   /// The sink of the PersistentValueState call this context runs; null otherwise.
   PersistentAppendSink* persistent_append_sink() const noexcept { return append_sink_; }
-  void set_persistent_append_sink(PersistentAppendSink* sink) noexcept { append_sink_ = sink; }
 
  private:
+  // The session and executor install the dispatch position, thread pool, run deadline and
+  // persistent sink through RuntimeContextInternals (src/core/runtime_context_internals.h);
+  // host code has no setter for them.
+  friend struct RuntimeContextInternals;
   struct SharedTag {};
   RuntimeContext(SharedTag, const RuntimeContext& parent);
   // Copies and assignments never take over a guard: a copy starts idle, a target keeps its own.

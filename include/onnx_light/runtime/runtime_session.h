@@ -40,15 +40,16 @@ struct RuntimeSessionOptions {
   /// built-in ones). Contexts built from another KernelContext with custom kernels get a plan of
   /// their own on first use.
   std::optional<KernelContext> kernel_context;
-  /// Fold each float32 Conv -> BatchNormalization (-> Relu) chain whose weights and normalisation
-  /// parameters are initializers, and whose intermediate values nothing else reads (no other
-  /// consumer, not a graph output, not used by a subgraph), into one Conv kernel built at
-  /// construction. The fused node is dispatched under the Conv's name and op type (its run_node
-  /// event and kernel usage "Conv/float32/<path>+bn+relu"); the BatchNormalization and Relu nodes
-  /// and the intermediate values no longer appear in events. Results differ from the unfused
-  /// graph only by float rounding. Not applied when a custom kernel replaces Conv,
-  /// BatchNormalization or Relu. false runs every node as written.
+  /// Fold each float32 Conv -> BatchNormalization pair whose weights and normalisation parameters
+  /// are constants, and whose Conv output nothing else reads (no other reader, not a graph
+  /// output, not used by a subgraph), into new weights computed once at build time; the pair
+  /// runs as one FusedConv node (kernel usage "Conv/float32/<path>+bn"). Results differ from the
+  /// unfused graph only by float rounding. false runs every node as written.
   bool fuse_conv_batchnorm = true;
+  /// Run the activation that alone reads a float32 Conv's output (Relu, LeakyRelu, Clip,
+  /// HardSigmoid, HardSwish, Sigmoid, Tanh, and SiLU written as Mul(y, Sigmoid(y))) in the
+  /// convolution's epilogue: one FusedConv node, kernel usage "Conv/float32/<path>+<activation>".
+  bool fuse_conv_activation = true;
   /// Build-time graph passes (docs/graph-passes.md), each switched by its own field. They run on
   /// the main graph before kernels are resolved and never touch a node a custom kernel or a
   /// model-local function serves, a graph output's name, or a value a subgraph reads. Events
@@ -63,6 +64,9 @@ struct RuntimeSessionOptions {
   /// Remove nodes that only pass a value on (Identity, inference Dropout, Cast to the type the
   /// value already has) and collapse Reshape(Reshape(x)) chains.
   bool eliminate_noop_nodes = true;
+  /// Replace the decomposed GELU forms exporters write (x * 0.5 * (1 + Erf(x / sqrt(2))), and
+  /// the tanh approximation with x^3) by one Gelu kernel, at any opset.
+  bool fuse_gelu = true;
   /// How RuntimeSession(path, options) reads the model file and its external data: kCopy (the
   /// default) reads them into runtime memory, so later changes to the files cannot affect the
   /// session; kMap maps them without copying, and the files must then stay unchanged while the

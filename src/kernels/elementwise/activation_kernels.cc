@@ -13,6 +13,7 @@ namespace onnx_light::runtime {
 namespace {
 
 struct ReluOp {
+  static void RunFloat(const ReluOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     return x < C(0) ? C(0) : x;
@@ -20,6 +21,7 @@ struct ReluOp {
 };
 
 struct LeakyReluOp {
+  static void RunFloat(const LeakyReluOp& op, const float* x, float* y, int64_t n);
   float alpha;
   template <typename C>
   C operator()(C x) const {
@@ -45,7 +47,7 @@ struct SeluOp {
 };
 
 struct GeluOp {
-  static void RunFloat(const float* x, float* y, int64_t n);
+  static void RunFloat(const GeluOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     const C scaled = x * static_cast<C>(std::numbers::sqrt2 / 2);
@@ -59,7 +61,7 @@ struct GeluOp {
 };
 
 struct GeluTanhOp {
-  static void RunFloat(const float* x, float* y, int64_t n);
+  static void RunFloat(const GeluTanhOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     const C k = static_cast<C>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
@@ -87,6 +89,7 @@ struct SoftplusOp {
 };
 
 struct HardSigmoidOp {
+  static void RunFloat(const HardSigmoidOp& op, const float* x, float* y, int64_t n);
   float alpha;
   float beta;
   template <typename C>
@@ -97,6 +100,7 @@ struct HardSigmoidOp {
 };
 
 struct HardSwishOp {
+  static void RunFloat(const HardSwishOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     const C v = x * static_cast<C>(1.0f / 6.0f) + C(0.5);
@@ -185,6 +189,14 @@ struct ClipOp {
   }
 };
 
+// float32 and the half types: bounds as float, the vectorised loop.
+struct ClipFloatOp {
+  static void RunFloat(const ClipFloatOp& op, const float* x, float* y, int64_t n);
+  float lo;
+  float hi;
+  float operator()(float x) const { return ClipOp<float>{lo, hi}(x); }
+};
+
 class ClipKernel final : public KernelBase {
  public:
   explicit ClipKernel(const KernelBuildInfo& info) : attributes_(info.opset_version() < 11) {
@@ -199,6 +211,21 @@ class ClipKernel final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const Tensor& x = rt.Input(0);
     using ClipTypes = TypeList<ONNX_LIGHT_NUMERIC_TYPES>;
+    if (x.dtype() == DataType::kFloat || x.dtype() == DataType::kFloat16 || x.dtype() == DataType::kBFloat16) {
+      ClipFloatOp op{-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity()};
+      DispatchTypes<float, Float16, BFloat16>(rt, 0, x.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        if (attributes_) {
+          op.lo = has_min_ ? min_ : std::numeric_limits<float>::lowest();
+          op.hi = has_max_ ? max_ : std::numeric_limits<float>::max();
+        } else {
+          if (const Tensor* t = Bound(rt, 1, x)) op.lo = Load(*t->data<T>());
+          if (const Tensor* t = Bound(rt, 2, x)) op.hi = Load(*t->data<T>());
+        }
+      });
+      RunUnaryNode<false>(rt, "Clip", TypeList<float, Float16, BFloat16>{}, op);
+      return;
+    }
     DispatchList(ClipTypes{}, rt, 0, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       using C = ComputeType<T>;
@@ -261,6 +288,11 @@ class ClipKernel final : public KernelBase {
 
 ONNX_LIGHT_FLOAT_LOOP(GeluOp)
 ONNX_LIGHT_FLOAT_LOOP(GeluTanhOp)
+ONNX_LIGHT_FLOAT_LOOP(ReluOp)
+ONNX_LIGHT_FLOAT_LOOP(LeakyReluOp)
+ONNX_LIGHT_FLOAT_LOOP(HardSigmoidOp)
+ONNX_LIGHT_FLOAT_LOOP(HardSwishOp)
+ONNX_LIGHT_FLOAT_LOOP(ClipFloatOp)
 
 }  // namespace
 

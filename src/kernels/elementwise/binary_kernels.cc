@@ -4,6 +4,8 @@
 // Integers wrap on overflow (computed in unsigned arithmetic). Integer division truncates toward
 // zero like C; dividing by zero gives 0 (as NumPy does) instead of trapping.
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "kernels/elementwise/elementwise_loops.h"
 #include "kernels/registry/kernel_tables.h"
@@ -13,6 +15,7 @@ namespace onnx_light::runtime {
 namespace {
 
 struct AddOp {
+  static void RunFloat(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n);
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C>)
@@ -23,6 +26,7 @@ struct AddOp {
 };
 
 struct SubOp {
+  static void RunFloat(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n);
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C>)
@@ -33,6 +37,7 @@ struct SubOp {
 };
 
 struct MulOp {
+  static void RunFloat(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n);
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C>)
@@ -43,6 +48,7 @@ struct MulOp {
 };
 
 struct DivOp {
+  static void RunFloat(const float* a, int64_t sa, const float* b, int64_t sb, float* y, int64_t n);
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (std::is_integral_v<C>) {
@@ -97,6 +103,29 @@ struct ModTruncOp {
     }
   }
 };
+
+ONNX_LIGHT_BINARY_FLOAT_LOOP(AddOp)
+ONNX_LIGHT_BINARY_FLOAT_LOOP(SubOp)
+ONNX_LIGHT_BINARY_FLOAT_LOOP(MulOp)
+ONNX_LIGHT_BINARY_FLOAT_LOOP(DivOp)
+
+// float32 loops for Pow with a scalar exponent, per instruction set. Each is what C's powf gives
+// for that exponent: x * x is exact-rounded like powf(x, 2); 1 / x like powf(x, -1); x * x * x
+// (two roundings, within 1 ulp of powf(x, 3)) is the definition the runtime uses for 3.
+ONNX_LIGHT_CPU_CLONES void PowSquare(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
+}
+ONNX_LIGHT_CPU_CLONES void PowCube(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i] * x[i];
+}
+ONNX_LIGHT_CPU_CLONES void PowReciprocal(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / x[i];
+}
+// x^0.5 is sqrt(x), as onnx.reference (NumPy) computes it: sqrt(-0) = -0 and sqrt(-inf) = NaN,
+// where C's powf would give +0 and +inf.
+ONNX_LIGHT_CPU_CLONES void PowSqrt(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::sqrt(x[i]);
+}
 
 // Integer power by squaring with wrap-around; negative exponents truncate 1/a^n toward zero.
 template <typename C>
@@ -282,10 +311,11 @@ class PowKernel final : public KernelBase {
     std::string_view path = plan.PathName();
     DispatchList(BaseTypes{}, rt, 0, a.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (!std::is_integral_v<T>) {
+      if constexpr (std::is_same_v<T, float> || kIsHalf<T>) {
         if (b.size() == 1 && plan.inner_stride(1) == 0 && plan.single_run() && a.is_contiguous()) {
           const double e = same_type ? static_cast<double>(Load(*b.data<T>())) : *b.data<double>();
-          if (RunScalarExponent(a.data<T>(), y.data<T>(), y.size(), e, path)) return;
+          RunScalarExponent(rt, a.data<T>(), y.data<T>(), y.size(), e, same_type, path);
+          return;
         }
       }
       if (same_type) {
@@ -298,28 +328,42 @@ class PowKernel final : public KernelBase {
   }
 
  private:
+  // float32 and the half types with one exponent for every element: the exponent's value picks
+  // a loop once per run; split over the session's threads, half types in float32 tiles.
   template <typename T>
-  static bool RunScalarExponent(const T* x, T* y, int64_t n, double e, std::string_view& path) {
-    using C = ComputeType<T>;
-    if (e == 2.0) {
-      for (int64_t i = 0; i < n; ++i) {
-        const C v = Load(x[i]);
-        y[i] = Store<T>(v * v);
-      }
-      path = "square";
-    } else if (e == 1.0) {
-      for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+  static void RunScalarExponent(RuntimeContext& rt, const T* x, T* y, int64_t n, double e, bool same_type,
+                                std::string_view& path) {
+    if (e == 1.0) {
+      std::memcpy(static_cast<void*>(y), x, static_cast<size_t>(n) * sizeof(T));
       path = "copy";
-    } else if (e == 0.5) {
-      for (int64_t i = 0; i < n; ++i) {
-        const C v = Load(x[i]);
-        y[i] = Store<T>(std::isinf(v) ? std::abs(v) : std::sqrt(v));  // pow(-inf, 0.5) is +inf
-      }
-      path = "sqrt";
-    } else {
-      return false;
+      return;
     }
-    return true;
+    // The same loops whatever the exponent's type: onnx.reference takes sqrt for 0.5 with a
+    // double exponent too.
+    void (*loop)(const float*, float*, int64_t) = nullptr;
+    if (e == 2.0) {
+      loop = PowSquare, path = "square";
+    } else if (e == 3.0) {
+      loop = PowCube, path = "cube";
+    } else if (e == 0.5) {
+      loop = PowSqrt, path = "sqrt";
+    } else if (e == -1.0) {
+      loop = PowReciprocal, path = "reciprocal";
+    }
+    if (loop != nullptr) {
+      RunFloatUnaryParallel(rt, x, y, n, loop);
+      return;
+    }
+    // Any other exponent (path "scalar"): the C library's pow per element, in float when base
+    // and exponent are float32/half (as PowOp), in double when the exponent had another type.
+    const float ef = static_cast<float>(e);
+    RunFloatUnaryParallel(rt, x, y, n, [&](const float* in, float* out, int64_t m) {
+      if (same_type) {
+        for (int64_t i = 0; i < m; ++i) out[i] = std::pow(in[i], ef);
+      } else {
+        for (int64_t i = 0; i < m; ++i) out[i] = static_cast<float>(std::pow(static_cast<double>(in[i]), e));
+      }
+    });
   }
 
   static Tensor ExponentAsDouble(RuntimeContext& rt, const Tensor& b) {

@@ -22,6 +22,7 @@
 #include "core/thread_pool.h"
 #include "kernels/registry/cpu_features.h"
 #include "kernels/elementwise/fast_math.h"
+#include "kernels/elementwise/half_tiles.h"
 #include "kernels/registry/kernel_utils.h"
 
 // Run loops inline everything they call (functors, half conversions, fast_math): left to its
@@ -81,6 +82,50 @@ class BroadcastPlan {
     for (;;) {
       fn(out, static_cast<const int64_t*>(offsets), n);
       out += n;
+      size_t d = rank - 1;
+      for (;;) {
+        if (d == 0) return;
+        --d;
+        if (++index[d] < dims_[d]) {
+          for (int i = 0; i < num_inputs_; ++i) offsets[i] += strides_[d * kMaxBroadcastInputs + i];
+          break;
+        }
+        index[d] = 0;
+        for (int i = 0; i < num_inputs_; ++i) {
+          offsets[i] -= strides_[d * kMaxBroadcastInputs + i] * (dims_[d] - 1);
+        }
+      }
+    }
+  }
+
+  /// ForEachRun restricted to output elements [begin, end): the first and last runs may be
+  /// partial. Lets a caller split one plan over threads by output range.
+  template <typename Fn>
+  void ForEachRunIn(int64_t begin, int64_t end, Fn&& fn) const {
+    if (begin >= end) return;
+    int64_t offsets[kMaxBroadcastInputs] = {0, 0, 0};
+    const size_t rank = dims_.size();
+    if (rank == 0) {
+      fn(int64_t{0}, static_cast<const int64_t*>(offsets), int64_t{1});
+      return;
+    }
+    absl::InlinedVector<int64_t, 8> index(rank, 0);
+    int64_t rem = begin;
+    for (size_t d = rank; d-- > 0;) {
+      index[d] = rem % dims_[d];
+      rem /= dims_[d];
+      for (int i = 0; i < num_inputs_; ++i) offsets[i] += index[d] * strides_[d * kMaxBroadcastInputs + i];
+    }
+    const int64_t n = dims_[rank - 1];
+    int64_t out = begin;
+    for (;;) {
+      const int64_t inner = index[rank - 1];
+      const int64_t len = std::min(n - inner, end - out);
+      fn(out, static_cast<const int64_t*>(offsets), len);
+      out += len;
+      if (out >= end) return;
+      for (int i = 0; i < num_inputs_; ++i) offsets[i] -= inner * inner_stride_[i];  // run start
+      index[rank - 1] = 0;
       size_t d = rank - 1;
       for (;;) {
         if (d == 0) return;
@@ -273,6 +318,80 @@ inline void RecordUsage(RuntimeContext& rt, std::string_view op, DataType type,
 /// Throws naming the node unless inputs `i` and `j` share an element type.
 void CheckSameType(const RuntimeContext& rt, size_t i, size_t j);
 
+/// A binary op with an out-of-line float32 loop `static void RunFloat(const float* a, int64_t sa,
+/// const float* b, int64_t sb, float* y, int64_t n)` (sa, sb: 0 or 1), defined with
+/// ONNX_LIGHT_BINARY_FLOAT_LOOP. float16 and bfloat16 reach it through half tiles.
+template <typename Op>
+concept HasBinaryFloatLoop = requires(const float* a, float* y, int64_t n) {
+  Op::RunFloat(a, n, a, n, y, n);
+};
+
+#define ONNX_LIGHT_BINARY_FLOAT_LOOP(OpType)                                                  \
+  ONNX_LIGHT_CPU_CLONES void OpType::RunFloat(const float* a, int64_t sa, const float* b,     \
+                                              int64_t sb, float* y, int64_t n) {              \
+    const OpType op{};                                                                        \
+    if (sa == 1 && sb == 1) {                                                                 \
+      for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);                                  \
+    } else if (sa == 0 && sb == 1) {                                                          \
+      const float av = a[0];                                                                  \
+      for (int64_t i = 0; i < n; ++i) y[i] = op(av, b[i]);                                    \
+    } else if (sa == 1 && sb == 0) {                                                          \
+      const float bv = b[0];                                                                  \
+      for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], bv);                                    \
+    } else {                                                                                  \
+      for (int64_t i = 0; i < n; ++i) y[i] = op(a[i * sa], b[i * sb]);                        \
+    }                                                                                         \
+  }
+
+/// Elements below which an elementwise node stays on one thread.
+inline constexpr int64_t kMinParallelElements = int64_t{1} << 15;
+
+inline bool UnitOrZero(int64_t stride) { return stride == 0 || stride == 1; }
+
+inline bool IsHalfType(DataType type) { return type == DataType::kFloat16 || type == DataType::kBFloat16; }
+
+/// out = Op(a, b) over a plan whose operands have inner strides 0 or 1, split by output range
+/// over the session's threads; half types go through tiles of float32.
+template <typename Op, typename T>
+void RunBinaryFloatParallel(RuntimeContext& rt, const BroadcastPlan& plan, const T* a, const T* b, T* out) {
+  const int64_t sa = plan.inner_stride(0);
+  const int64_t sb = plan.inner_stride(1);
+  ParallelFor(rt.thread_pool(), plan.output_size(), kMinParallelElements, [&](int64_t begin, int64_t end) {
+    plan.ForEachRunIn(begin, end, [&](int64_t o, const int64_t* off, int64_t n) {
+      if constexpr (std::is_same_v<T, float>) {
+        Op::RunFloat(a + off[0], sa, b + off[1], sb, out + o, n);
+      } else {
+        alignas(64) float ta[kHalfTile];
+        alignas(64) float tb[kHalfTile];
+        const T* ar = a + off[0];
+        const T* br = b + off[1];
+        if (sa == 0) ToFloat(ar, ta, 1);
+        if (sb == 0) ToFloat(br, tb, 1);
+        for (int64_t i = 0; i < n; i += kHalfTile) {
+          const int64_t m = std::min(n - i, kHalfTile);
+          if (sa == 1) ToFloat(ar + i, ta, m);
+          if (sb == 1) ToFloat(br + i, tb, m);
+          Op::RunFloat(ta, sa, tb, sb, sa == 1 ? ta : tb, m);
+          FromFloat(sa == 1 ? ta : tb, out + o + i, m);
+        }
+      }
+    });
+  });
+}
+
+/// loop(const float* in, float* out, int64_t n) over x -> y (n elements, contiguous), split over
+/// the session's threads; float16/bfloat16 go through float32 tiles. `y` may alias `x` exactly.
+template <typename T, typename Loop>
+void RunFloatUnaryParallel(RuntimeContext& rt, const T* x, T* y, int64_t n, const Loop& loop) {
+  ParallelFor(rt.thread_pool(), n, kMinParallelElements, [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float>) {
+      loop(x + begin, y + begin, end - begin);
+    } else {
+      ForEachHalfTile(x + begin, y + begin, end - begin, [&](float* buf, int64_t m) { loop(buf, buf, m); });
+    }
+  });
+}
+
 /// Binary node over inputs of one element type from `Types`: output `op(a, b)` of that type, or
 /// bool when kBoolOutput. `op` receives ComputeType values (float for half types).
 template <bool kBoolOutput, typename Op, typename... Ts>
@@ -297,28 +416,46 @@ void RunBinaryNode(RuntimeContext& rt, std::string_view op_name, TypeList<Ts...>
   if (y == nullptr) {
     y = &rt.AllocateOutput(0, out_type, Shape(plan.output_shape().begin(), plan.output_shape().end()));
   }
+  bool vector_path = false;
   DispatchList(types, rt, 0, type, [&](auto tag) {
     using T = decltype(tag);
     using TO = std::conditional_t<kBoolOutput, bool, T>;
-    RunBinary(plan, static_cast<const T*>(a_data), static_cast<const T*>(b_data), y->data<TO>(), op);
+    const T* as = static_cast<const T*>(a_data);
+    const T* bs = static_cast<const T*>(b_data);
+    if constexpr (!kBoolOutput && HasBinaryFloatLoop<Op> &&
+                  (std::is_same_v<T, float> || kIsHalf<T>)) {
+      if (UnitOrZero(plan.inner_stride(0)) && UnitOrZero(plan.inner_stride(1))) {
+        RunBinaryFloatParallel<Op>(rt, plan, as, bs, y->data<T>());
+        vector_path = true;
+        return;
+      }
+    }
+    RunBinary(plan, as, bs, y->data<TO>(), op);
   });
-  RecordUsage(rt, op_name, type, plan.PathName(), variant);
+  // float32 always takes the vectorised loops when it can; the half types say they went through
+  // float32 tiles ("same-shape-tiles"), or not.
+  if (vector_path && IsHalfType(type)) {
+    RecordUsage(rt, op_name, type, std::string(plan.PathName()) + "-tiles", variant);
+  } else {
+    RecordUsage(rt, op_name, type, plan.PathName(), variant);
+  }
 }
 
-/// An elementwise op with an out-of-line float32 loop `static void RunFloat(const float* x,
-/// float* y, int64_t n)`, defined with ONNX_LIGHT_FLOAT_LOOP: built for several instruction sets,
-/// it runs the op's polynomial math 16 lanes wide on AVX-512 CPUs instead of the baseline's 4.
+/// An elementwise op with an out-of-line float32 loop `static void RunFloat(const Op& op, const
+/// float* x, float* y, int64_t n)`, defined with ONNX_LIGHT_FLOAT_LOOP: built for several
+/// instruction sets, it runs the op 16 lanes wide on AVX-512 CPUs instead of the baseline's 4.
+/// float16 and bfloat16 inputs reach the same loop through half tiles (half_tiles.h).
 template <typename Op>
-concept HasFloatLoop = requires(const float* x, float* y, int64_t n) { Op::RunFloat(x, y, n); };
+concept HasFloatLoop = requires(const Op& op, const float* x, float* y, int64_t n) {
+  Op::RunFloat(op, x, y, n);
+};
 
-#define ONNX_LIGHT_FLOAT_LOOP(OpType)                                                 \
-  ONNX_LIGHT_CPU_CLONES void OpType::RunFloat(const float* x, float* y, int64_t n) { \
-    const OpType op{};                                                                \
-    for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);                                  \
+#define ONNX_LIGHT_FLOAT_LOOP(OpType)                                                             \
+  ONNX_LIGHT_CPU_CLONES void OpType::RunFloat(const OpType& op_in, const float* x, float* y,      \
+                                              int64_t n) {                                        \
+    const OpType op = op_in;                                                                      \
+    for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);                                              \
   }
-
-/// Elements below which a contiguous unary node stays on one thread.
-inline constexpr int64_t kMinParallelElements = int64_t{1} << 15;
 
 /// Unary node over an input of an element type from `Types`: output `op(x)` of that type, or bool
 /// when kBoolOutput. A large contiguous input is split over the session's threads.
@@ -340,13 +477,16 @@ void RunUnaryNode(RuntimeContext& rt, std::string_view op_name, TypeList<Ts...> 
       TO* ys = y->data<TO>();
       ParallelFor(rt.thread_pool(), n, kMinParallelElements, [&](int64_t begin, int64_t end) {
         if constexpr (std::is_same_v<T, float> && std::is_same_v<TO, float> && HasFloatLoop<Op>) {
-          Op::RunFloat(xs + begin, ys + begin, end - begin);
+          Op::RunFloat(op, xs + begin, ys + begin, end - begin);
+        } else if constexpr (kIsHalf<T> && std::is_same_v<TO, T> && HasFloatLoop<Op>) {
+          ForEachHalfTile(xs + begin, ys + begin, end - begin,
+                          [&](float* buf, int64_t m) { Op::RunFloat(op, buf, buf, m); });
         } else {
           UnaryRun(xs + begin, 1, ys + begin, end - begin, op);
         }
       });
     });
-    RecordUsage(rt, op_name, type, "loop", variant);
+    RecordUsage(rt, op_name, type, HasFloatLoop<Op> && !kBoolOutput && IsHalfType(type) ? "tiles" : "loop", variant);
     return;
   }
   const Tensor* operands[] = {&x};

@@ -1,7 +1,10 @@
 #pragma once
 // Branch-free float32 exp, tanh and erf that compilers vectorise (libm calls do not). Each stays
 // within a few ulp of the correctly rounded result and keeps NaN, infinities and the tails right;
-// tests/cpp/elementwise_loops_test.cc measures them against double-precision libm.
+// tests/cpp/elementwise_loops_test.cc measures them against double-precision libm. Worst errors
+// found over every float of the range (docs/operator-notes.md): Exp 1.0 ulp (subnormal results
+// included), Sigmoid 2.9 ulp, Tanh 6.7 ulp, Erf 7.5 ulp (results of |x| < 1e-37 are subnormal,
+// within 37 subnormal steps, ~5e-44 absolute).
 //
 // Selections go through Select (bit masks): GCC 12 keeps `cond ? a : b` on floats as control flow
 // in these functions, which stops it from vectorising the loop.
@@ -98,6 +101,29 @@ ONNX_LIGHT_FAST_MATH float Exp(float x) {
   float result = y * s1 * s2;
   result = Select(x > kMax, std::bit_cast<float>(0x7f800000), result);
   return Select(x == x, result, x);
+}
+
+/// e^x for x <= 0 (a value minus the maximum of its row, as softmax computes), or NaN: the same
+/// bits as Exp(x) for x >= -87.5 and 0 below (where e^x < 1.1e-38 would be subnormal). Without
+/// the upper tail and the two-step scaling Exp needs, it runs ~1.4x faster.
+ONNX_LIGHT_FAST_MATH float ExpNonPositive(float x) {
+  constexpr float kLowest = -87.5f;  // 2^n stays a normal float: n >= -126
+  constexpr float kRound = 12582912.0f;
+  const float xc = Select(x < kLowest, kLowest, x);  // NaN passes
+  const float t = xc * 1.44269504088896341f + kRound;
+  const int32_t n = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kRound);
+  const float fn = t - kRound;
+  float r = xc - fn * 0.693359375f;
+  r = r - fn * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * r * r + r + 1.0f;
+  const float result = y * std::bit_cast<float>((n + 127) << 23);
+  return Select(x < kLowest, 0.0f, result);
 }
 
 /// tanh(x) as an odd rational function (degree 13 over 6) on [-7.9, 7.9], where it reaches +-1.

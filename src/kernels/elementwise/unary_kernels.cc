@@ -12,6 +12,7 @@ namespace onnx_light::runtime {
 namespace {
 
 struct NegOp {
+  static void RunFloat(const NegOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_integral_v<C>)
@@ -22,6 +23,7 @@ struct NegOp {
 };
 
 struct AbsOp {
+  static void RunFloat(const AbsOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_unsigned_v<C>)
@@ -44,12 +46,14 @@ struct SignOp {
 };
 
 struct SqrtOp {
+  static void RunFloat(const SqrtOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     return std::sqrt(x);
   }
 };
 struct ReciprocalOp {
+  static void RunFloat(const ReciprocalOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     return C(1) / x;
@@ -57,7 +61,7 @@ struct ReciprocalOp {
 };
 // float32 (and the half types, which compute in float32) use the vectorisable fast_math versions.
 struct ExpOp {
-  static void RunFloat(const float* x, float* y, int64_t n);
+  static void RunFloat(const ExpOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_same_v<C, float>)
@@ -73,12 +77,14 @@ struct LogOp {
   }
 };
 struct FloorOp {
+  static void RunFloat(const FloorOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     return std::floor(x);
   }
 };
 struct CeilOp {
+  static void RunFloat(const CeilOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     return std::ceil(x);
@@ -92,7 +98,7 @@ struct RoundOp {
   }
 };
 struct ErfOp {
-  static void RunFloat(const float* x, float* y, int64_t n);
+  static void RunFloat(const ErfOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_integral_v<C>)
@@ -178,7 +184,7 @@ struct BitwiseNotOp {
   }
 };
 struct TanhOp {
-  static void RunFloat(const float* x, float* y, int64_t n);
+  static void RunFloat(const TanhOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_same_v<C, float>)
@@ -190,7 +196,7 @@ struct TanhOp {
 
 // Stable on both tails: exp never overflows.
 struct SigmoidOp {
-  static void RunFloat(const float* x, float* y, int64_t n);
+  static void RunFloat(const SigmoidOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_same_v<C, float>) {
@@ -207,6 +213,12 @@ ONNX_LIGHT_FLOAT_LOOP(ExpOp)
 ONNX_LIGHT_FLOAT_LOOP(ErfOp)
 ONNX_LIGHT_FLOAT_LOOP(TanhOp)
 ONNX_LIGHT_FLOAT_LOOP(SigmoidOp)
+ONNX_LIGHT_FLOAT_LOOP(NegOp)
+ONNX_LIGHT_FLOAT_LOOP(AbsOp)
+ONNX_LIGHT_FLOAT_LOOP(SqrtOp)
+ONNX_LIGHT_FLOAT_LOOP(ReciprocalOp)
+ONNX_LIGHT_FLOAT_LOOP(FloorOp)
+ONNX_LIGHT_FLOAT_LOOP(CeilOp)
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <absl/container/inlined_vector.h>
 
 #include "core/dispatch_frame.h"
+#include "core/runtime_context_internals.h"
 #include "kernels/registry/cpu_features.h"
 #include "kernels/elementwise/fast_math.h"
 #include "kernels/registry/kernel_utils.h"
@@ -30,7 +31,7 @@ class HalfPrecisionKernel final : public KernelBase {
     }
     rt.RecordKernelUsage(KernelUsageName(op_type_, half, "float32-scratch"));
     RuntimeContext scratch = rt.CreateChild(ChildContextKind::kHalfPrecisionScratch);
-    const DispatchFrame& outer = *rt.dispatch_frame();
+    const DispatchFrame& outer = *RuntimeContextInternals::DispatchFrameOf(rt);
     absl::InlinedVector<RuntimeValue, 8> converted(rt.num_inputs());
     absl::InlinedVector<const RuntimeValue*, 8> inputs(rt.num_inputs(), nullptr);
     for (size_t i = 0; i < rt.num_inputs(); ++i) {
@@ -52,7 +53,7 @@ class HalfPrecisionKernel final : public KernelBase {
     frame.inputs = inputs;
     frame.outputs = outputs;
     frame.reusable_inputs = 0;  // the inputs are scratch copies or the outer frame's values
-    scratch.set_dispatch_frame(&frame);
+    RuntimeContextInternals::SetDispatchFrame(scratch, &frame);
     inner_->Run(scratch);
     for (size_t i = 0; i < results.size(); ++i) {
       if (!results[i].has_value()) continue;

@@ -15,6 +15,7 @@
 #include "kernels/nn/conv_epilogue.h"
 #include "kernels/nn/conv_grouped.h"
 #include "kernels/nn/conv_kernels.h"
+#include "kernels/registry/fused_kernels.h"
 #include "kernels/math/half_precision.h"
 #include "kernels/nn/im2col.h"
 #include "kernels/registry/kernel_tables.h"

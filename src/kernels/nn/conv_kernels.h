@@ -1,18 +1,14 @@
 #pragma once
 // Conv entry points beyond the builtin registry: the kernel for a Conv whose BatchNormalization
-// (and Relu) consumer the session folded into it at build time (session/conv_fusion.h), and the
+// (and Relu) consumer the session folded into it at build time (unused since passes/conv_batchnorm_fusion.cc folds it into FusedConv), and the
 // FusedConv operator the session's rewrite passes emit.
 
 #include <memory>
 #include <span>
-#include <string_view>
 
 #include "onnx_light/runtime/kernel_base.h"
 
 namespace onnx_light::runtime {
-
-/// The operator domain of the nodes the session's rewrite passes create.
-inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 
 /// Per-channel inference BatchNormalization parameters (float32, one value per output channel).
 struct BatchNormParams {

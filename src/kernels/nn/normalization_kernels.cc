@@ -4,10 +4,15 @@
 // Statistics are computed in float (double for double inputs) with two passes (mean, then the
 // mean squared deviation), then each element becomes x * a + b with per-block a and b, which
 // keeps the inner loops contiguous and simple.
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "core/strided_copy.h"
+#include "core/thread_pool.h"
+#include "kernels/elementwise/half_tiles.h"
+#include "kernels/registry/cpu_features.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
 #include "kernels/math/reduce_common.h"
@@ -348,6 +353,39 @@ void StoreStats(const std::vector<C>& values, Tensor& out) {
   }
 }
 
+struct RowStats {
+  float mean = 0.0f;
+  float inv_std = 0.0f;
+};
+
+// One float32 row of LayerNormalization (or RMSNormalization when `rms`: no mean), `y` may alias
+// `x`, `bias` may be null. The same reductions (LaneReduce's fixed order) and the same per-element
+// arithmetic as the generic loop, so every clone gives the same bits.
+ONNX_LIGHT_CPU_CLONES RowStats NormalizeRow(const float* x, float* y, int64_t d, bool rms, float eps,
+                                            const float* scale, const float* bias) {
+  const auto same = [](float v) { return v; };
+  const auto add = [](float a, float b) { return a + b; };
+  float mean = 0.0f, var;
+  if (rms) {
+    var = LaneReduce<float>(x, d, 0.0f, [](float v) { return v * v; }, add) / static_cast<float>(d);
+  } else {
+    mean = LaneReduce<float>(x, d, 0.0f, same, add) / static_cast<float>(d);
+    var = LaneReduce<float>(x, d, 0.0f, [mean](float v) {
+            const float c = v - mean;
+            return c * c;
+          }, add) / static_cast<float>(d);
+  }
+  const float inv_std = 1.0f / std::sqrt(var + eps);
+  if (bias != nullptr) {
+    for (int64_t j = 0; j < d; ++j) y[j] = (x[j] - mean) * inv_std * scale[j] + bias[j];
+  } else {
+    for (int64_t j = 0; j < d; ++j) y[j] = (x[j] - mean) * inv_std * scale[j];
+  }
+  return {mean, inv_std};
+}
+
+constexpr int64_t kMinNormElementsPerTask = int64_t{1} << 14;
+
 class LayerNormKernel final : public KernelBase {
  public:
   // `rms`: RMSNormalization (no mean subtraction, no bias, no statistics outputs).
@@ -389,6 +427,27 @@ class LayerNormKernel final : public KernelBase {
     const T* src = x.data<T>();
     T* dst = y.data<T>();
     const C eps = static_cast<C>(epsilon_);
+    if constexpr (std::is_same_v<C, float>) {
+      // float32 statistics: rows split over the session's threads, each row through the
+      // vectorised loops (half types converted one row at a time into a per-task buffer).
+      const int64_t min_rows = std::max<int64_t>(1, kMinNormElementsPerTask / std::max<int64_t>(d, 1));
+      ParallelFor(rt.thread_pool(), rows, min_rows, [&](int64_t begin, int64_t end) {
+        std::unique_ptr<float[]> buf(std::is_same_v<T, float> ? nullptr : new float[static_cast<size_t>(d)]);
+        for (int64_t r = begin; r < end; ++r) {
+          const float* sc = scale.Row(r, d);
+          const float* bi = has_bias ? bias.Row(r, d) : nullptr;
+          RowStats stats;
+          if constexpr (std::is_same_v<T, float>) {
+            stats = NormalizeRow(src + r * d, dst + r * d, d, rms_, eps, sc, bi);
+          } else {
+            ToFloat(src + r * d, buf.get(), d);
+            stats = NormalizeRow(buf.get(), buf.get(), d, rms_, eps, sc, bi);
+            FromFloat(buf.get(), dst + r * d, d);
+          }
+          if (want_stats) means[r] = stats.mean, inv_stds[r] = stats.inv_std;
+        }
+      });
+    } else {
     for (int64_t r = 0; r < rows; ++r) {
       const T* row = src + r * d;
       T* out = dst + r * d;
@@ -416,6 +475,7 @@ class LayerNormKernel final : public KernelBase {
           out[j] = FromCompute<T>(static_cast<ComputeType<T>>(v));
         }
       }
+    }
     }
     if (!want_stats) return;
     Shape stat_shape = x.shape();

@@ -5,11 +5,15 @@
 // [outer, axis, inner] views (inner == 1 for the 2-D coercion). Values are shifted by their
 // maximum first, so large inputs do not overflow. float16/bfloat16 compute in float, one outer
 // block at a time.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <type_traits>
 
 #include "kernels/elementwise/fast_math.h"
+#include "kernels/elementwise/half_tiles.h"
+#include "core/thread_pool.h"
 #include "kernels/math/reduce_common.h"
 #include "kernels/registry/cpu_features.h"
 #include "kernels/registry/kernel_tables.h"
@@ -29,6 +33,59 @@ ONNX_LIGHT_CPU_CLONES void ExpShiftedRow(const float* x, float* y, int64_t n, fl
 }
 ONNX_LIGHT_CPU_CLONES void DivideRow(float* y, int64_t n, float divisor) {
   for (int64_t k = 0; k < n; ++k) y[k] /= divisor;
+}
+
+// One float32 softmax row over the last axis, `y` may alias `x`: the maximum (exact in any
+// order; NaN skipped: a NaN makes its exponential, so the sum and the whole row, NaN), the
+// shifted exponentials summed in 16 fixed lanes (the same order in every clone, so results do
+// not depend on the instruction set), then one multiplication by 1 / sum (within 1 ulp of
+// dividing). Exponentials below e^-87.5 are 0 (fast_math::ExpNonPositive).
+ONNX_LIGHT_CPU_CLONES void SoftmaxRow(const float* x, float* y, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t k = 0; k < n; ++k) m = x[k] > m ? x[k] : m;
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float e = fast_math::ExpNonPositive(x[i + j] - m);
+      y[i + j] = e;
+      acc[j] += e;
+    }
+  }
+  for (int j = 0; i + j < n; ++j) {
+    const float e = fast_math::ExpNonPositive(x[i + j] - m);
+    y[i + j] = e;
+    acc[j] += e;
+  }
+  for (int width = kLanes / 2; width > 0; width /= 2) {
+    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
+  }
+  const float inv = 1.0f / acc[0];
+  for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+}
+
+// Rows of the last-axis softmax per task: at least this many elements.
+constexpr int64_t kMinElementsPerTask = int64_t{1} << 14;
+
+// Softmax over the last axis of `rows` rows of `n`, split by rows over the session's threads; the
+// half types convert one row at a time into a per-task float32 buffer.
+template <typename T>
+void SoftmaxLastAxis(ThreadPool* pool, const T* x, T* y, int64_t rows, int64_t n) {
+  const int64_t min_rows = std::max<int64_t>(1, kMinElementsPerTask / std::max<int64_t>(n, 1));
+  ParallelFor(pool, rows, min_rows, [&](int64_t begin, int64_t end) {
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t r = begin; r < end; ++r) SoftmaxRow(x + r * n, y + r * n, n);
+    } else {
+      std::unique_ptr<float[]> buf(new float[static_cast<size_t>(n)]);
+      for (int64_t r = begin; r < end; ++r) {
+        ToFloat(x + r * n, buf.get(), n);
+        SoftmaxRow(buf.get(), buf.get(), n);
+        FromFloat(buf.get(), y + r * n, n);
+      }
+    }
+  });
 }
 
 // Normalises one [r, inner] block. `y` may alias `x`.
@@ -157,6 +214,13 @@ class SoftmaxKernel final : public KernelBase {
     if (y.size() != 0) {
       DispatchTypes<ONNX_LIGHT_FLOAT_TYPES>(rt, 0, x.dtype(), [&](auto tag) {
         using T = decltype(tag);
+        // Rows (the last axis from opset 13 on, the 2-D coercion's rows before).
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>) {
+          if (mode_ == SoftmaxMode::kSoftmax && s.inner == 1) {
+            SoftmaxLastAxis<T>(rt.thread_pool(), x.data<T>(), y.data<T>(), s.outer, s.axis);
+            return;
+          }
+        }
         SoftmaxTyped<T>(x.data<T>(), y.data<T>(), s, mode_);
       });
     } else {

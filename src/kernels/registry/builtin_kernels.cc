@@ -1,4 +1,3 @@
-#include "kernels/nn/conv_kernels.h"
 #include "kernels/registry/kernel_tables.h"
 
 namespace onnx_light::runtime {
@@ -46,7 +45,6 @@ const KernelRegistry& BuiltinKernels() {
     RegisterGemmKernels(r);
     RegisterEinsumKernels(r);
     RegisterConvKernels(r);
-    RegisterFusedConvKernels(r);
     RegisterConvTransposeKernels(r);
     RegisterCausalConvKernels(r);
     RegisterPoolKernels(r);

@@ -1,0 +1,28 @@
+#pragma once
+// RuntimeContextInternals: what the session, the executor and persistent state set on a
+// RuntimeContext while they run it. Kept out of the public header so host code cannot move a
+// context's dispatch position, thread pool, deadline or persistent sink.
+
+#include <cstdint>
+
+#include "onnx_light/runtime/runtime_context.h"
+
+namespace onnx_light::runtime {
+
+struct RuntimeContextInternals {
+  /// The node being dispatched: installed around one KernelBase::Run.
+  static void SetDispatchFrame(RuntimeContext& rt, DispatchFrame* frame) noexcept { rt.frame_ = frame; }
+  static DispatchFrame* DispatchFrameOf(const RuntimeContext& rt) noexcept { return rt.frame_; }
+  static void SetCurrentNodeIndex(RuntimeContext& rt, int64_t index) noexcept { rt.current_node_index_ = index; }
+  static void SetThreadPool(RuntimeContext& rt, ThreadPool* pool) noexcept { rt.thread_pool_ = pool; }
+  static void SetPersistentAppendSink(RuntimeContext& rt, PersistentAppendSink* sink) noexcept {
+    rt.append_sink_ = sink;
+  }
+  /// The stop state shared with related contexts, and the deadline of the run holding the
+  /// context (steady-clock nanoseconds, 0: none) with the timeout that set it.
+  static RunControl& RunControlOf(const RuntimeContext& rt) noexcept { return *rt.run_control_; }
+  static int64_t RunDeadlineNs(const RuntimeContext& rt) noexcept { return rt.deadline_ns_; }
+  static int64_t RunDeadlineTimeoutNs(const RuntimeContext& rt) noexcept { return rt.deadline_timeout_ns_; }
+};
+
+}  // namespace onnx_light::runtime

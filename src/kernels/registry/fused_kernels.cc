@@ -1,0 +1,35 @@
+#include "kernels/registry/fused_kernels.h"
+
+#include <string>
+#include <vector>
+
+#include "kernels/nn/conv_kernels.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+// Serves fused `op_type` with the built-in kernel of the standard operator at `version`.
+void RegisterStandardKernel(KernelRegistry& registry, const std::string& op_type, int64_t version) {
+  registry.Register(std::string(kFusedDomain), op_type, {1, 1},
+                    [op_type, version](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
+                      const KernelFactory* factory = BuiltinKernels().Find("", op_type, version);
+                      std::vector<const Tensor*> constants;
+                      for (size_t i = 0; i < info.num_inputs(); ++i) constants.push_back(info.constant_input(i));
+                      return (*factory)(KernelBuildInfo(info.node(), version, {}, std::move(constants)));
+                    });
+}
+
+}  // namespace
+
+const KernelRegistry& FusedKernels() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    RegisterStandardKernel(r, "Gelu", 20);
+    RegisterFusedConvKernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,21 @@
+#pragma once
+// Kernels for the nodes the session's build-time passes create (src/passes/): they live in a
+// domain of their own that a model cannot use, so no written node reaches them.
+
+#include <string_view>
+
+#include "onnx_light/runtime/kernel_base.h"
+
+namespace onnx_light::runtime {
+
+/// The domain of nodes created by graph passes. A model node in it is refused.
+inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
+
+/// Every fused operator, at version 1:
+/// - Gelu: the Gelu-20 kernel, whatever opset the model imports; a pass emits it for the
+///   decomposed forms exporters write;
+/// - FusedConv: Conv with a folded BatchNormalization, a residual and an activation in its
+///   epilogue (kernels/nn/conv_kernels.h).
+const KernelRegistry& FusedKernels();
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,38 @@
+#pragma once
+// Small matchers the fusion passes share: scalar constants near a value, and products of
+// single-use Mul nodes read as one list of factors.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "passes/pass_context.h"
+#include "passes/working_graph.h"
+
+namespace onnx_light::runtime {
+
+/// The value of `name` when it is a one-element floating-point constant.
+std::optional<double> ScalarConstant(const WorkingGraph& graph, const std::string& name);
+/// Whether `name` is a one-element floating-point constant equal to `value` as far as its type
+/// can hold it (float32 within 1e-6 relative, float16 / bfloat16 within one step of their
+/// precision), so a fused kernel computing with `value` gives the written graph's result.
+bool IsConstantNear(const WorkingGraph& graph, const std::string& name, double value);
+
+/// The output of node `root`, a built-in binary Mul, read as a product: its operands, where an
+/// operand is produced by another binary Mul that only this product reads, that Mul's operands
+/// in turn, up to `max_nodes` Mul nodes. `nodes` are the Mul nodes expanded (root first),
+/// `factors` the operands that are not. Empty when `root` is not a binary Mul.
+struct Product {
+  std::vector<std::string> factors;
+  std::vector<size_t> nodes;
+};
+Product ReadProductOf(const WorkingGraph& graph, const PassContext& context, size_t root,
+                      size_t max_nodes = 3);
+
+/// The node producing `name` when it is the built-in `op_type` and `name` feeds only input
+/// `input` of node `reader`; -1 otherwise.
+int64_t SoleProducer(const WorkingGraph& graph, const PassContext& context, const std::string& name,
+                     const char* op_type, size_t reader, size_t input);
+
+}  // namespace onnx_light::runtime
