@@ -365,7 +365,8 @@ def test_normalization_rows(rms, dtype, threads):
 # ---- the same without AVX-512 -----------------------------------------------------------------------
 
 @pytest.mark.skipif(os.environ.get("ONNX_LIGHT_DISABLE_AVX512", "") not in ("", "0"),
-                    reason="this run already has AVX-512 switched off")
+                    reason="this is the subprocess the test starts (AVX-512 already off): the file's tests "
+                           "run here without AVX-512, and starting another subprocess would recurse")
 def test_file_passes_without_avx512():
     # ONNX_LIGHT_DISABLE_AVX512 moves float16 conversion to the 8-lane F16C path (on CPUs that have
     # F16C); the per-ISA float loops are picked by the loader and stay as they are.
