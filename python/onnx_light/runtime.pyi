@@ -343,7 +343,8 @@ class RuntimeSessionOptions:
                  max_expanded_nodes: int = 1_000_000, max_nesting_depth: int = 64,
                  max_subgraphs: int = 100_000, persistent_tensor_reserved_rows: int = 4096,
                  fold_constants: bool = True, eliminate_noop_nodes: bool = True,
-                 fuse_gelu: bool = True, fuse_conv_activation: bool = True) -> None: ...
+                 fuse_gelu: bool = True, fuse_conv_activation: bool = True,
+                 fuse_attention: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -379,6 +380,11 @@ class RuntimeSessionOptions:
     fuse_gelu: bool
     """Run the decomposed GELU forms exporters write (Erf form, tanh form) as one Gelu kernel
     (docs/graph-passes.md)."""
+    fuse_attention: bool
+    """Run the scaled dot-product attention exporters write as separate nodes (MatMul, scale,
+    mask Add, Softmax, Where(IsNaN) guard, MatMul) as one attention kernel that never transposes
+    or copies the keys; its operands must be 4-D, of one batch size, with key/value heads equal to
+    the query heads or 1 (docs/graph-passes.md)."""
     load_mode: Literal["copy", "map"]
     """How a model path is loaded: "copy" reads the file and its external data into runtime
     memory (later changes to the files cannot reach the session); "map" maps them without copying,

@@ -393,7 +393,7 @@ void BindSession(py::module_& m) {
                        bool fuse_conv_batchnorm, const std::string& load_mode, int64_t max_expanded_nodes,
                        int64_t max_nesting_depth, int64_t max_subgraphs, int64_t reserved_rows,
                        bool fold_constants, bool eliminate_noop_nodes, bool fuse_gelu,
-                       bool fuse_conv_activation) {
+                       bool fuse_conv_activation, bool fuse_attention) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
                                            .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
@@ -403,6 +403,7 @@ void BindSession(py::module_& m) {
                                            .fold_constants = fold_constants,
                                            .eliminate_noop_nodes = eliminate_noop_nodes,
                                            .fuse_gelu = fuse_gelu,
+                                           .fuse_attention = fuse_attention,
                                            .load_mode = LoadModeFromPython(load_mode)};
              options.max_expanded_nodes = max_expanded_nodes;
              options.max_nesting_depth = max_nesting_depth;
@@ -418,7 +419,8 @@ void BindSession(py::module_& m) {
            py::arg("max_subgraphs") = RuntimeSessionOptions{}.max_subgraphs,
            py::arg("persistent_tensor_reserved_rows") = RuntimeSessionOptions{}.persistent_tensor_reserved_rows,
            py::arg("fold_constants") = true, py::arg("eliminate_noop_nodes") = true,
-           py::arg("fuse_gelu") = true, py::arg("fuse_conv_activation") = true)
+           py::arg("fuse_gelu") = true, py::arg("fuse_conv_activation") = true,
+           py::arg("fuse_attention") = true)
       .def_property("load_mode",
                     [](const RuntimeSessionOptions& o) { return std::string(LoadModeName(o.load_mode)); },
                     [](RuntimeSessionOptions& o, const std::string& mode) { o.load_mode = LoadModeFromPython(mode); },
@@ -439,6 +441,9 @@ void BindSession(py::module_& m) {
       .def_readwrite("fuse_gelu", &RuntimeSessionOptions::fuse_gelu,
                      "Run decomposed GELU patterns (Erf form, tanh form) as one Gelu kernel "
                      "(docs/graph-passes.md).")
+      .def_readwrite("fuse_attention", &RuntimeSessionOptions::fuse_attention,
+                     "Run the decomposed scaled dot-product attention exporters write as one "
+                     "attention kernel (docs/graph-passes.md).")
       .def_property(
           "persistent_tensor_initial_capacity",
           [](const RuntimeSessionOptions& o) { return o.persistent_tensor_initial_capacity; },

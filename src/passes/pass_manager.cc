@@ -2,6 +2,7 @@
 
 #include "onnx_light/runtime/kernel_base.h"
 
+#include "passes/attention_fusion.h"
 #include "passes/constant_folding.h"
 #include "passes/conv_activation_fusion.h"
 #include "passes/conv_batchnorm_fusion.h"
@@ -30,6 +31,7 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   if (options.fuse_conv_batchnorm) FuseConvBatchNorm(work, context);
   if (options.fuse_conv_activation) FuseConvActivation(work, context);
   if (options.fuse_gelu) FuseGelu(work, context);
+  if (options.fuse_attention) FuseAttention(work, context);
   if (!work.changed()) return std::nullopt;
   return std::move(work).Finish();
 }

@@ -18,6 +18,7 @@ struct PassOptions {
   bool fuse_conv_batchnorm = true;
   bool fuse_conv_activation = true;
   bool fuse_gelu = true;
+  bool fuse_attention = true;
 };
 
 /// Runs the enabled passes over `graph`. Returns nullopt when none of them changed anything,

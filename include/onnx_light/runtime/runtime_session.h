@@ -67,6 +67,12 @@ struct RuntimeSessionOptions {
   /// Replace the decomposed GELU forms exporters write (x * 0.5 * (1 + Erf(x / sqrt(2))), and
   /// the tanh approximation with x^3) by one Gelu kernel, at any opset.
   bool fuse_gelu = true;
+  /// Replace the scaled dot-product attention exporters write as separate nodes (MatMul of Q
+  /// and Transpose(K), optional scale and additive mask, Softmax, optional Where(IsNaN) guard,
+  /// MatMul with V) by one attention kernel that neither transposes nor copies the keys. Its
+  /// operands must then be 4-D with one batch size and key/value heads equal to the query heads
+  /// or 1; other shapes fail with an error naming this option.
+  bool fuse_attention = true;
   /// How RuntimeSession(path, options) reads the model file and its external data: kCopy (the
   /// default) reads them into runtime memory, so later changes to the files cannot affect the
   /// session; kMap maps them without copying, and the files must then stay unchanged while the

@@ -110,20 +110,26 @@ void FinishRow(T* s, int64_t n, const RowColumns& c, const AttentionOptions& o, 
   }
   for (int64_t j = end; j < hi; ++j) s[j] = kNegInf;
   if (o.qk_mode == 2) CopyRow(s, n, qk_row);
-  // A row whose bias disallows every key has no attendable key: its probabilities are zero.
-  // Keys outside [begin, end) hold -inf, so only those need the exponential.
+  // A row whose bias disallows every key has no attendable key: its probabilities are zero (or
+  // NaN, as Softmax gives, when options ask for it). Keys outside [begin, end) hold -inf, so only those need the exponential.
   T max = kNegInf;
   if (any_allowed) {
     // A NaN score makes the max NaN, so the row's probabilities are NaN like Softmax's.
     for (int64_t j = begin; j < end; ++j) max = s[j] > max || s[j] != s[j] ? s[j] : max;
   }
+  const bool nan_rows = o.unnormalisable_rows == UnnormalisableRows::kNaN;
   if (max == kNegInf) {
-    std::fill(s + lo, s + hi, T(0));
+    std::fill(s + lo, s + hi, nan_rows ? std::numeric_limits<T>::quiet_NaN() : T(0));
   } else {
-    const T inv = T(1) / ExpShiftedSum(s + begin, end - begin, max);
-    for (int64_t j = begin; j < end; ++j) s[j] *= inv;
-    std::fill(s + lo, s + begin, T(0));
-    std::fill(s + end, s + hi, T(0));
+    const T sum = ExpShiftedSum(s + begin, end - begin, max);
+    if (sum != sum && o.unnormalisable_rows == UnnormalisableRows::kZero) {
+      std::fill(s + lo, s + hi, T(0));
+    } else {
+      const T inv = T(1) / sum;
+      for (int64_t j = begin; j < end; ++j) s[j] *= inv;
+      std::fill(s + lo, s + begin, T(0));
+      std::fill(s + end, s + hi, T(0));
+    }
   }
   if (o.qk_mode == 3) CopyRow(s, n, qk_row);
 }

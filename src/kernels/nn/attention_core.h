@@ -53,8 +53,17 @@ struct AttentionDims {
   int64_t v_head_size = 0;
 };
 
+/// What a row of scores becomes when softmax cannot normalise it: every key masked (the maximum
+/// is -inf), or a NaN / +inf score (the sum is NaN).
+enum class UnnormalisableRows {
+  kZeroWhenNoKey,  // the Attention operator: a row with no attendable key gives zeros; NaN stays
+  kNaN,            // Softmax: both kinds of row give NaN
+  kZero,           // Softmax followed by Where(IsNaN(p), 0, p): both kinds of row give zeros
+};
+
 struct AttentionOptions {
   double scale = 1.0;  // multiplies Q·Kᵀ
+  UnnormalisableRows unnormalisable_rows = UnnormalisableRows::kZeroWhenNoKey;
   double softcap = 0;  // > 0: scores become softcap * tanh(scores / softcap)
   bool is_causal = false;
   /// Query row i sits at key position p = i + causal_offset (the past length): causal masking

@@ -4,6 +4,11 @@
 // debug output; from 24 an external cache's valid-key counts (nonpad_kv_seqlen), from 25 sliding
 // windows. float32/double compute through BLAS in attention_core; float16/bfloat16 nodes build
 // the cache in their own type and compute in float32 in a half-precision scratch context.
+//
+// The same kernel serves the fused domain's Attention, which the attention-fusion pass writes for
+// the decomposed form exporters emit (MatMul, optional Add of a mask, Softmax, MatMul); there the
+// mask is added with Add's broadcasting and rows softmax cannot normalise come out as the
+// decomposed graph's do.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -34,6 +39,12 @@ Tensor SplitHeads(const Tensor& t, int64_t heads) {
   const int64_t head = heads > 0 ? t.dim(2) / heads : 0;
   return t.View({t.dim(0), heads, t.dim(1), head}, const_cast<void*>(t.raw_data()),
                 {s[0], head * s[2], s[1], s[2]});
+}
+
+// A 4-D [batch, seq, heads, head] tensor seen as [batch, heads, seq, head] without copying.
+Tensor SwapSeqAndHeads(const Tensor& t) {
+  const Shape s = t.strides();
+  return t.View({t.dim(0), t.dim(2), t.dim(1), t.dim(3)}, const_cast<void*>(t.raw_data()), {s[0], s[2], s[1], s[3]});
 }
 
 // Copies the rows of a 4-D [b, h, rows, cols] tensor (any strides) into `dst`, a buffer with the
@@ -130,7 +141,26 @@ constexpr size_t kNumPaths = 4;  // blas, blas-gqa, blas-gqa-per-head, single-qu
 
 class AttentionKernel final : public KernelBase {
  public:
-  explicit AttentionKernel(const KernelBuildInfo& info) {
+  AttentionKernel(const KernelBuildInfo& info, bool fused) : fused_(fused) {
+    if (fused_) {
+      scale_ = info.GetFloat("scale");
+      const std::string rows = info.GetString("probabilities", "softmax");
+      if (rows == "softmax") {
+        rows_ = attention::UnnormalisableRows::kNaN;
+      } else if (rows == "softmax_nan_to_zero") {
+        rows_ = attention::UnnormalisableRows::kZero;
+      } else {
+        ThrowInvalid(info, "probabilities must be \"softmax\" or \"softmax_nan_to_zero\", got \"{}\"", rows);
+      }
+      if (info.num_inputs() > kMask + 1) {
+        ThrowInvalid(info, "fused Attention takes Q, K, V and an optional mask, got {} inputs", info.num_inputs());
+      }
+      const std::vector<int64_t> seq_first = info.GetInts("seq_first", {0, 0, 0, 0});
+      if (seq_first.size() != seq_first_.size()) {
+        ThrowInvalid(info, "seq_first must list 4 flags (Q, K, V, Y), got {}", seq_first.size());
+      }
+      for (size_t i = 0; i < seq_first_.size(); ++i) seq_first_[i] = seq_first[i] != 0;
+    }
     is_causal_ = info.GetBool("is_causal", false);
     qk_mode_ = info.GetIntInRange("qk_matmul_output_mode", 0, 0, 3);
     if (info.HasAttribute("scale")) scale_ = info.GetFloat("scale");
@@ -202,8 +232,9 @@ class AttentionKernel final : public KernelBase {
     }
 
     const Shape y_shape =
-        op.rank == 3 ? Shape{op.dims.batch, op.dims.q_seq, op.dims.q_heads * op.dims.v_head_size}
-                     : Shape{op.dims.batch, op.dims.q_heads, op.dims.q_seq, op.dims.v_head_size};
+        op.rank == 3     ? Shape{op.dims.batch, op.dims.q_seq, op.dims.q_heads * op.dims.v_head_size}
+        : seq_first_[3] ? Shape{op.dims.batch, op.dims.q_seq, op.dims.q_heads, op.dims.v_head_size}
+                         : Shape{op.dims.batch, op.dims.q_heads, op.dims.q_seq, op.dims.v_head_size};
     const Shape qk_shape = {op.dims.batch, op.dims.q_heads, op.dims.q_seq, op.dims.kv_seq};
     const bool want_qk = rt.output_requested(kQkOutput);
     if (index == kF32 || index == kF64) {
@@ -245,11 +276,12 @@ class AttentionKernel final : public KernelBase {
  private:
   // Checks ranks, shapes, types and the past inputs; splits 3-D inputs into heads.
   Operands Validate(const RuntimeContext& rt) const {
-    const Tensor& q_in = rt.Input(kQ);
-    const Tensor& k_in = rt.Input(kK);
-    const Tensor& v_in = rt.Input(kV);
+    const Tensor q_in = SeenAsHeadsFirst(rt, kQ);
+    const Tensor k_in = SeenAsHeadsFirst(rt, kK);
+    const Tensor v_in = SeenAsHeadsFirst(rt, kV);
     if (k_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kK, k_in.dtype());
     if (v_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kV, v_in.dtype());
+    if (fused_) CheckFusedOperands(rt, q_in, k_in, v_in);
     Operands op;
     op.rank = q_in.rank();
     if ((op.rank != 3 && op.rank != 4) || k_in.rank() != op.rank || v_in.rank() != op.rank) {
@@ -350,8 +382,62 @@ class AttentionKernel final : public KernelBase {
                    ShapeToString(q_in.shape()), ShapeToString(k_in.shape()));
     }
     op.dims = {batch, q_heads, kv_heads, q_seq, total, head_size, v_head_size};
-    if (const Tensor* mask = rt.OptionalInput(kMask)) CheckMaskShape(rt, *mask, op.dims);
+    if (const Tensor* mask = rt.OptionalInput(kMask)) {
+      if (fused_) {
+        CheckAddedMaskShape(rt, *mask, op.dims);
+      } else {
+        CheckMaskShape(rt, *mask, op.dims);
+      }
+    }
     return op;
+  }
+
+  // Input `index` as the kernel reads it: a fused node's [batch, seq, heads, head] operand is
+  // seen as [batch, heads, seq, head] (the Transpose it absorbed), without copying.
+  Tensor SeenAsHeadsFirst(const RuntimeContext& rt, size_t index) const {
+    const Tensor& t = rt.Input(index);
+    if (!seq_first_[index]) return t;
+    if (t.rank() != 4) {
+      ThrowInvalid(rt, "fused attention input {} must be 4-D [batch, seq, heads, head], got {}", index,
+                   ShapeToString(t.shape()));
+    }
+    return SwapSeqAndHeads(t);
+  }
+
+  // The decomposed graph broadcasts Q·Kᵀ and P·V as MatMul does; the fused node computes only
+  // the cases that mean attention: 4-D operands of one batch size, keys and values shared by
+  // every query head or one per query head. Anything else MatMul might accept is refused here
+  // rather than computed differently.
+  static void CheckFusedOperands(const RuntimeContext& rt, const Tensor& q, const Tensor& k,
+                                 const Tensor& v) {
+    const auto shares_heads = [&](const Tensor& t) {
+      return t.dim(0) == q.dim(0) && (t.dim(1) == q.dim(1) || t.dim(1) == 1);
+    };
+    const bool supported = q.rank() == 4 && k.rank() == 4 && v.rank() == 4 && shares_heads(k) &&
+                           shares_heads(v) && k.dim(1) == v.dim(1);
+    if (!supported) {
+      ThrowInvalid(rt, "fused attention needs 4-D Q, K and V of one batch size whose key/value heads "
+                       "equal the query heads or 1, got Q {}, K {}, V {}; build the session with "
+                       "fuse_attention off to run the nodes as written",
+                   ShapeToString(q.shape()), ShapeToString(k.shape()), ShapeToString(v.shape()));
+    }
+  }
+
+  // The fused node's mask is added to the [batch, q_heads, q_seq, total_seq] scores with Add's
+  // broadcasting, which must not enlarge them: each dimension is 1 or the scores' own.
+  static void CheckAddedMaskShape(const RuntimeContext& rt, const Tensor& mask,
+                                  const attention::AttentionDims& d) {
+    const std::array<int64_t, 4> target = {d.batch, d.q_heads, d.q_seq, d.kv_seq};
+    bool ok = mask.rank() <= 4;
+    for (int64_t axis = 0; ok && axis < mask.rank(); ++axis) {
+      const int64_t dim = mask.dim(axis);
+      ok = dim == 1 || dim == target[4 - mask.rank() + axis];
+    }
+    if (!ok) {
+      ThrowInvalid(rt, "the mask added to the scores has shape {}, which does not broadcast to the "
+                       "scores' shape [{}, {}, {}, {}] without enlarging it",
+                   ShapeToString(mask.shape()), d.batch, d.q_heads, d.q_seq, d.kv_seq);
+    }
   }
 
   // Y (and qk) from Q and the full present K/V; `y` and `qk` (undefined when not wanted) are
@@ -372,6 +458,7 @@ class AttentionKernel final : public KernelBase {
     args.options.left_window = left_window_;
     args.options.right_window = right_window_;
     args.options.qk_mode = static_cast<int>(qk_mode_);
+    args.options.unnormalisable_rows = rows_;
     args.q = ReadableView<T>(rt, q);
     args.k = ReadableView<KV>(rt, k);
     args.v = ReadableView<KV>(rt, v);
@@ -383,10 +470,10 @@ class AttentionKernel final : public KernelBase {
       }
     }
     Tensor mask_holder;
-    if (mask != nullptr) args.mask = MakeMask<T>(rt, *mask, args.dims, mask_holder);
+    if (mask != nullptr) args.mask = MakeMask<T>(rt, *mask, args.dims, fused_, mask_holder);
 
     const int64_t q_heads = op.dims.q_heads, q_seq = op.dims.q_seq, vh = op.dims.v_head_size;
-    if (op.rank == 3) {
+    if (op.rank == 3 || seq_first_[3]) {
       args.y = {y.data<T>(), q_seq * q_heads * vh, vh, q_heads * vh};
     } else {
       args.y = {y.data<T>(), q_heads * q_seq * vh, q_seq * vh, vh};
@@ -462,10 +549,10 @@ class AttentionKernel final : public KernelBase {
   }
 
   // The (checked) mask broadcast to [batch, q_heads, q_seq, mask columns]; `holder` keeps a
-  // converted copy.
+  // converted copy. A mask `added` to the scores (the fused node) broadcasts one column to all.
   template <typename T>
   static MaskView<T> MakeMask(const RuntimeContext& rt, const Tensor& mask,
-                              const attention::AttentionDims& d, Tensor& holder) {
+                              const attention::AttentionDims& d, bool added, Tensor& holder) {
     const int64_t rank = mask.rank();
     MaskView<T> view;
     if (mask.dtype() == DataType::kBool) {
@@ -487,9 +574,17 @@ class AttentionKernel final : public KernelBase {
     view.row_stride = bcast[2];
     view.col_stride = strides[rank - 1];
     view.columns = mask.dim(rank - 1);
+    if (added && view.columns == 1) {
+      view.col_stride = 0;
+      view.columns = d.kv_seq;
+    }
     return view;
   }
 
+  bool fused_ = false;
+  // Fused node: Q, K, V given as [batch, seq, heads, head], Y wanted so.
+  std::array<bool, 4> seq_first_ = {false, false, false, false};
+  attention::UnnormalisableRows rows_ = attention::UnnormalisableRows::kZeroWhenNoKey;
   bool is_causal_ = false;
   int64_t qk_mode_ = 0;
   std::optional<double> scale_;
@@ -512,7 +607,13 @@ class AttentionKernel final : public KernelBase {
 void RegisterAttentionKernels(KernelRegistry& registry) {
   // 24 adds nonpad_kv_seqlen, 25 the window sizes; the kernel reads each from its version on.
   registry.Register("", "Attention", {23, 28}, [](const KernelBuildInfo& info) {
-    return std::make_unique<AttentionKernel>(info);
+    return std::make_unique<AttentionKernel>(info, /*fused=*/false);
+  });
+}
+
+void RegisterFusedAttentionKernel(KernelRegistry& registry, std::string_view domain) {
+  registry.Register(std::string(domain), "Attention", {1, 1}, [](const KernelBuildInfo& info) {
+    return std::make_unique<AttentionKernel>(info, /*fused=*/true);
   });
 }
 

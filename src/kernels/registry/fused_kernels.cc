@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/nn/conv_kernels.h"
+#include "kernels/registry/kernel_tables.h"
 
 namespace onnx_light::runtime {
 
@@ -27,6 +28,7 @@ const KernelRegistry& FusedKernels() {
     KernelRegistry r;
     RegisterStandardKernel(r, "Gelu", 20);
     RegisterFusedConvKernels(r);
+    RegisterFusedAttentionKernel(r, kFusedDomain);
     return r;
   }();
   return registry;

@@ -15,7 +15,12 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 /// - Gelu: the Gelu-20 kernel, whatever opset the model imports; a pass emits it for the
 ///   decomposed forms exporters write;
 /// - FusedConv: Conv with a folded BatchNormalization, a residual and an activation in its
-///   epilogue (kernels/nn/conv_kernels.h).
+///   epilogue (kernels/nn/conv_kernels.h);
+/// - Attention: scaled dot-product attention over 4-D Q, K, V with an optional mask added to the
+///   scores (Add's broadcasting) and attribute `probabilities` = "softmax" (rows softmax cannot
+///   normalise are NaN) or "softmax_nan_to_zero" (they are zeros), as the decomposed graph it
+///   replaces computes them, and `seq_first` (4 flags: Q, K, V, Y given or wanted as
+///   [batch, seq, heads, head] instead of [batch, heads, seq, head]) (kernels/nn/attention_kernel.cc).
 const KernelRegistry& FusedKernels();
 
 }  // namespace onnx_light::runtime

@@ -45,6 +45,8 @@ void RegisterSoftmaxKernels(KernelRegistry& registry);
 void RegisterNormalizationKernels(KernelRegistry& registry);
 void RegisterDropoutKernels(KernelRegistry& registry);
 void RegisterAttentionKernels(KernelRegistry& registry);
+/// The fused domain's Attention (see fused_kernels.h), registered under `domain`.
+void RegisterFusedAttentionKernel(KernelRegistry& registry, std::string_view domain);
 void RegisterRotaryEmbeddingKernels(KernelRegistry& registry);
 void RegisterLinearAttentionKernels(KernelRegistry& registry);
 void RegisterMatMulKernels(KernelRegistry& registry);

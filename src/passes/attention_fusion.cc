@@ -1,0 +1,221 @@
+#include "passes/attention_fusion.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "kernels/registry/fused_kernels.h"
+#include "passes/pattern_match.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+// A value and the one place that reads it: input `input` of node `reader`.
+struct Read {
+  std::string name;
+  size_t reader = 0;
+  size_t input = 0;
+};
+
+struct Match {
+  std::vector<size_t> nodes;
+  std::string q, k, v, mask;
+  double scale = 1.0;
+  bool nan_to_zero = false;
+  // Q, K, V arrive as [batch, seq, heads, head]; Y leaves so (a Transpose absorbed each).
+  std::vector<int64_t> seq_first = {0, 0, 0, 0};
+  std::string y;
+  size_t last = 0;  // the node that writes y
+};
+
+std::optional<std::vector<int64_t>> Perm(const Node& transpose) {
+  for (const Attribute& a : transpose.attributes) {
+    if (a.name == "perm") return a.ints;
+  }
+  return std::nullopt;
+}
+
+const std::vector<int64_t> kSwapSeqAndHeads = {0, 2, 1, 3};
+
+// `read` itself, or X when it is Transpose(X, perm=[0, 2, 1, 3]) read only there: a
+// [batch, seq, heads, head] operand the kernel can read in place (`seq_first` set).
+std::string HeadsFirstOperand(const WorkingGraph& graph, const PassContext& context, const Read& read,
+                              int64_t& seq_first, Match& match) {
+  const int64_t t = SoleProducer(graph, context, read.name, "Transpose", read.reader, read.input);
+  if (t < 0 || Perm(graph.node(static_cast<size_t>(t))) != kSwapSeqAndHeads) return read.name;
+  match.nodes.push_back(static_cast<size_t>(t));
+  seq_first = 1;
+  return graph.node(static_cast<size_t>(t)).inputs[0];
+}
+
+// `read` optionally scaled by a one-element constant (Mul in either order, or Div by it when
+// `divide_too`) that only `read` consumes: the unscaled value with its reader; the constant is
+// folded into match.scale.
+Read Unscale(const WorkingGraph& graph, const PassContext& context, const Read& read, bool divide_too,
+             Match& match) {
+  if (const int64_t mul = SoleProducer(graph, context, read.name, "Mul", read.reader, read.input); mul >= 0) {
+    const Node& node = graph.node(static_cast<size_t>(mul));
+    for (size_t k = 0; k < 2; ++k) {
+      const std::optional<double> c = ScalarConstant(graph, node.inputs[1 - k]);
+      if (!c) continue;
+      match.scale *= *c;
+      match.nodes.push_back(static_cast<size_t>(mul));
+      return {node.inputs[k], static_cast<size_t>(mul), k};
+    }
+  }
+  if (!divide_too) return read;
+  if (const int64_t div = SoleProducer(graph, context, read.name, "Div", read.reader, read.input); div >= 0) {
+    const Node& node = graph.node(static_cast<size_t>(div));
+    const std::optional<double> c = node.inputs.size() == 2 ? ScalarConstant(graph, node.inputs[1]) : std::nullopt;
+    if (c && *c != 0) {
+      match.scale /= *c;
+      match.nodes.push_back(static_cast<size_t>(div));
+      return {node.inputs[0], static_cast<size_t>(div), 0};
+    }
+  }
+  return read;
+}
+
+bool IsLastAxisSoftmax(const Node& softmax) {
+  for (const Attribute& a : softmax.attributes) {
+    // The scores are 4-D whenever the fused kernel accepts them, so axis 3 is the last one too
+    // (and means the same under Softmax-1/11's flattening).
+    if (a.name == "axis") return a.i == -1 || a.i == 3;
+  }
+  return false;  // the default axis differs between versions: fuse only a written axis
+}
+
+// P itself, or Where(IsNaN(P), 0, P) read only by input 0 of `root`: the Softmax node's index.
+int64_t SoftmaxBehindNanGuard(const WorkingGraph& graph, const PassContext& context, size_t root,
+                              Match& match) {
+  const std::string& p = graph.node(root).inputs[0];
+  if (const int64_t softmax = SoleProducer(graph, context, p, "Softmax", root, 0); softmax >= 0) {
+    return softmax;
+  }
+  const int64_t where = SoleProducer(graph, context, p, "Where", root, 0);
+  if (where < 0) return -1;
+  const Node& where_node = graph.node(static_cast<size_t>(where));
+  if (where_node.inputs.size() != 3) return -1;
+  const std::optional<double> zero = ScalarConstant(graph, where_node.inputs[1]);
+  if (!zero || *zero != 0.0) return -1;
+  const std::string& probabilities = where_node.inputs[2];
+  const int64_t is_nan = SoleProducer(graph, context, where_node.inputs[0], "IsNaN", static_cast<size_t>(where), 0);
+  if (is_nan < 0 || graph.node(static_cast<size_t>(is_nan)).inputs[0] != probabilities) return -1;
+  // P is read exactly twice: by the IsNaN and as the Where's third operand.
+  const int64_t softmax = graph.Producer(probabilities);
+  const auto uses = graph.Uses(probabilities);
+  if (softmax < 0 || graph.Pinned(probabilities) || uses.size() != 2) return -1;
+  for (const WorkingGraph::Use& use : uses) {
+    const bool expected = (use.node == static_cast<size_t>(is_nan) && use.input == 0) ||
+                          (use.node == static_cast<size_t>(where) && use.input == 2);
+    if (!expected) return -1;
+  }
+  if (!context.IsBuiltin(graph.node(static_cast<size_t>(softmax)), "Softmax")) return -1;
+  match.nodes.push_back(static_cast<size_t>(where));
+  match.nodes.push_back(static_cast<size_t>(is_nan));
+  match.nan_to_zero = true;
+  return softmax;
+}
+
+std::optional<Match> MatchAttention(const WorkingGraph& graph, const PassContext& context, size_t root) {
+  const Node& out = graph.node(root);
+  if (out.inputs.size() != 2 || out.outputs.size() != 1) return std::nullopt;
+  Match match{.nodes = {root}, .y = out.outputs[0], .last = root};
+  match.v = HeadsFirstOperand(graph, context, {out.inputs[1], root, 1}, match.seq_first[2], match);
+  const int64_t softmax = SoftmaxBehindNanGuard(graph, context, root, match);
+  if (softmax < 0) return std::nullopt;
+  const Node& softmax_node = graph.node(static_cast<size_t>(softmax));
+  if (!IsLastAxisSoftmax(softmax_node) || softmax_node.outputs.size() != 1) return std::nullopt;
+  match.nodes.push_back(static_cast<size_t>(softmax));
+
+  // Softmax(S + mask) or Softmax(S).
+  Read scores{softmax_node.inputs[0], static_cast<size_t>(softmax), 0};
+  if (const int64_t add = SoleProducer(graph, context, scores.name, "Add", scores.reader, 0); add >= 0) {
+    const Node& add_node = graph.node(static_cast<size_t>(add));
+    if (add_node.inputs.size() != 2) return std::nullopt;
+    // The scores are whichever operand a MatMul (possibly scaled) produces.
+    const auto is_product = [&](const std::string& name) {
+      const int64_t p = graph.Producer(name);
+      if (p < 0) return false;
+      const Node& n = graph.node(static_cast<size_t>(p));
+      if (context.IsBuiltin(n, "MatMul")) return true;
+      if (!context.IsBuiltin(n, "Mul") && !context.IsBuiltin(n, "Div")) return false;
+      for (const std::string& operand : n.inputs) {
+        const int64_t q = graph.Producer(operand);
+        if (q >= 0 && context.IsBuiltin(graph.node(static_cast<size_t>(q)), "MatMul")) return true;
+      }
+      return false;
+    };
+    const size_t input = is_product(add_node.inputs[0]) ? 0 : is_product(add_node.inputs[1]) ? 1 : 2;
+    if (input == 2) return std::nullopt;
+    match.mask = add_node.inputs[1 - input];
+    match.nodes.push_back(static_cast<size_t>(add));
+    scores = {add_node.inputs[input], static_cast<size_t>(add), input};
+  }
+  scores = Unscale(graph, context, scores, /*divide_too=*/true, match);
+  const int64_t product = SoleProducer(graph, context, scores.name, "MatMul", scores.reader, scores.input);
+  if (product < 0) return std::nullopt;
+  const Node& product_node = graph.node(static_cast<size_t>(product));
+  if (product_node.inputs.size() != 2) return std::nullopt;
+  match.nodes.push_back(static_cast<size_t>(product));
+
+  const Read q = Unscale(graph, context, {product_node.inputs[0], static_cast<size_t>(product), 0}, false, match);
+  match.q = HeadsFirstOperand(graph, context, q, match.seq_first[0], match);
+  const Read key_t =
+      Unscale(graph, context, {product_node.inputs[1], static_cast<size_t>(product), 1}, false, match);
+  const int64_t transpose = SoleProducer(graph, context, key_t.name, "Transpose", key_t.reader, key_t.input);
+  if (transpose < 0) return std::nullopt;
+  const Node& transpose_node = graph.node(static_cast<size_t>(transpose));
+  // Kᵀ from K [batch, heads, seq, head], or straight from [batch, seq, heads, head].
+  const std::optional<std::vector<int64_t>> perm = Perm(transpose_node);
+  if (perm == std::vector<int64_t>{0, 2, 3, 1}) {
+    match.seq_first[1] = 1;
+  } else if (perm != std::vector<int64_t>{0, 1, 3, 2}) {
+    return std::nullopt;
+  }
+  match.nodes.push_back(static_cast<size_t>(transpose));
+  match.k = transpose_node.inputs[0];
+
+  // Y read only by Transpose(Y, perm=[0, 2, 1, 3]): the kernel writes that layout directly.
+  const auto uses = graph.Uses(match.y);
+  if (uses.size() == 1 && uses[0].input == 0 && graph.OnlyFeeds(match.y, uses[0].node, 0)) {
+    const Node& reader = graph.node(uses[0].node);
+    if (context.IsBuiltin(reader, "Transpose") && reader.outputs.size() == 1 && Perm(reader) == kSwapSeqAndHeads) {
+      match.nodes.push_back(uses[0].node);
+      match.y = reader.outputs[0];
+      match.last = uses[0].node;
+      match.seq_first[3] = 1;
+    }
+  }
+  return match;
+}
+
+}  // namespace
+
+void FuseAttention(WorkingGraph& graph, const PassContext& context) {
+  for (size_t i = 0; i < graph.size(); ++i) {
+    if (!graph.live(i) || !context.IsBuiltin(graph.node(i), "MatMul")) continue;
+    std::optional<Match> match = MatchAttention(graph, context, i);
+    if (!match) continue;
+    std::vector<size_t> nodes = std::move(match->nodes);
+    std::sort(nodes.begin(), nodes.end());
+    // The node writing Y is the last of the pattern in graph order: every other one feeds it.
+    if (nodes.back() != match->last || std::adjacent_find(nodes.begin(), nodes.end()) != nodes.end()) continue;
+    Node attention;
+    attention.name = graph.node(nodes.front()).name;
+    attention.op_type = "Attention";
+    attention.domain = std::string(kFusedDomain);
+    attention.inputs = {match->q, match->k, match->v};
+    if (!match->mask.empty()) attention.inputs.push_back(match->mask);
+    attention.outputs = {match->y};
+    attention.attributes.push_back(
+        {.name = "scale", .type = AttributeType::kFloat, .f = static_cast<float>(match->scale)});
+    attention.attributes.push_back({.name = "probabilities",
+                                    .type = AttributeType::kString,
+                                    .s = match->nan_to_zero ? "softmax_nan_to_zero" : "softmax"});
+    attention.attributes.push_back({.name = "seq_first", .type = AttributeType::kInts, .ints = match->seq_first});
+    graph.Replace(nodes, std::move(attention));
+  }
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,157 @@
+"""Attention fusion (RuntimeSessionOptions.fuse_attention, docs/graph-passes.md): the scaled
+dot-product attention exporters write as MatMul / Mul / Add / Softmax / Where(IsNaN) / MatMul runs
+as one fused Attention node, with the written graph's results, including the rows Softmax cannot
+normalise (every key masked, NaN scores)."""
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import onnx_light.runtime as runtime
+from node_check import assert_close, make_model, random, run_ours, run_reference
+from test_graph_passes import const, run_events
+
+B, H, S, L, D = 2, 3, 5, 7, 8
+UNFUSED = runtime.RuntimeSessionOptions(fuse_attention=False)
+
+
+def sdpa(mask=None, guard=False, scales="both", layout="heads_first", dtype=np.float32):
+    """Nodes of torch's SDPA export: scores = (Q*a)(Kᵀ*b), softmax over keys, optional mask Add
+    and NaN guard, product with V. `layout` "seq_first" feeds Q, K, V as [B, S, H, D] through the
+    transposes exporters write and transposes Y back."""
+    nodes = [const("a", 0.5, dtype), const("b", float(D) ** -0.25 / 0.5 * D ** -0.25, dtype),
+             const("zero", 0.0, dtype), const("c", float(np.sqrt(D)), dtype)]
+    if layout == "seq_first":
+        nodes += [helper.make_node("Transpose", ["xq"], ["q"], perm=[0, 2, 1, 3]),
+                  helper.make_node("Transpose", ["xk"], ["kt"], perm=[0, 2, 3, 1]),
+                  helper.make_node("Transpose", ["xv"], ["v"], perm=[0, 2, 1, 3])]
+    else:
+        nodes.append(helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2], name="key_t"))
+    if scales == "both":
+        nodes += [helper.make_node("Mul", ["q", "a"], ["qs"]), helper.make_node("Mul", ["b", "kt"], ["kts"]),
+                  helper.make_node("MatMul", ["qs", "kts"], ["s"], name="scores")]
+    else:  # divided after the product, as older BERT exports do
+        nodes += [helper.make_node("MatMul", ["q", "kt"], ["s0"], name="scores"),
+                  helper.make_node("Div", ["s0", "c"], ["s"])]
+    logits = "s"
+    if mask is not None:
+        nodes.append(helper.make_node("Add", ["m", "s"], ["sm"]))
+        logits = "sm"
+    nodes.append(helper.make_node("Softmax", [logits], ["p"], axis=-1))
+    probabilities = "p"
+    if guard:
+        nodes += [helper.make_node("IsNaN", ["p"], ["nan"]), helper.make_node("Where", ["nan", "zero", "p"], ["pg"])]
+        probabilities = "pg"
+    out = "o" if layout == "seq_first" else "y"
+    nodes.append(helper.make_node("MatMul", [probabilities, "v"], [out], name="out"))
+    if layout == "seq_first":
+        nodes.append(helper.make_node("Transpose", ["o"], ["y"], perm=[0, 2, 1, 3]))
+    return nodes
+
+
+def feeds_for(layout="heads_first", kv_heads=H, mask_shape=None, dtype=np.float32, seed=0):
+    shapes = {"q": (B, H, S, D), "k": (B, kv_heads, L, D), "v": (B, kv_heads, L, D)}
+    feeds = {}
+    for i, (name, shape) in enumerate(shapes.items()):
+        x = random(shape, seed=seed + i, dtype=dtype)
+        feeds[name if layout == "heads_first" else "x" + name] = x if layout == "heads_first" else x.transpose(0, 2, 1, 3).copy()
+    if mask_shape is not None:
+        m = random(mask_shape, seed=seed + 9, dtype=dtype)
+        feeds["m"] = np.where(m > 1.0, -np.inf, m).astype(dtype)
+    return feeds
+
+
+def fused_nodes(nodes):
+    return [e for e in nodes if e.op_domain == "ai.onnx_light.fused"]
+
+
+@pytest.mark.parametrize("layout", ["heads_first", "seq_first"])
+@pytest.mark.parametrize("mask_shape", [None, (B, 1, S, L), (1, 1, 1, L), (S, 1), (L,)])
+@pytest.mark.parametrize("guard", [False, True])
+def test_decomposed_attention_runs_as_one_node(layout, mask_shape, guard):
+    feeds = feeds_for(layout, mask_shape=mask_shape)
+    model = make_model(sdpa(mask=mask_shape, guard=guard, layout=layout), feeds, ["y"], opset=18)
+    got, nodes, usage = run_events(model, feeds)
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=2e-6)
+    assert [(e.op_domain, e.op_type) for e in nodes] == [("ai.onnx_light.fused", "Attention")]
+    written = [i for i, n in enumerate(model.graph.node) if n.op_type != "Constant"]
+    assert list(nodes[0].covered_node_indices) == written
+    assert any(u.startswith("Attention/float32/") for u in usage), usage
+    unfused, unfused_nodes, _ = run_events(model, feeds, UNFUSED)
+    assert not fused_nodes(unfused_nodes)
+    assert_close(got, unfused, rtol=1e-5, atol=2e-6)
+
+
+def test_scale_divided_after_the_product_and_shared_key_heads():
+    # One key/value head shared by every query head: MatMul broadcasts it, the kernel groups it.
+    feeds = feeds_for(kv_heads=1, mask_shape=(1, 1, S, L))
+    model = make_model(sdpa(mask=True, scales="divide"), feeds, ["y"], opset=13)
+    got, nodes, usage = run_events(model, feeds)
+    assert [e.op_type for e in nodes] == ["Attention"]
+    assert any("gqa" in u for u in usage), usage
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("guard", [False, True])
+def test_rows_softmax_cannot_normalise_match_the_written_graph(guard):
+    feeds = feeds_for(mask_shape=(B, 1, S, L), seed=3)
+    feeds["m"][0, 0, 1, :] = -np.inf  # batch 0, query row 1: every key masked
+    feeds["q"][1, 2, 3, 0] = np.nan  # batch 1, head 2, row 3: NaN scores
+    model = make_model(sdpa(mask=True, guard=guard), feeds, ["y"], opset=18)
+    got, nodes, _ = run_events(model, feeds)
+    assert [e.op_type for e in nodes] == ["Attention"]
+    want = run_reference(model, feeds)[0]
+    y = got[0]
+    if guard:
+        assert np.all(y[0, :, 1] == 0) and np.all(y[1, 2, 3] == 0)
+    else:
+        assert np.all(np.isnan(y[0, :, 1])) and np.all(np.isnan(y[1, 2, 3]))
+    assert np.isnan(y).sum() == np.isnan(want).sum()
+    assert_close(y, want, rtol=1e-5, atol=2e-6)
+
+
+def test_float16_attention_fuses():
+    feeds = feeds_for(mask_shape=(1, 1, 1, L), dtype=np.float16)
+    model = make_model(sdpa(mask=True, guard=True, dtype=np.float16), feeds, ["y"], opset=18)
+    got, nodes, _ = run_events(model, feeds)
+    assert [e.op_type for e in nodes] == ["Attention"]
+    assert_close(got, run_reference(model, feeds), rtol=5e-3, atol=5e-3)
+
+
+def test_shapes_matmul_would_broadcast_differently_are_refused_by_name():
+    # Q of 3-D broadcasts against 4-D keys in MatMul; the fused kernel refuses rather than guess.
+    feeds = feeds_for()
+    feeds["q"] = feeds["q"][0]
+    model = make_model(sdpa(), feeds, ["y"], opset=18)
+    with pytest.raises(ValueError, match="fuse_attention"):
+        run_ours(model, feeds)
+    assert_close(run_ours(model, feeds, options=UNFUSED), run_reference(model, feeds), rtol=1e-5, atol=2e-6)
+
+
+def test_a_mask_that_enlarges_the_scores_is_refused():
+    feeds = feeds_for(mask_shape=(4, B, H, S, L))
+    model = make_model(sdpa(mask=True), feeds, ["y"], opset=18)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        run_ours(model, feeds)
+
+
+def test_intermediates_read_elsewhere_or_another_axis_keep_the_nodes():
+    feeds = feeds_for()
+    shared = make_model(sdpa(), feeds, ["y", "p"], opset=18)
+    got, nodes, _ = run_events(shared, feeds)
+    assert not fused_nodes(nodes)
+    assert_close(got, run_reference(shared, feeds), rtol=1e-5, atol=2e-6)
+    other_axis = sdpa()
+    softmax = next(n for n in other_axis if n.op_type == "Softmax")
+    softmax.attribute[0].i = 2
+    model = make_model(other_axis, feeds, ["y"], opset=18)
+    got, nodes, _ = run_events(model, feeds)
+    assert not fused_nodes(nodes)
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=2e-6)
+
+
+def test_option_defaults_on():
+    assert runtime.RuntimeSessionOptions().fuse_attention
+    options = runtime.RuntimeSessionOptions()
+    options.fuse_attention = False
+    assert not options.fuse_attention
