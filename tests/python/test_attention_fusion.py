@@ -49,8 +49,8 @@ def sdpa(mask=None, guard=False, scales="both", layout="heads_first", dtype=np.f
     return nodes
 
 
-def feeds_for(layout="heads_first", kv_heads=H, mask_shape=None, dtype=np.float32, seed=0):
-    shapes = {"q": (B, H, S, D), "k": (B, kv_heads, L, D), "v": (B, kv_heads, L, D)}
+def feeds_for(layout="heads_first", kv_heads=H, mask_shape=None, dtype=np.float32, seed=0, keys=L):
+    shapes = {"q": (B, H, S, D), "k": (B, kv_heads, keys, D), "v": (B, kv_heads, keys, D)}
     feeds = {}
     for i, (name, shape) in enumerate(shapes.items()):
         x = random(shape, seed=seed + i, dtype=dtype)
@@ -92,20 +92,23 @@ def test_scale_divided_after_the_product_and_shared_key_heads():
     assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=2e-6)
 
 
+@pytest.mark.parametrize("keys", [L, 37])  # the row maximum's tail loop alone, and its vector loop
 @pytest.mark.parametrize("guard", [False, True])
-def test_rows_softmax_cannot_normalise_match_the_written_graph(guard):
-    feeds = feeds_for(mask_shape=(B, 1, S, L), seed=3)
+def test_rows_softmax_cannot_normalise_match_the_written_graph(guard, keys):
+    feeds = feeds_for(mask_shape=(B, 1, S, keys), seed=3, keys=keys)
     feeds["m"][0, 0, 1, :] = -np.inf  # batch 0, query row 1: every key masked
     feeds["q"][1, 2, 3, 0] = np.nan  # batch 1, head 2, row 3: NaN scores
+    feeds["k"][1, 0, keys // 2, 0] = np.inf  # batch 1, head 0: one +inf score per row, so NaN rows
+    feeds["q"][1, 0, :, 0] = np.abs(feeds["q"][1, 0, :, 0]) + 0.1
     model = make_model(sdpa(mask=True, guard=guard), feeds, ["y"], opset=18)
     got, nodes, _ = run_events(model, feeds)
     assert [e.op_type for e in nodes] == ["Attention"]
     want = run_reference(model, feeds)[0]
     y = got[0]
     if guard:
-        assert np.all(y[0, :, 1] == 0) and np.all(y[1, 2, 3] == 0)
+        assert np.all(y[0, :, 1] == 0) and np.all(y[1, 2, 3] == 0) and np.all(y[1, 0] == 0)
     else:
-        assert np.all(np.isnan(y[0, :, 1])) and np.all(np.isnan(y[1, 2, 3]))
+        assert np.all(np.isnan(y[0, :, 1])) and np.all(np.isnan(y[1, 2, 3])) and np.all(np.isnan(y[1, 0]))
     assert np.isnan(y).sum() == np.isnan(want).sum()
     assert_close(y, want, rtol=1e-5, atol=2e-6)
 

@@ -31,6 +31,36 @@ ONNX_LIGHT_CPU_CLONES float ExpShiftedSum(float* x, int64_t n, float shift) {
   return sum;
 }
 
+// Sixteen partial maxima, each `v > m ? v : m` (what vmaxps computes, so it vectorizes without
+// fast-math), and a separate NaN test: a NaN anywhere makes the result NaN, as Softmax's max.
+ONNX_LIGHT_CPU_CLONES float RowMax(const float* x, int64_t n) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  float acc[16];
+  std::fill_n(acc, 16, kNegInf);
+  bool nan = false;
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    for (int l = 0; l < 16; ++l) {
+      const float v = x[j + l];
+      acc[l] = v > acc[l] ? v : acc[l];
+      nan |= v != v;
+    }
+  }
+  float max = kNegInf;
+  for (; j < n; ++j) {
+    max = x[j] > max ? x[j] : max;
+    nan |= x[j] != x[j];
+  }
+  for (float a : acc) max = a > max ? a : max;
+  return nan ? std::numeric_limits<float>::quiet_NaN() : max;
+}
+
+double RowMax(const double* x, int64_t n) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < n; ++j) max = x[j] > max || x[j] != x[j] ? x[j] : max;
+  return max;
+}
+
 double ExpShiftedSum(double* x, int64_t n, double shift) {
   double sum = 0;
   for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - shift));
@@ -112,11 +142,8 @@ void FinishRow(T* s, int64_t n, const RowColumns& c, const AttentionOptions& o, 
   if (o.qk_mode == 2) CopyRow(s, n, qk_row);
   // A row whose bias disallows every key has no attendable key: its probabilities are zero (or
   // NaN, as Softmax gives, when options ask for it). Keys outside [begin, end) hold -inf, so only those need the exponential.
-  T max = kNegInf;
-  if (any_allowed) {
-    // A NaN score makes the max NaN, so the row's probabilities are NaN like Softmax's.
-    for (int64_t j = begin; j < end; ++j) max = s[j] > max || s[j] != s[j] ? s[j] : max;
-  }
+  // A NaN score makes the max NaN, so the row's probabilities are NaN like Softmax's.
+  const T max = any_allowed ? RowMax(s + begin, end - begin) : kNegInf;
   const bool nan_rows = o.unnormalisable_rows == UnnormalisableRows::kNaN;
   if (max == kNegInf) {
     std::fill(s + lo, s + hi, nan_rows ? std::numeric_limits<T>::quiet_NaN() : T(0));

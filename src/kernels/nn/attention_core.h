@@ -121,6 +121,10 @@ enum class AttentionPath {
 float ExpShiftedSum(float* x, int64_t n, float shift);
 double ExpShiftedSum(double* x, int64_t n, double shift);
 
+/// The largest of x[0, n), -inf when n is 0, NaN when any element is NaN.
+float RowMax(const float* x, int64_t n);
+double RowMax(const double* x, int64_t n);
+
 /// Elements of scratch one task of RunAttention needs for `dims`.
 int64_t AttentionScratchSize(const AttentionDims& dims);
 
