@@ -384,7 +384,8 @@ class RuntimeSessionOptions:
     """Run the scaled dot-product attention exporters write as separate nodes (MatMul, scale,
     mask Add, Softmax, Where(IsNaN) guard, MatMul) as one attention kernel that never transposes
     or copies the keys; its operands must be 4-D, of one batch size, with key/value heads equal to
-    the query heads or 1 (docs/graph-passes.md)."""
+    the query heads or 1. Also lets attention read grouped-query keys and values once instead of
+    through the chain that repeats every head (docs/graph-passes.md)."""
     load_mode: Literal["copy", "map"]
     """How a model path is loaded: "copy" reads the file and its external data into runtime
     memory (later changes to the files cannot reach the session); "map" maps them without copying,

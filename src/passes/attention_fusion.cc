@@ -26,6 +26,7 @@ struct Match {
   std::vector<int64_t> seq_first = {0, 0, 0, 0};
   std::string y;
   size_t last = 0;  // the node that writes y
+  size_t k_reader = 0;  // the Transpose reading K
 };
 
 std::optional<std::vector<int64_t>> Perm(const Node& transpose) {
@@ -36,6 +37,69 @@ std::optional<std::vector<int64_t>> Perm(const Node& transpose) {
 }
 
 const std::vector<int64_t> kSwapSeqAndHeads = {0, 2, 1, 3};
+
+// Reshape(Expand(Unsqueeze(x, axes=[2]), expand), reshape), every step read only by the next:
+// grouped-query attention's repeated key/value heads (kernels/nn/repeated_heads.h).
+struct RepeatChain {
+  std::string x, expand, reshape;
+  bool allowzero = false;
+  std::vector<size_t> nodes;
+};
+
+bool UnsqueezesAxisTwo(const WorkingGraph& graph, const Node& unsqueeze) {
+  std::vector<int64_t> axes;
+  if (unsqueeze.inputs.size() == 2) {
+    const Tensor* t = graph.Constant(unsqueeze.inputs[1]);
+    if (t == nullptr || t->dtype() != DataType::kInt64) return false;
+    axes.assign(t->data<int64_t>(), t->data<int64_t>() + t->size());
+  } else {
+    for (const Attribute& a : unsqueeze.attributes) {
+      if (a.name == "axes") axes = a.ints;
+    }
+  }
+  // -3 is axis 2 of the rank-5 result.
+  return axes.size() == 1 && (axes[0] == 2 || axes[0] == -3);
+}
+
+std::optional<RepeatChain> MatchRepeatChain(const WorkingGraph& graph, const PassContext& context, const Read& read) {
+  const int64_t reshape = SoleProducer(graph, context, read.name, "Reshape", read.reader, read.input);
+  if (reshape < 0) return std::nullopt;
+  const Node& reshape_node = graph.node(static_cast<size_t>(reshape));
+  if (reshape_node.inputs.size() != 2) return std::nullopt;
+  const int64_t expand = SoleProducer(graph, context, reshape_node.inputs[0], "Expand", static_cast<size_t>(reshape), 0);
+  if (expand < 0) return std::nullopt;
+  const Node& expand_node = graph.node(static_cast<size_t>(expand));
+  const int64_t unsqueeze = SoleProducer(graph, context, expand_node.inputs[0], "Unsqueeze", static_cast<size_t>(expand), 0);
+  if (unsqueeze < 0 || !UnsqueezesAxisTwo(graph, graph.node(static_cast<size_t>(unsqueeze)))) return std::nullopt;
+  RepeatChain chain{.x = graph.node(static_cast<size_t>(unsqueeze)).inputs[0],
+                    .expand = expand_node.inputs[1],
+                    .reshape = reshape_node.inputs[1],
+                    .nodes = {static_cast<size_t>(reshape), static_cast<size_t>(expand), static_cast<size_t>(unsqueeze)}};
+  for (const Attribute& a : reshape_node.attributes) {
+    if (a.name == "allowzero") chain.allowzero = a.i != 0;
+  }
+  return chain;
+}
+
+// Replaces `attention`'s K and V (inputs 1 and 2) by the unrepeated x of both chains and appends
+// their shapes; `nodes` gains the chains' nodes. False (nothing changed) unless both match.
+bool AbsorbRepeatedHeads(const WorkingGraph& graph, const PassContext& context, const Read& k, const Read& v,
+                         Node& attention, std::vector<size_t>& nodes) {
+  const std::optional<RepeatChain> rk = MatchRepeatChain(graph, context, k);
+  const std::optional<RepeatChain> rv = MatchRepeatChain(graph, context, v);
+  if (!rk || !rv) return false;
+  attention.inputs.resize(4);  // an absent mask stays "" (omitted)
+  attention.inputs[1] = rk->x;
+  attention.inputs[2] = rv->x;
+  attention.inputs.insert(attention.inputs.end(), {rk->expand, rk->reshape, rv->expand, rv->reshape});
+  attention.attributes.push_back({.name = "kv_repeat", .type = AttributeType::kInt, .i = 1});
+  attention.attributes.push_back({.name = "reshape_allowzero",
+                                  .type = AttributeType::kInts,
+                                  .ints = {rk->allowzero ? 1 : 0, rv->allowzero ? 1 : 0}});
+  nodes.insert(nodes.end(), rk->nodes.begin(), rk->nodes.end());
+  nodes.insert(nodes.end(), rv->nodes.begin(), rv->nodes.end());
+  return true;
+}
 
 // `read` itself, or X when it is Transpose(X, perm=[0, 2, 1, 3]) read only there: a
 // [batch, seq, heads, head] operand the kernel can read in place (`seq_first` set).
@@ -175,6 +239,7 @@ std::optional<Match> MatchAttention(const WorkingGraph& graph, const PassContext
   }
   match.nodes.push_back(static_cast<size_t>(transpose));
   match.k = transpose_node.inputs[0];
+  match.k_reader = static_cast<size_t>(transpose);
 
   // Y read only by Transpose(Y, perm=[0, 2, 1, 3]): the kernel writes that layout directly.
   const auto uses = graph.Uses(match.y);
@@ -188,6 +253,33 @@ std::optional<Match> MatchAttention(const WorkingGraph& graph, const PassContext
     }
   }
   return match;
+}
+
+// The Attention operator (4-D, no cache, no windows) fed head-repeating chains becomes the fused
+// node in "attention" mask mode, which reads the unrepeated keys and values.
+void ReadRepeatedHeadsOnce(WorkingGraph& graph, const PassContext& context) {
+  for (size_t i = 0; i < graph.size(); ++i) {
+    if (!graph.live(i) || !context.IsBuiltin(graph.node(i), "Attention")) continue;
+    const Node& node = graph.node(i);
+    const bool only_y = std::all_of(node.outputs.begin() + 1, node.outputs.end(), [](const std::string& o) { return o.empty(); });
+    if (node.inputs.size() < 3 || node.inputs.size() > 4 || node.outputs.empty() || !only_y) continue;
+    bool supported = true;
+    Node fused{.name = node.name, .op_type = "Attention", .domain = std::string(kFusedDomain), .inputs = node.inputs,
+               .outputs = {node.outputs[0]}};
+    for (const Attribute& a : node.attributes) {
+      if (a.name == "is_causal" || a.name == "scale" || a.name == "softcap") {
+        fused.attributes.push_back(a);
+      } else if (a.name != "qk_matmul_output_mode" && a.name != "softmax_precision") {
+        supported = false;  // head counts (3-D inputs) or windows: left as written
+      }
+    }
+    if (!supported) continue;
+    fused.attributes.push_back({.name = "mask", .type = AttributeType::kString, .s = "attention"});
+    std::vector<size_t> nodes = {i};
+    if (!AbsorbRepeatedHeads(graph, context, {node.inputs[1], i, 1}, {node.inputs[2], i, 2}, fused, nodes)) continue;
+    std::sort(nodes.begin(), nodes.end());
+    graph.Replace(nodes, std::move(fused));
+  }
 }
 
 }  // namespace
@@ -214,8 +306,13 @@ void FuseAttention(WorkingGraph& graph, const PassContext& context) {
                                     .type = AttributeType::kString,
                                     .s = match->nan_to_zero ? "softmax_nan_to_zero" : "softmax"});
     attention.attributes.push_back({.name = "seq_first", .type = AttributeType::kInts, .ints = match->seq_first});
+    if (match->seq_first[1] == 0 && match->seq_first[2] == 0) {
+      AbsorbRepeatedHeads(graph, context, {match->k, match->k_reader, 0}, {match->v, i, 1}, attention, nodes);
+      std::sort(nodes.begin(), nodes.end());
+    }
     graph.Replace(nodes, std::move(attention));
   }
+  ReadRepeatedHeadsOnce(graph, context);
 }
 
 }  // namespace onnx_light::runtime

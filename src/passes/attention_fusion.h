@@ -23,6 +23,11 @@ namespace onnx_light::runtime {
 /// written nodes: NaN, or zeros behind the Where. Shapes are only known at run time: the fused
 /// kernel refuses, with an error naming the option, operands MatMul would broadcast in ways that
 /// are not attention (see kernels/nn/attention_kernel.cc).
+///
+/// Then, for that node and for the Attention operator (4-D, no cache, no windows) alike: K and V
+/// both given by Reshape(Expand(Unsqueeze(x, axes=[2]), e), r) chains read nowhere else become x
+/// plus the chains' shapes (attribute kv_repeat), so grouped-query keys and values are read once
+/// instead of copied for every query head (kernels/nn/repeated_heads.h).
 void FuseAttention(WorkingGraph& graph, const PassContext& context);
 
 }  // namespace onnx_light::runtime

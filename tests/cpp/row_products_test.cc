@@ -106,7 +106,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RowProductsTest,
                          ::testing::Values(Shape2{0, 64, 64}, Shape2{1, 64, 64}, Shape2{7, 64, 64},
                                            Shape2{300, 64, 64}, Shape2{33, 128, 160}, Shape2{9, 83, 91},
                                            Shape2{5, 16, 16}, Shape2{6, 15, 17}, Shape2{4, 1, 1},
-                                           Shape2{3, 200, 256}, Shape2{6, 4100, 4100}));
+                                           Shape2{3, 200, 256}, Shape2{6, 4100, 4100},
+                                           // attention heads: every narrow width, row counts off the unroll
+                                           Shape2{37, 16, 16}, Shape2{301, 32, 40}, Shape2{19, 48, 48},
+                                           Shape2{2, 16, 48}));
 
 }  // namespace
 }  // namespace onnx_light::runtime

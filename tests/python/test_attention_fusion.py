@@ -158,3 +158,78 @@ def test_option_defaults_on():
     options = runtime.RuntimeSessionOptions()
     options.fuse_attention = False
     assert not options.fuse_attention
+
+
+# Grouped-query attention as exporters write it: each key/value head repeated n times by
+# Reshape(Expand(Unsqueeze(x, axes=[2]), e), r) before an Attention node (dynamo, opset 23) or the
+# decomposed pattern (TorchScript).
+KV, N = 2, 3  # key/value heads, query heads per key/value head
+
+
+def repeat_chain(x, out, expand_shape, reshape_shape, allowzero=0):
+    return [helper.make_node("Unsqueeze", [x, "axis2"], [x + "_u"]),
+            helper.make_node("Expand", [x + "_u", expand_shape], [x + "_e"]),
+            helper.make_node("Reshape", [x + "_e", reshape_shape], [out], allowzero=allowzero)]
+
+
+def gqa_model(feeds, expand=(B, KV, N, L, D), reshape=(B, KV * N, L, D), v_expand=None, mask=False,
+              decomposed=False, allowzero=0):
+    inits = {"axis2": np.array([2], np.int64), "ek": np.array(expand, np.int64), "rk": np.array(reshape, np.int64),
+             "ev": np.array(v_expand or expand, np.int64), "rv": np.array(reshape, np.int64)}
+    if v_expand is not None:  # V given with every head already: its chain repeats nothing
+        inits["rv"] = np.array(feeds["xv"].shape, np.int64)
+    nodes = repeat_chain("xk", "k", "ek", "rk", allowzero) + repeat_chain("xv", "v", "ev", "rv", allowzero)
+    if decomposed:
+        nodes += sdpa(mask=True if mask else None, guard=True)
+        return make_model(nodes, feeds, ["y"], initializers=inits, opset=18)
+    nodes.append(helper.make_node("Attention", ["q", "k", "v"] + (["m"] if mask else []), ["y"], scale=0.3))
+    return make_model(nodes, feeds, ["y"], initializers=inits, opset=23)
+
+
+def gqa_feeds(mask=False, kv_batch=B):
+    feeds = {"q": random((B, KV * N, S, D), seed=1), "xk": random((kv_batch, KV, L, D), seed=2),
+             "xv": random((kv_batch, KV, L, D), seed=3)}
+    if mask:
+        feeds["m"] = np.where(random((B, 1, S, L), seed=4) > 1.5, -np.inf, 0).astype(np.float32)
+    return feeds
+
+
+@pytest.mark.parametrize("decomposed", [False, True])
+@pytest.mark.parametrize("mask", [False, True])
+def test_repeated_key_value_heads_are_read_once(decomposed, mask):
+    feeds = gqa_feeds(mask)
+    model = gqa_model(feeds, mask=mask, decomposed=decomposed)
+    got, nodes, usage = run_events(model, feeds)
+    assert [(e.op_domain, e.op_type) for e in nodes] == [("ai.onnx_light.fused", "Attention")]
+    assert "Attention/float32/repeated-heads-read-once" in usage, usage
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=2e-6)
+    unfused, unfused_nodes, _ = run_events(model, feeds, UNFUSED)
+    assert "Expand" in [e.op_type for e in unfused_nodes]
+    assert_close(got, unfused, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("case", ["batch_broadcast", "heads_differ_k_v", "reshape_zero_copies"])
+def test_chains_that_do_more_than_repeat_heads_are_computed_as_written(case):
+    # The fused node keeps the written chain's result whenever it is not a plain head repeat.
+    kw, kv_batch = {}, B
+    if case == "batch_broadcast":  # Expand also widens a batch of one
+        kv_batch = 1
+    elif case == "heads_differ_k_v":  # K repeated 3 times, V not at all: computed as written
+        kw = {"v_expand": (1,)}
+    else:  # a 0 copying the batch and a -1 for the heads: still a plain head repeat, read once
+        kw = {"reshape": (0, -1, L, D)}
+    feeds = gqa_feeds(kv_batch=kv_batch)
+    if case == "heads_differ_k_v":
+        feeds["xv"] = random((B, KV * N, L, D), seed=5)
+    model = gqa_model(feeds, **kw)
+    got, nodes, usage = run_events(model, feeds)
+    assert [e.op_type for e in nodes] == ["Attention"]
+    assert ("Attention/float32/repeated-heads-read-once" in usage) == (case == "reshape_zero_copies"), usage
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=2e-6)
+
+
+def test_a_chain_the_written_operators_would_refuse_fails_by_name():
+    feeds = gqa_feeds()
+    model = gqa_model(feeds, reshape=(B, KV * N + 1, L, D))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        run_ours(model, feeds)

@@ -71,7 +71,9 @@ struct RuntimeSessionOptions {
   /// and Transpose(K), optional scale and additive mask, Softmax, optional Where(IsNaN) guard,
   /// MatMul with V) by one attention kernel that neither transposes nor copies the keys. Its
   /// operands must then be 4-D with one batch size and key/value heads equal to the query heads
-  /// or 1; other shapes fail with an error naming this option.
+  /// or 1; other shapes fail with an error naming this option. The same option lets an attention
+  /// node read grouped-query keys and values once instead of through the Unsqueeze / Expand /
+  /// Reshape chain that repeats every head (docs/graph-passes.md).
   bool fuse_attention = true;
   /// How RuntimeSession(path, options) reads the model file and its external data: kCopy (the
   /// default) reads them into runtime memory, so later changes to the files cannot affect the

@@ -17,22 +17,39 @@ inline float ToFloat(float v) { return v; }
 inline float ToFloat(Float16 v) { return fast_math::HalfToFloat(v.bits); }
 inline float ToFloat(BFloat16 v) { return fast_math::BFloat16ToFloat(v.bits); }
 
-// out[0, W) = sum_j weights[j] * rows[j * row_stride + (0, W)], accumulated in registers.
-template <int64_t W, typename E>
+// out[0, W) = sum_j weights[j] * rows[j * row_stride + (0, W)], accumulated in registers. Sets
+// > 1 spreads consecutive rows over that many accumulator sets, so a narrow block (one attention
+// head) has independent additions in flight instead of one chain as long as the rows.
+template <int64_t W, int Sets = 1, typename E>
 inline void WeightedBlock(const E* rows, int64_t row_stride, int64_t n, const float* weights, float* out) {
-  float acc[W] = {};
-  for (int64_t j = 0; j < n; ++j) {
+  float acc[Sets][W] = {};
+  int64_t j = 0;
+  for (; j + Sets <= n; j += Sets) {
+    for (int set = 0; set < Sets; ++set) {
+      const E* row = rows + (j + set) * row_stride;
+      const float w = weights[j + set];
+#pragma omp simd
+      for (int64_t c = 0; c < W; ++c) acc[set][c] += w * ToFloat(row[c]);
+    }
+  }
+  for (; j < n; ++j) {
     const E* row = rows + j * row_stride;
     const float w = weights[j];
 #pragma omp simd
-    for (int64_t c = 0; c < W; ++c) acc[c] += w * ToFloat(row[c]);
+    for (int64_t c = 0; c < W; ++c) acc[0][c] += w * ToFloat(row[c]);
   }
-  std::copy_n(acc, W, out);
+  for (int set = 1; set < Sets; ++set) {
+#pragma omp simd
+    for (int64_t c = 0; c < W; ++c) acc[0][c] += acc[set][c];
+  }
+  std::copy_n(acc[0], W, out);
 }
 
 template <typename E>
 inline void WeightedRowSumImpl(const E* rows, int64_t row_stride, int64_t n, int64_t width, const float* weights,
                                float* out) {
+  if (width == 16) return WeightedBlock<16, 4>(rows, row_stride, n, weights, out);
+  if (width == 32) return WeightedBlock<32, 2>(rows, row_stride, n, weights, out);
   int64_t c = 0;
   for (; c + kBlock <= width; c += kBlock) WeightedBlock<kBlock>(rows + c, row_stride, n, weights, out + c);
   for (; c + 16 <= width; c += 16) WeightedBlock<16>(rows + c, row_stride, n, weights, out + c);

@@ -115,22 +115,34 @@ ONNX_LIGHT_AVX512 void RowDotsImpl(const E* rows, int64_t stride, int64_t n, int
   }
 }
 
-// Narrow rows (an attention head): the whole output row lives in four registers.
-template <typename E>
-ONNX_LIGHT_AVX512 void WeightedBlock64(const E* rows, int64_t stride, int64_t n, const float* w, float* out) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t j = 0; j < n; ++j) {
-    const E* r = rows + j * stride;
-    const __m512 wj = _mm512_set1_ps(w[j]);
-    a0 = _mm512_fmadd_ps(Load16(r), wj, a0);
-    a1 = _mm512_fmadd_ps(Load16(r + 16), wj, a1);
-    a2 = _mm512_fmadd_ps(Load16(r + 32), wj, a2);
-    a3 = _mm512_fmadd_ps(Load16(r + 48), wj, a3);
+// Narrow rows (an attention head, 16·V wide): the output row lives in V registers per set of
+// rows, and consecutive rows go to R sets, so R·V (at least 8) multiply-adds are independent
+// instead of each row waiting for the previous one's.
+template <int V, typename E>
+ONNX_LIGHT_AVX512 void WeightedNarrow(const E* rows, int64_t stride, int64_t n, const float* w, float* out) {
+  constexpr int R = V >= 8 ? 1 : 8 / V;
+  __m512 acc[R][V];
+  for (auto& set : acc) {
+    for (__m512& a : set) a = _mm512_setzero_ps();
   }
-  _mm512_storeu_ps(out, a0);
-  _mm512_storeu_ps(out + 16, a1);
-  _mm512_storeu_ps(out + 32, a2);
-  _mm512_storeu_ps(out + 48, a3);
+  int64_t j = 0;
+  for (; j + R <= n; j += R) {
+    for (int r = 0; r < R; ++r) {
+      const E* row = rows + (j + r) * stride;
+      const __m512 wj = _mm512_set1_ps(w[j + r]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(Load16(row + 16 * v), wj, acc[r][v]);
+    }
+  }
+  for (; j < n; ++j) {
+    const E* row = rows + j * stride;
+    const __m512 wj = _mm512_set1_ps(w[j]);
+    for (int v = 0; v < V; ++v) acc[0][v] = _mm512_fmadd_ps(Load16(row + 16 * v), wj, acc[0][v]);
+  }
+  for (int v = 0; v < V; ++v) {
+    __m512 sum = acc[0][v];
+    for (int r = 1; r < R; ++r) sum = _mm512_add_ps(sum, acc[r][v]);
+    _mm512_storeu_ps(out + 16 * v, sum);
+  }
 }
 
 // Wide rows (a weight matrix): out (a panel of at most kPanel floats, resident in L1) gathers
@@ -179,7 +191,13 @@ ONNX_LIGHT_AVX512 void WeightedPanel(const E* rows, int64_t stride, int64_t n, i
 template <typename E>
 ONNX_LIGHT_AVX512 void WeightedRowSumImpl(const E* rows, int64_t stride, int64_t n, int64_t width,
                                           const float* w, float* out) {
-  if (width == 64) return WeightedBlock64(rows, stride, n, w, out);
+  switch (width) {
+    case 16: return WeightedNarrow<1>(rows, stride, n, w, out);
+    case 32: return WeightedNarrow<2>(rows, stride, n, w, out);
+    case 48: return WeightedNarrow<3>(rows, stride, n, w, out);
+    case 64: return WeightedNarrow<4>(rows, stride, n, w, out);
+    default: break;
+  }
   for (int64_t c = 0; c < width; c += kPanel) {
     WeightedPanel(rows + c, stride, n, std::min(kPanel, width - c), w, out + c);
   }

@@ -221,7 +221,12 @@ void ScoresToProbabilities(const AttentionArgs<T, KV>& args, int64_t b, int64_t 
         const T* m =
             mask.float_data + b * mask.batch_stride + h * mask.head_stride + i * mask.row_stride;
         const int64_t cs = mask.col_stride;
-        FinishRow(s, n, columns, o, qk_row, [m, cs](int64_t j) { return m[j * cs]; });
+        // A contiguous row (the usual mask) gets a loop the compiler can vectorize.
+        if (cs == 1) {
+          FinishRow(s, n, columns, o, qk_row, [m](int64_t j) { return m[j]; });
+        } else {
+          FinishRow(s, n, columns, o, qk_row, [m, cs](int64_t j) { return m[j * cs]; });
+        }
       } else {
         FinishRow(s, n, columns, o, qk_row, [](int64_t) { return T(0); });
       }

@@ -17,6 +17,7 @@
 
 #include "core/strided_copy.h"
 #include "kernels/nn/attention_core.h"
+#include "kernels/nn/repeated_heads.h"
 #include "kernels/math/half_precision.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
@@ -31,6 +32,8 @@ using attention::HeadView;
 using attention::MaskView;
 
 constexpr size_t kQ = 0, kK = 1, kV = 2, kMask = 3, kPastKey = 4, kPastValue = 5, kNonpad = 6;
+// A fused node with kv_repeat: the expand and reshape shapes of K, then of V.
+constexpr size_t kRepeatShapes = 4;
 constexpr size_t kPresentKey = 1, kPresentValue = 2, kQkOutput = 3;
 
 // [batch, seq, heads * head] seen as [batch, heads, seq, head] without copying.
@@ -129,6 +132,7 @@ struct Operands {
   attention::AttentionDims dims;  // kv_seq = past + current
   int64_t past = 0;
   std::vector<int64_t> kv_valid;  // nonpad_kv_seqlen per batch, empty when not given
+  bool repeats_read_once = false;  // fused kv_repeat: K and V read unrepeated
 };
 
 // Window attributes beyond any sequence length the products allow mean "unbounded" just as well;
@@ -143,6 +147,23 @@ class AttentionKernel final : public KernelBase {
  public:
   AttentionKernel(const KernelBuildInfo& info, bool fused) : fused_(fused) {
     if (fused_) {
+      const std::string mask = info.GetString("mask", "added");
+      if (mask != "added" && mask != "attention") {
+        ThrowInvalid(info, "mask must be \"added\" or \"attention\", got \"{}\"", mask);
+      }
+      added_mask_ = mask == "added";
+      kv_repeat_ = info.GetInt("kv_repeat", 0) != 0;
+      const std::vector<int64_t> allowzero = info.GetInts("reshape_allowzero", {0, 0});
+      if (allowzero.size() != 2) ThrowInvalid(info, "reshape_allowzero must list 2 flags (K, V)");
+      allowzero_ = {allowzero[0] != 0, allowzero[1] != 0};
+      const size_t max_inputs = kv_repeat_ ? kRepeatShapes + 4 : kMask + 1;
+      if (info.num_inputs() > max_inputs || (kv_repeat_ && info.num_inputs() != max_inputs)) {
+        ThrowInvalid(info, "fused Attention takes Q, K, V, a mask{}, got {} inputs",
+                     kv_repeat_ ? " and the 4 shapes of the repeated key/value heads" : " (optional)",
+                     info.num_inputs());
+      }
+    }
+    if (fused_ && added_mask_) {
       scale_ = info.GetFloat("scale");
       const std::string rows = info.GetString("probabilities", "softmax");
       if (rows == "softmax") {
@@ -151,9 +172,6 @@ class AttentionKernel final : public KernelBase {
         rows_ = attention::UnnormalisableRows::kZero;
       } else {
         ThrowInvalid(info, "probabilities must be \"softmax\" or \"softmax_nan_to_zero\", got \"{}\"", rows);
-      }
-      if (info.num_inputs() > kMask + 1) {
-        ThrowInvalid(info, "fused Attention takes Q, K, V and an optional mask, got {} inputs", info.num_inputs());
       }
       const std::vector<int64_t> seq_first = info.GetInts("seq_first", {0, 0, 0, 0});
       if (seq_first.size() != seq_first_.size()) {
@@ -176,7 +194,7 @@ class AttentionKernel final : public KernelBase {
     kv_num_heads_ = info.GetIntInRange("kv_num_heads", 0, 1);
     heads_only_for_3d_ = info.opset_version() >= 25 &&
                          (info.HasAttribute("q_num_heads") || info.HasAttribute("kv_num_heads"));
-    if (info.opset_version() < 24 && info.num_inputs() > kNonpad) {
+    if (!fused_ && info.opset_version() < 24 && info.num_inputs() > kNonpad) {
       ThrowInvalid(info, "Attention-{} takes at most {} inputs, got {} (nonpad_kv_seqlen is new in 24)",
                    info.opset_version(), kNonpad, info.num_inputs());
     }
@@ -205,6 +223,7 @@ class AttentionKernel final : public KernelBase {
       scratch_names_[t] = KernelUsageName("Attention", types[t], "float32-scratch");
       nonpad_names_[t] = KernelUsageName("Attention", types[t], "nonpad-kv");
       window_names_[t] = KernelUsageName("Attention", types[t], "sliding-window");
+      repeat_names_[t] = KernelUsageName("Attention", types[t], "repeated-heads-read-once");
     }
   }
 
@@ -229,6 +248,7 @@ class AttentionKernel final : public KernelBase {
       if (appended) rt.RecordKernelUsage(append_names_[index]);
       if (!op.kv_valid.empty()) rt.RecordKernelUsage(nonpad_names_[index]);
       if (left_window_ >= 0 || right_window_ >= 0) rt.RecordKernelUsage(window_names_[index]);
+      if (op.repeats_read_once) rt.RecordKernelUsage(repeat_names_[index]);
     }
 
     const Shape y_shape =
@@ -276,13 +296,14 @@ class AttentionKernel final : public KernelBase {
  private:
   // Checks ranks, shapes, types and the past inputs; splits 3-D inputs into heads.
   Operands Validate(const RuntimeContext& rt) const {
+    Operands op;
     const Tensor q_in = SeenAsHeadsFirst(rt, kQ);
-    const Tensor k_in = SeenAsHeadsFirst(rt, kK);
-    const Tensor v_in = SeenAsHeadsFirst(rt, kV);
+    Tensor k_in = SeenAsHeadsFirst(rt, kK);
+    Tensor v_in = SeenAsHeadsFirst(rt, kV);
     if (k_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kK, k_in.dtype());
     if (v_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kV, v_in.dtype());
-    if (fused_) CheckFusedOperands(rt, q_in, k_in, v_in);
-    Operands op;
+    if (kv_repeat_) op.repeats_read_once = ResolveRepeats(rt, q_in, k_in, v_in);
+    if (fused_ && added_mask_) CheckFusedOperands(rt, q_in, k_in, v_in, op.repeats_read_once);
     op.rank = q_in.rank();
     if ((op.rank != 3 && op.rank != 4) || k_in.rank() != op.rank || v_in.rank() != op.rank) {
       ThrowInvalid(rt, "Q, K and V must all be 3-D or all 4-D, got Q {}, K {}, V {}",
@@ -343,8 +364,8 @@ class AttentionKernel final : public KernelBase {
                    kv_heads);
     }
 
-    op.past_key = rt.OptionalInput(kPastKey);
-    op.past_value = rt.OptionalInput(kPastValue);
+    op.past_key = fused_ ? nullptr : rt.OptionalInput(kPastKey);
+    op.past_value = fused_ ? nullptr : rt.OptionalInput(kPastValue);
     const Tensor* past_key = op.past_key;
     const Tensor* past_value = op.past_value;
     if ((past_key == nullptr) != (past_value == nullptr)) {
@@ -368,7 +389,7 @@ class AttentionKernel final : public KernelBase {
       if (past_value->dtype() != q.dtype())
         ThrowUnsupportedType(rt, kPastValue, past_value->dtype());
     }
-    if (const Tensor* nonpad = rt.OptionalInput(kNonpad)) {
+    if (const Tensor* nonpad = fused_ ? nullptr : rt.OptionalInput(kNonpad)) {
       if (past_key != nullptr) {
         ThrowInvalid(rt, "nonpad_kv_seqlen (an external cache) cannot be combined with past_key "
                          "and past_value (a cache the operator appends to)");
@@ -383,7 +404,7 @@ class AttentionKernel final : public KernelBase {
     }
     op.dims = {batch, q_heads, kv_heads, q_seq, total, head_size, v_head_size};
     if (const Tensor* mask = rt.OptionalInput(kMask)) {
-      if (fused_) {
+      if (fused_ && added_mask_) {
         CheckAddedMaskShape(rt, *mask, op.dims);
       } else {
         CheckMaskShape(rt, *mask, op.dims);
@@ -408,10 +429,11 @@ class AttentionKernel final : public KernelBase {
   // the cases that mean attention: 4-D operands of one batch size, keys and values shared by
   // every query head or one per query head. Anything else MatMul might accept is refused here
   // rather than computed differently.
+  // `repeated`: K and V are read unrepeated (ResolveRepeats checked they stand for Q's heads).
   static void CheckFusedOperands(const RuntimeContext& rt, const Tensor& q, const Tensor& k,
-                                 const Tensor& v) {
+                                 const Tensor& v, bool repeated) {
     const auto shares_heads = [&](const Tensor& t) {
-      return t.dim(0) == q.dim(0) && (t.dim(1) == q.dim(1) || t.dim(1) == 1);
+      return t.dim(0) == q.dim(0) && (repeated || t.dim(1) == q.dim(1) || t.dim(1) == 1);
     };
     const bool supported = q.rank() == 4 && k.rank() == 4 && v.rank() == 4 && shares_heads(k) &&
                            shares_heads(v) && k.dim(1) == v.dim(1);
@@ -421,6 +443,28 @@ class AttentionKernel final : public KernelBase {
                        "fuse_attention off to run the nodes as written",
                    ShapeToString(q.shape()), ShapeToString(k.shape()), ShapeToString(v.shape()));
     }
+  }
+
+  // K and V as the written Reshape(Expand(Unsqueeze(x))) chains give them. Both are read
+  // unrepeated (returns true) only when both chains repeat each head the same n times and Q has
+  // exactly that many heads, so grouping the query heads computes what the written graph does.
+  bool ResolveRepeats(const RuntimeContext& rt, const Tensor& q, Tensor& k, Tensor& v) const {
+    const auto resolve = [&](size_t index, const Tensor& x, bool allow_view) {
+      const size_t shapes = kRepeatShapes + 2 * (index - kK);
+      return ResolveRepeatedHeads(rt, index, x, rt.Input(shapes), rt.Input(shapes + 1), allowzero_[index - kK],
+                                  allow_view);
+    };
+    RepeatedHeads rk = resolve(kK, k, true);
+    RepeatedHeads rv = resolve(kV, v, true);
+    const bool read_once = rk.repeats > 0 && rk.repeats == rv.repeats && q.rank() == 4 &&
+                           rk.value.dim(1) == rv.value.dim(1) && q.dim(1) == rk.value.dim(1) * rk.repeats;
+    if (!read_once) {
+      if (rk.repeats > 0) rk = resolve(kK, k, false);
+      if (rv.repeats > 0) rv = resolve(kV, v, false);
+    }
+    k = rk.value;
+    v = rv.value;
+    return read_once;
   }
 
   // The fused node's mask is added to the [batch, q_heads, q_seq, total_seq] scores with Add's
@@ -470,7 +514,7 @@ class AttentionKernel final : public KernelBase {
       }
     }
     Tensor mask_holder;
-    if (mask != nullptr) args.mask = MakeMask<T>(rt, *mask, args.dims, fused_, mask_holder);
+    if (mask != nullptr) args.mask = MakeMask<T>(rt, *mask, args.dims, fused_ && added_mask_, mask_holder);
 
     const int64_t q_heads = op.dims.q_heads, q_seq = op.dims.q_seq, vh = op.dims.v_head_size;
     if (op.rank == 3 || seq_first_[3]) {
@@ -582,6 +626,9 @@ class AttentionKernel final : public KernelBase {
   }
 
   bool fused_ = false;
+  bool added_mask_ = true;  // fused: the decomposed graph's Add; else Attention's mask rules
+  bool kv_repeat_ = false;  // fused: K and V given as the inputs of a head-repeating chain
+  std::array<bool, 2> allowzero_ = {false, false};
   // Fused node: Q, K, V given as [batch, seq, heads, head], Y wanted so.
   std::array<bool, 4> seq_first_ = {false, false, false, false};
   attention::UnnormalisableRows rows_ = attention::UnnormalisableRows::kZeroWhenNoKey;
@@ -600,6 +647,7 @@ class AttentionKernel final : public KernelBase {
   std::array<std::string, kNumTypes> scratch_names_;
   std::array<std::string, kNumTypes> nonpad_names_;
   std::array<std::string, kNumTypes> window_names_;
+  std::array<std::string, kNumTypes> repeat_names_;
 };
 
 }  // namespace

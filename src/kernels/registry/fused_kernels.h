@@ -21,6 +21,10 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 ///   normalise are NaN) or "softmax_nan_to_zero" (they are zeros), as the decomposed graph it
 ///   replaces computes them, and `seq_first` (4 flags: Q, K, V, Y given or wanted as
 ///   [batch, seq, heads, head] instead of [batch, heads, seq, head]) (kernels/nn/attention_kernel.cc).
+///   With mask = "attention" it follows the Attention operator's own mask rules and attributes
+///   instead (is_causal, scale, softcap). With kv_repeat = 1, inputs 4-7 are the Expand and
+///   Reshape shapes of head-repeating chains over K and V (kernels/nn/repeated_heads.h) and
+///   reshape_allowzero their Reshapes' allowzero.
 const KernelRegistry& FusedKernels();
 
 }  // namespace onnx_light::runtime

@@ -1,0 +1,33 @@
+#pragma once
+// Grouped-query attention as exporters write it: before the attention, each key/value head is
+// repeated for the query heads that share it, Reshape(Expand(Unsqueeze(x, axes=[2]), e), r),
+// which copies the whole key/value cache on every decode step. The fused Attention node takes x
+// and the two shapes instead, and reads x itself whenever the chain only repeats heads.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "onnx_light/runtime/runtime_context.h"
+#include "onnx_light/runtime/tensor.h"
+
+namespace onnx_light::runtime {
+
+struct RepeatedHeads {
+  /// What the attention reads: x itself (repeats > 0), or the chain computed as written.
+  Tensor value;
+  /// > 0: each head of `value` stands for this many consecutive heads of the written result.
+  int64_t repeats = 0;
+};
+
+/// Reshape(Expand(Unsqueeze(x, axes=[2]), expand_shape), reshape_shape) with Reshape's
+/// `allowzero`. When x is [B, H, L, D], the Expand only widens the new axis to some n and the
+/// Reshape gives [B, H·n, L, D], returns x with repeats = n and copies nothing; otherwise
+/// computes the chain (a clear error, naming fused input `input`, where one of the three
+/// operators would refuse it).
+/// With `allow_view` false the chain is always computed (the caller found that the other operand
+/// cannot be read unrepeated).
+RepeatedHeads ResolveRepeatedHeads(const RuntimeContext& rt, size_t input, const Tensor& x,
+                                   const Tensor& expand_shape, const Tensor& reshape_shape, bool allowzero,
+                                   bool allow_view = true);
+
+}  // namespace onnx_light::runtime
