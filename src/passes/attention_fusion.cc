@@ -44,6 +44,7 @@ struct RepeatChain {
   std::string x, expand, reshape;
   bool allowzero = false;
   std::vector<size_t> nodes;
+  std::vector<size_t> shape_readers;  // Shape nodes that also read the chain's result
 };
 
 bool UnsqueezesAxisTwo(const WorkingGraph& graph, const Node& unsqueeze) {
@@ -62,8 +63,25 @@ bool UnsqueezesAxisTwo(const WorkingGraph& graph, const Node& unsqueeze) {
 }
 
 std::optional<RepeatChain> MatchRepeatChain(const WorkingGraph& graph, const PassContext& context, const Read& read) {
-  const int64_t reshape = SoleProducer(graph, context, read.name, "Reshape", read.reader, read.input);
-  if (reshape < 0) return std::nullopt;
+  // The result is read by `read` and otherwise only by Shape nodes, whose answer the fused
+  // RepeatedHeadsShape gives without the chain (the TorchScript Llama export reads it).
+  const int64_t reshape = graph.Producer(read.name);
+  if (reshape < 0 || graph.Pinned(read.name) ||
+      !context.IsBuiltin(graph.node(static_cast<size_t>(reshape)), "Reshape")) {
+    return std::nullopt;
+  }
+  std::vector<size_t> shape_readers;
+  bool read_there = false;
+  for (const WorkingGraph::Use& use : graph.Uses(read.name)) {
+    if (use.node == read.reader && use.input == read.input && !read_there) {
+      read_there = true;
+    } else if (context.IsBuiltin(graph.node(use.node), "Shape") && graph.node(use.node).outputs.size() == 1) {
+      shape_readers.push_back(use.node);
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!read_there) return std::nullopt;
   const Node& reshape_node = graph.node(static_cast<size_t>(reshape));
   if (reshape_node.inputs.size() != 2) return std::nullopt;
   const int64_t expand = SoleProducer(graph, context, reshape_node.inputs[0], "Expand", static_cast<size_t>(reshape), 0);
@@ -74,7 +92,8 @@ std::optional<RepeatChain> MatchRepeatChain(const WorkingGraph& graph, const Pas
   RepeatChain chain{.x = graph.node(static_cast<size_t>(unsqueeze)).inputs[0],
                     .expand = expand_node.inputs[1],
                     .reshape = reshape_node.inputs[1],
-                    .nodes = {static_cast<size_t>(reshape), static_cast<size_t>(expand), static_cast<size_t>(unsqueeze)}};
+                    .nodes = {static_cast<size_t>(reshape), static_cast<size_t>(expand), static_cast<size_t>(unsqueeze)},
+                    .shape_readers = std::move(shape_readers)};
   for (const Attribute& a : reshape_node.attributes) {
     if (a.name == "allowzero") chain.allowzero = a.i != 0;
   }
@@ -83,11 +102,21 @@ std::optional<RepeatChain> MatchRepeatChain(const WorkingGraph& graph, const Pas
 
 // Replaces `attention`'s K and V (inputs 1 and 2) by the unrepeated x of both chains and appends
 // their shapes; `nodes` gains the chains' nodes. False (nothing changed) unless both match.
-bool AbsorbRepeatedHeads(const WorkingGraph& graph, const PassContext& context, const Read& k, const Read& v,
+bool AbsorbRepeatedHeads(WorkingGraph& graph, const PassContext& context, const Read& k, const Read& v,
                          Node& attention, std::vector<size_t>& nodes) {
   const std::optional<RepeatChain> rk = MatchRepeatChain(graph, context, k);
   const std::optional<RepeatChain> rv = MatchRepeatChain(graph, context, v);
   if (!rk || !rv) return false;
+  for (const RepeatChain* chain : {&*rk, &*rv}) {
+    for (const size_t s : chain->shape_readers) {
+      const Node& shape = graph.node(s);
+      Node computed{.name = shape.name, .op_type = "RepeatedHeadsShape", .domain = std::string(kFusedDomain),
+                    .inputs = {chain->x, chain->expand, chain->reshape}, .outputs = shape.outputs,
+                    .attributes = shape.attributes};
+      computed.attributes.push_back({.name = "allowzero", .type = AttributeType::kInt, .i = chain->allowzero ? 1 : 0});
+      graph.Replace(std::vector<size_t>{s}, std::move(computed));
+    }
+  }
   attention.inputs.resize(4);  // an absent mask stays "" (omitted)
   attention.inputs[1] = rk->x;
   attention.inputs[2] = rv->x;

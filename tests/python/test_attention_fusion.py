@@ -233,3 +233,18 @@ def test_a_chain_the_written_operators_would_refuse_fails_by_name():
     model = gqa_model(feeds, reshape=(B, KV * N + 1, L, D))
     with pytest.raises(ValueError, match="cannot reshape"):
         run_ours(model, feeds)
+
+
+def test_shape_of_the_repeated_heads_is_computed_without_them():
+    # The TorchScript Llama export also takes Shape of the repeated values for a later Reshape.
+    feeds = gqa_feeds(mask=True)
+    model = gqa_model(feeds, mask=True, decomposed=True)
+    model.graph.node.append(helper.make_node("Shape", ["v"], ["v_shape"], start=1))
+    model.graph.node.append(helper.make_node("Shape", ["k"], ["k_shape"]))
+    model.graph.output.extend([helper.make_tensor_value_info(n, 7, None) for n in ("v_shape", "k_shape")])
+    got, nodes, usage = run_events(model, feeds)
+    assert sorted(e.op_type for e in nodes) == ["Attention", "RepeatedHeadsShape", "RepeatedHeadsShape"]
+    assert "Attention/float32/repeated-heads-read-once" in usage, usage
+    want = run_reference(model, feeds)
+    assert got[1].tolist() == [KV * N, L, D] and got[2].tolist() == [B, KV * N, L, D]
+    assert_close(got, want, rtol=1e-5, atol=2e-6)

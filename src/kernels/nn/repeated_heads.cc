@@ -73,7 +73,49 @@ Shape Reshaped(const RuntimeContext& rt, size_t input, const Shape& from, const 
   return out;
 }
 
+Shape ChainShape(const RuntimeContext& rt, size_t input, const Shape& x, const Tensor& expand_shape,
+                 const Tensor& reshape_shape, bool allowzero) {
+  if (x.size() < 2) {
+    ThrowInvalid(rt, "fused input {}: cannot unsqueeze a tensor of shape {} at axis 2", input, ShapeToString(x));
+  }
+  Shape unsqueezed = x;
+  unsqueezed.insert(unsqueezed.begin() + 2, 1);
+  const Shape expanded = Broadcast(rt, input, unsqueezed, ReadShapeInput(rt, input, expand_shape, "Expand"));
+  return Reshaped(rt, input, expanded, ReadShapeInput(rt, input, reshape_shape, "Reshape"), allowzero);
+}
+
+class RepeatedHeadsShapeKernel final : public KernelBase {
+ public:
+  explicit RepeatedHeadsShapeKernel(const KernelBuildInfo& info)
+      : allowzero_(info.GetInt("allowzero", 0) != 0),
+        start_(info.GetInt("start", 0)),
+        has_end_(info.HasAttribute("end")),
+        end_(info.GetInt("end", 0)) {}
+
+  void Run(RuntimeContext& rt) const override {
+    const Shape shape = ChainShape(rt, 0, rt.Input(0).shape(), rt.Input(1), rt.Input(2), allowzero_);
+    const auto rank = static_cast<int64_t>(shape.size());
+    const auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+    const int64_t start = clamp(start_);
+    const int64_t n = std::max<int64_t>((has_end_ ? clamp(end_) : rank) - start, 0);
+    Tensor y = rt.AllocateOutput(0, DataType::kInt64, {n});
+    std::copy_n(shape.begin() + start, n, y.data<int64_t>());
+  }
+
+ private:
+  bool allowzero_;
+  int64_t start_;
+  bool has_end_;
+  int64_t end_;
+};
+
 }  // namespace
+
+void RegisterRepeatedHeadsShapeKernel(KernelRegistry& registry, std::string_view domain) {
+  registry.Register(std::string(domain), "RepeatedHeadsShape", {1, 1}, [](const KernelBuildInfo& info) {
+    return std::make_unique<RepeatedHeadsShapeKernel>(info);
+  });
+}
 
 RepeatedHeads ResolveRepeatedHeads(const RuntimeContext& rt, size_t input, const Tensor& x,
                                    const Tensor& expand_shape, const Tensor& reshape_shape, bool allowzero,

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "onnx_light/runtime/kernel_base.h"
 #include "onnx_light/runtime/runtime_context.h"
 #include "onnx_light/runtime/tensor.h"
 
@@ -29,5 +30,10 @@ struct RepeatedHeads {
 RepeatedHeads ResolveRepeatedHeads(const RuntimeContext& rt, size_t input, const Tensor& x,
                                    const Tensor& expand_shape, const Tensor& reshape_shape, bool allowzero,
                                    bool allow_view = true);
+
+/// Registers, under `domain`, RepeatedHeadsShape(x, expand_shape, reshape_shape) with attributes
+/// allowzero, start and end: Shape(start, end) of that chain's result, computed from the shapes
+/// alone. The attention fusion gives it to a Shape node that also reads a chain it removes.
+void RegisterRepeatedHeadsShapeKernel(KernelRegistry& registry, std::string_view domain);
 
 }  // namespace onnx_light::runtime

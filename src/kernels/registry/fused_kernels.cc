@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/nn/conv_kernels.h"
+#include "kernels/nn/repeated_heads.h"
 #include "kernels/registry/kernel_tables.h"
 
 namespace onnx_light::runtime {
@@ -29,6 +30,7 @@ const KernelRegistry& FusedKernels() {
     RegisterStandardKernel(r, "Gelu", 20);
     RegisterFusedConvKernels(r);
     RegisterFusedAttentionKernel(r, kFusedDomain);
+    RegisterRepeatedHeadsShapeKernel(r, kFusedDomain);
     return r;
   }();
   return registry;

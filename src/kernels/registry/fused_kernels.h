@@ -24,7 +24,8 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 ///   With mask = "attention" it follows the Attention operator's own mask rules and attributes
 ///   instead (is_causal, scale, softcap). With kv_repeat = 1, inputs 4-7 are the Expand and
 ///   Reshape shapes of head-repeating chains over K and V (kernels/nn/repeated_heads.h) and
-///   reshape_allowzero their Reshapes' allowzero.
+///   reshape_allowzero their Reshapes' allowzero;
+/// - RepeatedHeadsShape: the Shape of such a chain's result, from the shapes alone.
 const KernelRegistry& FusedKernels();
 
 }  // namespace onnx_light::runtime
