@@ -12,7 +12,7 @@ stateless loop copies (the whole present cache every step), and the allocator pe
 With `--model PATH`, an exported decoder file instead (e.g. from examples/export_decoder.py: inputs
 input_ids, attention_mask and/or position_ids, past_* -> present_* found from the names, see
 onnx_light.exported_decoder), fed one token per call from position 0. Each runtime runs `--loops`
-loops (default 3); the first pays one-time costs (ONNX Runtime allocates at every new length, we
+loops (default 3), the two alternating; the first pays one-time costs (ONNX Runtime allocates at every new length, we
 grow the cache buffers) and is not measured. Of the warm loops, each step keeps its fastest time,
 which filters out the descheduling a shared machine adds to a step of a few hundred microseconds;
 the table gives medians of the 16 calls before each mark. One more loop of ours with events on
@@ -122,43 +122,49 @@ def exported_feeds(decoder, steps):
     return [decoder.step_feeds(np.array([[(7 * t + 3) % vocab]]), t) for t in range(steps)]
 
 
-def exported_ours(decoder, feeds, threads, events, loops):
-    """`loops` decode loops through one PersistentValueState, reset between them; the per-call
-    times of each loop."""
-    declared = runtime.with_persistent_bindings(decoder.path, decoder.bindings)
-    state = runtime.PersistentValueState(declared, decoder.empty_cache(),
-                                         runtime.RuntimeSessionOptions(num_threads=threads))
-    all_times = []
-    for loop in range(loops):
-        ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=events)
-        state.reset(decoder.empty_cache())
+class OursDecoder:
+    """Decode loops through one PersistentValueState, reset before each."""
+
+    def __init__(self, decoder, threads):
+        declared = runtime.with_persistent_bindings(decoder.path, decoder.bindings)
+        self.decoder = decoder
+        self.state = runtime.PersistentValueState(declared, decoder.empty_cache(),
+                                                  runtime.RuntimeSessionOptions(num_threads=threads))
+        self.ctx = None
+
+    def loop(self, feeds, events=False):
+        """One loop from an empty cache; the per-call times."""
+        self.ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=events)
+        self.state.reset(self.decoder.empty_cache())
         times = []
         for f in feeds:
             start = time.perf_counter()
-            state.run(ctx, f)
+            self.state.run(self.ctx, f)
             times.append(time.perf_counter() - start)
-        all_times.append(times)
-    return all_times, ctx, state
+        return times
 
 
-def exported_ort(decoder, feeds, threads, loops):
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(decoder.path, opts, providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    present = [names.index(out) for out in decoder.bindings.values()]
-    all_times = []
-    for _ in range(loops):
-        past = decoder.empty_cache()
+class OrtDecoder:
+    """Decode loops through ONNX Runtime, re-feeding present as past."""
+
+    def __init__(self, decoder, threads):
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        self.decoder = decoder
+        self.sess = ort.InferenceSession(decoder.path, opts, providers=["CPUExecutionProvider"])
+        names = [o.name for o in self.sess.get_outputs()]
+        self.present = [names.index(out) for out in decoder.bindings.values()]
+
+    def loop(self, feeds):
+        past = self.decoder.empty_cache()
         times = []
         for f in feeds:
             start = time.perf_counter()
-            outs = sess.run(None, {**f, **past})
-            past = {inp: outs[i] for inp, i in zip(decoder.bindings, present)}
+            outs = self.sess.run(None, {**f, **past})
+            past = {inp: outs[i] for inp, i in zip(self.decoder.bindings, self.present)}
             times.append(time.perf_counter() - start)
-        all_times.append(times)
-    return all_times
+        return times
 
 
 def fastest_per_step(loops):
@@ -170,10 +176,14 @@ def run_exported(path, steps, threads, loops=3):
     decoder = DecoderFile.read(path)
     feeds = exported_feeds(decoder, steps)
     marks = [m for m in (128, 512, 1024, 2048) if m <= steps]
-    ours_loops, _, _ = exported_ours(decoder, feeds, threads, events=False, loops=loops)
-    ort_loops = exported_ort(decoder, feeds, threads, loops=loops)
+    ours, theirs = OursDecoder(decoder, threads), OrtDecoder(decoder, threads)
+    ours_loops, ort_loops = [], []
+    for _ in range(loops):  # alternating, so both runtimes meet the same host conditions
+        ours_loops.append(ours.loop(feeds))
+        ort_loops.append(theirs.loop(feeds))
     ours_times, ort_times = fastest_per_step(ours_loops), fastest_per_step(ort_loops)
-    _, ctx, state = exported_ours(decoder, feeds, threads, events=True, loops=1)
+    ours.loop(feeds, events=True)
+    state, ctx = ours.state, ours.ctx
     traffic = summary.storage_totals(ctx.events())
     cache_bytes = sum(np.asarray(t).nbytes for t in state.values.values())
     stateless = sum(decoder.cache_bytes(s + 1) for s in range(steps))

@@ -17,6 +17,13 @@ struct Read {
   size_t input = 0;
 };
 
+std::optional<std::vector<int64_t>> Perm(const Node& transpose) {
+  for (const Attribute& a : transpose.attributes) {
+    if (a.name == "perm") return a.ints;
+  }
+  return std::nullopt;
+}
+
 struct Match {
   std::vector<size_t> nodes;
   std::string q, k, v, mask;
@@ -26,14 +33,37 @@ struct Match {
   std::vector<int64_t> seq_first = {0, 0, 0, 0};
   std::string y;
   size_t last = 0;  // the node that writes y
-  size_t k_reader = 0;  // the Transpose reading K
+  size_t k_reader = 0;  // the node reading K
+  // Kᵀ as Reshape(Transpose(Reshape(K, s1), perm=[0, 2, 1]), s2): s1, s2 and their allowzero.
+  std::vector<std::string> key_shapes;
+  std::vector<int64_t> key_allowzero;
 };
 
-std::optional<std::vector<int64_t>> Perm(const Node& transpose) {
-  for (const Attribute& a : transpose.attributes) {
-    if (a.name == "perm") return a.ints;
+int64_t AllowZero(const Node& reshape) {
+  for (const Attribute& a : reshape.attributes) {
+    if (a.name == "allowzero") return a.i != 0 ? 1 : 0;
   }
-  return std::nullopt;
+  return 0;
+}
+
+// Kᵀ as the dynamo exporter writes it below opset 23: Reshape(Transpose(Reshape(K, s1),
+// perm=[0, 2, 1]), s2), each step read only by the next. Fills match.k and the shapes.
+bool MatchReshapedKeyTranspose(const WorkingGraph& graph, const PassContext& context, const Read& key_t, Match& match) {
+  const int64_t outer = SoleProducer(graph, context, key_t.name, "Reshape", key_t.reader, key_t.input);
+  if (outer < 0 || graph.node(static_cast<size_t>(outer)).inputs.size() != 2) return false;
+  const Node& outer_node = graph.node(static_cast<size_t>(outer));
+  const int64_t transpose = SoleProducer(graph, context, outer_node.inputs[0], "Transpose", static_cast<size_t>(outer), 0);
+  if (transpose < 0 || Perm(graph.node(static_cast<size_t>(transpose))) != std::vector<int64_t>{0, 2, 1}) return false;
+  const int64_t inner = SoleProducer(graph, context, graph.node(static_cast<size_t>(transpose)).inputs[0], "Reshape",
+                                     static_cast<size_t>(transpose), 0);
+  if (inner < 0 || graph.node(static_cast<size_t>(inner)).inputs.size() != 2) return false;
+  const Node& inner_node = graph.node(static_cast<size_t>(inner));
+  match.nodes.insert(match.nodes.end(), {static_cast<size_t>(outer), static_cast<size_t>(transpose), static_cast<size_t>(inner)});
+  match.k = inner_node.inputs[0];
+  match.k_reader = static_cast<size_t>(inner);
+  match.key_shapes = {inner_node.inputs[1], outer_node.inputs[1]};
+  match.key_allowzero = {AllowZero(inner_node), AllowZero(outer_node)};
+  return true;
 }
 
 const std::vector<int64_t> kSwapSeqAndHeads = {0, 2, 1, 3};
@@ -210,6 +240,8 @@ int64_t SoftmaxBehindNanGuard(const WorkingGraph& graph, const PassContext& cont
   return softmax;
 }
 
+std::optional<Match> MatchOutputTranspose(const WorkingGraph& graph, const PassContext& context, Match& match);
+
 std::optional<Match> MatchAttention(const WorkingGraph& graph, const PassContext& context, size_t root) {
   const Node& out = graph.node(root);
   if (out.inputs.size() != 2 || out.outputs.size() != 1) return std::nullopt;
@@ -257,7 +289,10 @@ std::optional<Match> MatchAttention(const WorkingGraph& graph, const PassContext
   const Read key_t =
       Unscale(graph, context, {product_node.inputs[1], static_cast<size_t>(product), 1}, false, match);
   const int64_t transpose = SoleProducer(graph, context, key_t.name, "Transpose", key_t.reader, key_t.input);
-  if (transpose < 0) return std::nullopt;
+  if (transpose < 0) {
+    if (!MatchReshapedKeyTranspose(graph, context, key_t, match)) return std::nullopt;
+    return MatchOutputTranspose(graph, context, match);
+  }
   const Node& transpose_node = graph.node(static_cast<size_t>(transpose));
   // Kᵀ from K [batch, heads, seq, head], or straight from [batch, seq, heads, head].
   const std::optional<std::vector<int64_t>> perm = Perm(transpose_node);
@@ -269,8 +304,11 @@ std::optional<Match> MatchAttention(const WorkingGraph& graph, const PassContext
   match.nodes.push_back(static_cast<size_t>(transpose));
   match.k = transpose_node.inputs[0];
   match.k_reader = static_cast<size_t>(transpose);
+  return MatchOutputTranspose(graph, context, match);
+}
 
-  // Y read only by Transpose(Y, perm=[0, 2, 1, 3]): the kernel writes that layout directly.
+// Y read only by Transpose(Y, perm=[0, 2, 1, 3]): the kernel writes that layout directly.
+std::optional<Match> MatchOutputTranspose(const WorkingGraph& graph, const PassContext& context, Match& match) {
   const auto uses = graph.Uses(match.y);
   if (uses.size() == 1 && uses[0].input == 0 && graph.OnlyFeeds(match.y, uses[0].node, 0)) {
     const Node& reader = graph.node(uses[0].node);
@@ -338,6 +376,13 @@ void FuseAttention(WorkingGraph& graph, const PassContext& context) {
     if (match->seq_first[1] == 0 && match->seq_first[2] == 0) {
       AbsorbRepeatedHeads(graph, context, {match->k, match->k_reader, 0}, {match->v, i, 1}, attention, nodes);
       std::sort(nodes.begin(), nodes.end());
+    }
+    if (!match->key_shapes.empty()) {  // after the repeat shapes, as the kernel expects
+      if (attention.inputs.size() < 4) attention.inputs.resize(4);
+      attention.inputs.insert(attention.inputs.end(), match->key_shapes.begin(), match->key_shapes.end());
+      attention.attributes.push_back({.name = "key_reshapes", .type = AttributeType::kInt, .i = 1});
+      attention.attributes.push_back(
+          {.name = "key_reshape_allowzero", .type = AttributeType::kInts, .ints = match->key_allowzero});
     }
     graph.Replace(nodes, std::move(attention));
   }

@@ -18,7 +18,9 @@ namespace onnx_light::runtime {
 /// domain's Attention(Q, K, V[, mask]) with scale = a·b·c (or a·b/c). The head transposes
 /// around it are absorbed too, since the kernel reads and writes strided heads: Q or V as
 /// Transpose(X, perm=[0, 2, 1, 3]), Kᵀ as Transpose(X, perm=[0, 2, 3, 1]), and a
-/// Transpose(Y, perm=[0, 2, 1, 3]) that alone reads Y (attribute seq_first). Rows that Softmax cannot
+/// Transpose(Y, perm=[0, 2, 1, 3]) that alone reads Y (attribute seq_first). Kᵀ may also be
+/// Reshape(Transpose(Reshape(K, s1), perm=[0, 2, 1]), s2) (the dynamo exporter below opset 23):
+/// the node then takes s1 and s2 too (attribute key_reshapes) and checks them on every run. Rows that Softmax cannot
 /// normalise (every key masked with -inf, or a NaN score) come out as they would from the
 /// written nodes: NaN, or zeros behind the Where. Shapes are only known at run time: the fused
 /// kernel refuses, with an error naming the option, operands MatMul would broadcast in ways that

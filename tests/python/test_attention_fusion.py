@@ -248,3 +248,20 @@ def test_shape_of_the_repeated_heads_is_computed_without_them():
     want = run_reference(model, feeds)
     assert got[1].tolist() == [KV * N, L, D] and got[2].tolist() == [B, KV * N, L, D]
     assert_close(got, want, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("chain", ["transpose", "other"])
+def test_key_transposed_through_reshapes(chain):
+    # The dynamo exporter below opset 23 writes Kᵀ as Reshape(Transpose(Reshape(K, [-1, L, D]),
+    # [0, 2, 1]), [B, H, D, L]); a chain that is not a transpose is computed as written.
+    flat = [-1, L, D] if chain == "transpose" else [B * H, L * D // 2, 2]
+    nodes = [n for n in sdpa(mask=True, guard=True) if n.name != "key_t"]
+    nodes[:0] = [helper.make_node("Reshape", ["k", "s1"], ["k3"]),
+                 helper.make_node("Transpose", ["k3"], ["kt3"], perm=[0, 2, 1]),
+                 helper.make_node("Reshape", ["kt3", "s2"], ["kt"])]
+    feeds = feeds_for(mask_shape=(B, 1, S, L))
+    inits = {"s1": np.array(flat, np.int64), "s2": np.array([B, H, D, L], np.int64)}
+    model = make_model(nodes, feeds, ["y"], initializers=inits, opset=18)
+    got, nodes_run, _ = run_events(model, feeds)
+    assert [e.op_type for e in nodes_run] == ["Attention"]
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=2e-6)

@@ -32,7 +32,8 @@ using attention::HeadView;
 using attention::MaskView;
 
 constexpr size_t kQ = 0, kK = 1, kV = 2, kMask = 3, kPastKey = 4, kPastValue = 5, kNonpad = 6;
-// A fused node with kv_repeat: the expand and reshape shapes of K, then of V.
+// A fused node with kv_repeat: the expand and reshape shapes of K, then of V; after those, with
+// key_reshapes, the two Reshape shapes around the 3-D transpose that gives Kᵀ.
 constexpr size_t kRepeatShapes = 4;
 constexpr size_t kPresentKey = 1, kPresentValue = 2, kQkOutput = 3;
 
@@ -153,14 +154,19 @@ class AttentionKernel final : public KernelBase {
       }
       added_mask_ = mask == "added";
       kv_repeat_ = info.GetInt("kv_repeat", 0) != 0;
+      key_reshapes_ = info.GetInt("key_reshapes", 0) != 0;
+      const std::vector<int64_t> key_allowzero = info.GetInts("key_reshape_allowzero", {0, 0});
+      if (key_allowzero.size() != 2) ThrowInvalid(info, "key_reshape_allowzero must list 2 flags");
+      key_allowzero_ = {key_allowzero[0] != 0, key_allowzero[1] != 0};
       const std::vector<int64_t> allowzero = info.GetInts("reshape_allowzero", {0, 0});
       if (allowzero.size() != 2) ThrowInvalid(info, "reshape_allowzero must list 2 flags (K, V)");
       allowzero_ = {allowzero[0] != 0, allowzero[1] != 0};
-      const size_t max_inputs = kv_repeat_ ? kRepeatShapes + 4 : kMask + 1;
-      if (info.num_inputs() > max_inputs || (kv_repeat_ && info.num_inputs() != max_inputs)) {
-        ThrowInvalid(info, "fused Attention takes Q, K, V, a mask{}, got {} inputs",
-                     kv_repeat_ ? " and the 4 shapes of the repeated key/value heads" : " (optional)",
-                     info.num_inputs());
+      key_shapes_ = kRepeatShapes + (kv_repeat_ ? 4 : 0);
+      const size_t max_inputs = key_shapes_ + (key_reshapes_ ? 2 : 0);
+      if (info.num_inputs() > max_inputs || ((kv_repeat_ || key_reshapes_) && info.num_inputs() != max_inputs)) {
+        ThrowInvalid(info, "fused Attention takes Q, K, V, a mask{}{}, got {} inputs",
+                     kv_repeat_ ? ", the 4 shapes of the repeated key/value heads" : "",
+                     key_reshapes_ ? ", the 2 shapes of the key transpose" : "", info.num_inputs());
       }
     }
     if (fused_ && added_mask_) {
@@ -302,7 +308,15 @@ class AttentionKernel final : public KernelBase {
     Tensor v_in = SeenAsHeadsFirst(rt, kV);
     if (k_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kK, k_in.dtype());
     if (v_in.dtype() != q_in.dtype()) ThrowUnsupportedType(rt, kV, v_in.dtype());
-    if (kv_repeat_) op.repeats_read_once = ResolveRepeats(rt, q_in, k_in, v_in);
+    if (kv_repeat_) op.repeats_read_once = ResolveRepeats(rt, q_in, k_in, v_in, true);
+    if (key_reshapes_ && !KeyReshapesOnlyTranspose(rt, op.repeats_read_once ? q_in.dim(1) : -1, k_in)) {
+      if (op.repeats_read_once) {  // the written keys are needed after all: repeat them as written
+        k_in = SeenAsHeadsFirst(rt, kK);
+        v_in = SeenAsHeadsFirst(rt, kV);
+        op.repeats_read_once = ResolveRepeats(rt, q_in, k_in, v_in, false);
+      }
+      k_in = TransposeKeyAsWritten(rt, k_in);
+    }
     if (fused_ && added_mask_) CheckFusedOperands(rt, q_in, k_in, v_in, op.repeats_read_once);
     op.rank = q_in.rank();
     if ((op.rank != 3 && op.rank != 4) || k_in.rank() != op.rank || v_in.rank() != op.rank) {
@@ -448,14 +462,14 @@ class AttentionKernel final : public KernelBase {
   // K and V as the written Reshape(Expand(Unsqueeze(x))) chains give them. Both are read
   // unrepeated (returns true) only when both chains repeat each head the same n times and Q has
   // exactly that many heads, so grouping the query heads computes what the written graph does.
-  bool ResolveRepeats(const RuntimeContext& rt, const Tensor& q, Tensor& k, Tensor& v) const {
+  bool ResolveRepeats(const RuntimeContext& rt, const Tensor& q, Tensor& k, Tensor& v, bool allow_view) const {
     const auto resolve = [&](size_t index, const Tensor& x, bool allow_view) {
       const size_t shapes = kRepeatShapes + 2 * (index - kK);
       return ResolveRepeatedHeads(rt, index, x, rt.Input(shapes), rt.Input(shapes + 1), allowzero_[index - kK],
                                   allow_view);
     };
-    RepeatedHeads rk = resolve(kK, k, true);
-    RepeatedHeads rv = resolve(kV, v, true);
+    RepeatedHeads rk = resolve(kK, k, allow_view);
+    RepeatedHeads rv = resolve(kV, v, allow_view);
     const bool read_once = rk.repeats > 0 && rk.repeats == rv.repeats && q.rank() == 4 &&
                            rk.value.dim(1) == rv.value.dim(1) && q.dim(1) == rk.value.dim(1) * rk.repeats;
     if (!read_once) {
@@ -465,6 +479,41 @@ class AttentionKernel final : public KernelBase {
     k = rk.value;
     v = rv.value;
     return read_once;
+  }
+
+  // Kᵀ written as Reshape(Transpose(Reshape(K, s1), perm=[0, 2, 1]), s2) (the dynamo exporter
+  // below opset 23): whether, for K of shape [B, H, L, D] (H = `heads` when K is read with its
+  // heads unrepeated, else K's own), s1 gives [B·H, L, D] and s2 gives [B, H, D, L], i.e. the
+  // chain is Transpose(K, perm=[0, 1, 3, 2]), which the kernel reads K for directly.
+  bool KeyReshapesOnlyTranspose(const RuntimeContext& rt, int64_t heads, const Tensor& k) const {
+    if (k.rank() != 4) return false;
+    const int64_t b = k.dim(0), h = heads >= 0 ? heads : k.dim(1), l = k.dim(2), d = k.dim(3);
+    const Shape flat = Reshaped(rt, key_shapes_, {b, h, l, d}, ReadShapeInput(rt, key_shapes_, rt.Input(key_shapes_), "Reshape"),
+                                key_allowzero_[0]);
+    if (flat != Shape{b * h, l, d}) return false;
+    const Shape back = Reshaped(rt, key_shapes_ + 1, {b * h, d, l},
+                                ReadShapeInput(rt, key_shapes_ + 1, rt.Input(key_shapes_ + 1), "Reshape"), key_allowzero_[1]);
+    return back == Shape{b, h, d, l};
+  }
+
+  // Any other chain computed as written; the 4-D Kᵀ it gives is read as K through swapped strides.
+  Tensor TransposeKeyAsWritten(const RuntimeContext& rt, const Tensor& k) const {
+    const Shape flat = Reshaped(rt, key_shapes_, k.shape(), ReadShapeInput(rt, key_shapes_, rt.Input(key_shapes_), "Reshape"),
+                                key_allowzero_[0]);
+    if (flat.size() != 3) {
+      ThrowInvalid(rt, "fused attention: the key reshape gives {}, which a 3-D transpose cannot take", ShapeToString(flat));
+    }
+    const Tensor contiguous = k.Contiguous(rt.allocator());
+    const Shape transposed = {flat[0], flat[2], flat[1]};
+    Tensor t = Tensor::Allocate(k.dtype(), transposed, rt.allocator());
+    StridedCopy(k.dtype(), contiguous.raw_data(), transposed, Shape{flat[1] * flat[2], 1, flat[2]}, t.raw_data());
+    const Shape kt = Reshaped(rt, key_shapes_ + 1, transposed,
+                              ReadShapeInput(rt, key_shapes_ + 1, rt.Input(key_shapes_ + 1), "Reshape"), key_allowzero_[1]);
+    if (kt.size() != 4) {
+      ThrowInvalid(rt, "fused attention needs a 4-D transposed key, got {}; build the session with fuse_attention "
+                       "off to run the nodes as written", ShapeToString(kt));
+    }
+    return t.View({kt[0], kt[1], kt[3], kt[2]}, t.raw_data(), {kt[1] * kt[2] * kt[3], kt[2] * kt[3], 1, kt[3]});
   }
 
   // The fused node's mask is added to the [batch, q_heads, q_seq, total_seq] scores with Add's
@@ -628,6 +677,9 @@ class AttentionKernel final : public KernelBase {
   bool fused_ = false;
   bool added_mask_ = true;  // fused: the decomposed graph's Add; else Attention's mask rules
   bool kv_repeat_ = false;  // fused: K and V given as the inputs of a head-repeating chain
+  bool key_reshapes_ = false;  // fused: Kᵀ written as Reshape(Transpose(Reshape(K))), its shapes given
+  size_t key_shapes_ = kRepeatShapes;  // the input holding the first of those shapes
+  std::array<bool, 2> key_allowzero_ = {false, false};
   std::array<bool, 2> allowzero_ = {false, false};
   // Fused node: Q, K, V given as [batch, seq, heads, head], Y wanted so.
   std::array<bool, 4> seq_first_ = {false, false, false, false};

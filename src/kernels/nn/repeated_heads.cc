@@ -8,8 +8,6 @@
 
 namespace onnx_light::runtime {
 
-namespace {
-
 std::vector<int64_t> ReadShapeInput(const RuntimeContext& rt, size_t input, const Tensor& t, const char* what) {
   if (t.dtype() != DataType::kInt64 || t.rank() != 1) {
     ThrowInvalid(rt, "the {} shape of fused input {} must be a 1-D int64 tensor, got {} {}", what, input,
@@ -18,6 +16,8 @@ std::vector<int64_t> ReadShapeInput(const RuntimeContext& rt, size_t input, cons
   const Tensor c = t.Contiguous(rt.allocator());
   return {c.data<int64_t>(), c.data<int64_t>() + c.size()};
 }
+
+namespace {
 
 // Expand's result shape: `shape` and `to` broadcast together.
 Shape Broadcast(const RuntimeContext& rt, size_t input, const Shape& shape, const std::vector<int64_t>& to) {
@@ -31,44 +31,6 @@ Shape Broadcast(const RuntimeContext& rt, size_t input, const Shape& shape, cons
                    ShapeToString(Shape(to.begin(), to.end())));
     }
     out[i] = a == 1 ? b : a;
-  }
-  return out;
-}
-
-// Reshape's result shape for an input of shape `from`.
-Shape Reshaped(const RuntimeContext& rt, size_t input, const Shape& from, const std::vector<int64_t>& to,
-               bool allowzero) {
-  Shape out(to.begin(), to.end());
-  int64_t known = 1;
-  int64_t inferred = -1;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == 0 && !allowzero) {
-      if (i >= from.size()) {
-        ThrowInvalid(rt, "fused input {}: Reshape copies dimension {} of {}, which has none", input, i,
-                     ShapeToString(from));
-      }
-      out[i] = from[i];
-    }
-    if (out[i] == -1) {
-      if (inferred >= 0) ThrowInvalid(rt, "fused input {}: Reshape shape {} has two -1", input, ShapeToString(out));
-      inferred = static_cast<int64_t>(i);
-      continue;
-    }
-    if (out[i] < 0) ThrowInvalid(rt, "fused input {}: Reshape shape {} has a negative dimension", input, ShapeToString(out));
-    known *= out[i];
-  }
-  int64_t count = 1;
-  for (const int64_t d : from) count *= d;
-  if (inferred >= 0) {
-    if (known == 0 || count % known != 0) {
-      ThrowInvalid(rt, "fused input {}: cannot reshape {} to {}", input, ShapeToString(from), ShapeToString(out));
-    }
-    out[static_cast<size_t>(inferred)] = count / known;
-    known = count;
-  }
-  if (known != count) {
-    ThrowInvalid(rt, "fused input {}: cannot reshape {} ({} elements) to {}", input, ShapeToString(from), count,
-                 ShapeToString(out));
   }
   return out;
 }
@@ -115,6 +77,43 @@ void RegisterRepeatedHeadsShapeKernel(KernelRegistry& registry, std::string_view
   registry.Register(std::string(domain), "RepeatedHeadsShape", {1, 1}, [](const KernelBuildInfo& info) {
     return std::make_unique<RepeatedHeadsShapeKernel>(info);
   });
+}
+
+Shape Reshaped(const RuntimeContext& rt, size_t input, const Shape& from, const std::vector<int64_t>& to,
+               bool allowzero) {
+  Shape out(to.begin(), to.end());
+  int64_t known = 1;
+  int64_t inferred = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 0 && !allowzero) {
+      if (i >= from.size()) {
+        ThrowInvalid(rt, "fused input {}: Reshape copies dimension {} of {}, which has none", input, i,
+                     ShapeToString(from));
+      }
+      out[i] = from[i];
+    }
+    if (out[i] == -1) {
+      if (inferred >= 0) ThrowInvalid(rt, "fused input {}: Reshape shape {} has two -1", input, ShapeToString(out));
+      inferred = static_cast<int64_t>(i);
+      continue;
+    }
+    if (out[i] < 0) ThrowInvalid(rt, "fused input {}: Reshape shape {} has a negative dimension", input, ShapeToString(out));
+    known *= out[i];
+  }
+  int64_t count = 1;
+  for (const int64_t d : from) count *= d;
+  if (inferred >= 0) {
+    if (known == 0 || count % known != 0) {
+      ThrowInvalid(rt, "fused input {}: cannot reshape {} to {}", input, ShapeToString(from), ShapeToString(out));
+    }
+    out[static_cast<size_t>(inferred)] = count / known;
+    known = count;
+  }
+  if (known != count) {
+    ThrowInvalid(rt, "fused input {}: cannot reshape {} ({} elements) to {}", input, ShapeToString(from), count,
+                 ShapeToString(out));
+  }
+  return out;
 }
 
 RepeatedHeads ResolveRepeatedHeads(const RuntimeContext& rt, size_t input, const Tensor& x,

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "onnx_light/runtime/kernel_base.h"
 #include "onnx_light/runtime/runtime_context.h"
@@ -30,6 +31,13 @@ struct RepeatedHeads {
 RepeatedHeads ResolveRepeatedHeads(const RuntimeContext& rt, size_t input, const Tensor& x,
                                    const Tensor& expand_shape, const Tensor& reshape_shape, bool allowzero,
                                    bool allow_view = true);
+
+/// Helpers for the written shape chains the fused Attention takes over: a 1-D int64 shape
+/// input's values, and Reshape's result shape for an input of shape `from` (0 copies a dimension
+/// unless `allowzero`, one -1 is inferred), with errors naming fused input `input`.
+std::vector<int64_t> ReadShapeInput(const RuntimeContext& rt, size_t input, const Tensor& t, const char* what);
+Shape Reshaped(const RuntimeContext& rt, size_t input, const Shape& from, const std::vector<int64_t>& to,
+               bool allowzero);
 
 /// Registers, under `domain`, RepeatedHeadsShape(x, expand_shape, reshape_shape) with attributes
 /// allowzero, start and end: Shape(start, end) of that chain's result, computed from the shapes

@@ -24,7 +24,9 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 ///   With mask = "attention" it follows the Attention operator's own mask rules and attributes
 ///   instead (is_causal, scale, softcap). With kv_repeat = 1, inputs 4-7 are the Expand and
 ///   Reshape shapes of head-repeating chains over K and V (kernels/nn/repeated_heads.h) and
-///   reshape_allowzero their Reshapes' allowzero;
+///   reshape_allowzero their Reshapes' allowzero. With key_reshapes = 1, the next two inputs are
+///   s1 and s2 of a Kᵀ written as Reshape(Transpose(Reshape(K, s1), perm=[0, 2, 1]), s2), and
+///   key_reshape_allowzero their allowzero;
 /// - RepeatedHeadsShape: the Shape of such a chain's result, from the shapes alone.
 const KernelRegistry& FusedKernels();
 
