@@ -27,15 +27,7 @@ namespace onnx_light::runtime {
 
 namespace {
 
-// Weights and bias that replace the node's W and B inputs (a Conv whose BatchNormalization the
-// session folded at build).
-struct FoldedConv {
-  Tensor weight;
-  Tensor bias;
-  Tensor direct_weight;  // `weight` packed for DirectConv2d, when that kernel may run
-};
-
-// What a FusedConv node or the Conv+BatchNormalization fold adds to a plain Conv.
+// What a FusedConv node adds to a plain Conv.
 struct ConvFusion {
   ConvEpilogue epilogue;
   std::string usage_suffix;  // appended to the path name: "+bn", "+bn+relu", "+hardswish", ...
@@ -55,19 +47,17 @@ void AddBias(T* y, int64_t channels, int64_t size, const T* bias) {
 
 class ConvKernel final : public KernelBase {
  public:
-  explicit ConvKernel(const KernelBuildInfo& info, ConvFusion fusion = {},
-                      std::optional<FoldedConv> folded = std::nullopt)
+  explicit ConvKernel(const KernelBuildInfo& info, ConvFusion fusion = {})
       : attrs_(WindowAttributes::Parse(info, false)),
         group_(info.GetIntInRange("group", 1, 1)),
-        fusion_(std::move(fusion)),
-        folded_(std::move(folded)) {
-    if (!folded_) PrepackConstantWeight(info.constant_input(1));
+        fusion_(std::move(fusion)) {
+    PrepackConstantWeight(info.constant_input(1));
   }
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& x_in = rt.Input(0);
-    const Tensor& w_in = folded_ ? folded_->weight : rt.Input(1);
-    const Tensor* b_in = folded_ ? &folded_->bias : rt.OptionalInput(2);
+    const Tensor& w_in = rt.Input(1);
+    const Tensor* b_in = rt.OptionalInput(2);
     if (fusion_.fused_op && x_in.dtype() != DataType::kFloat) ThrowUnsupportedType(rt, 0, x_in.dtype());
     CheckConvOperands(rt, x_in, w_in, b_in);
     const int64_t n = x_in.dim(0);
@@ -213,9 +203,7 @@ class ConvKernel final : public KernelBase {
     if (direct) {
       const int64_t k = c * g.kernel_size();
       Tensor packed;
-      if (folded_ && folded_->direct_weight.defined()) {  // packed at build for these weights
-        packed = folded_->direct_weight;
-      } else if (prepacked_.defined() && w_in.shape() == prepacked_shape_) {  // constant_input(1)
+      if (prepacked_.defined() && w_in.shape() == prepacked_shape_) {  // constant_input(1)
         packed = prepacked_;
       } else {
         packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
@@ -295,50 +283,12 @@ class ConvKernel final : public KernelBase {
   WindowAttributes attrs_;
   int64_t group_;
   ConvFusion fusion_;
-  std::optional<FoldedConv> folded_;
   Tensor prepacked_;       // the constant W packed for DirectConv2d, or undefined
   Shape prepacked_shape_;  // its shape (the session promises W is that constant on every run)
 };
 
 }  // namespace
 
-std::unique_ptr<KernelBase> MakeConvBatchNormKernel(const KernelBuildInfo& conv_info, const Tensor& weight,
-                                                    const Tensor* bias, const BatchNormParams& bn, bool relu) {
-  const int64_t m = weight.dim(0);
-  // Owned by the kernel for the session's life, outside any run's allocator.
-  const auto allocator = std::make_shared<CpuAllocator>(0);
-  const Tensor wc = weight.Contiguous(allocator);
-  const Tensor bc = bias != nullptr ? bias->Contiguous(allocator) : Tensor();
-  const int64_t per_channel = m > 0 ? weight.size() / m : 0;
-  FoldedConv folded;
-  folded.weight = Tensor::Allocate(DataType::kFloat, weight.shape(), allocator);
-  folded.bias = Tensor::Allocate(DataType::kFloat, {m}, allocator);
-  const float* w = wc.data<float>();
-  float* fw = folded.weight.data<float>();
-  float* fb = folded.bias.data<float>();
-  for (int64_t oc = 0; oc < m; ++oc) {
-    // Folded in double: y = (conv + b - mean) * a + beta with a = scale / sqrt(var + epsilon).
-    const double a = static_cast<double>(bn.scale[oc]) /
-                     std::sqrt(static_cast<double>(bn.var[oc]) + static_cast<double>(bn.epsilon));
-    for (int64_t i = 0; i < per_channel; ++i) {
-      fw[oc * per_channel + i] = static_cast<float>(static_cast<double>(w[oc * per_channel + i]) * a);
-    }
-    const double b = bias != nullptr ? static_cast<double>(bc.data<float>()[oc]) : 0.0;
-    fb[oc] = static_cast<float>((b - static_cast<double>(bn.mean[oc])) * a + static_cast<double>(bn.bias[oc]));
-  }
-  if (DirectConvAvailable() && weight.rank() == 4) {
-    folded.direct_weight =
-        Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, per_channel)}, allocator);
-    PackDirectConvWeights(fw, m, per_channel, folded.direct_weight.data<float>());
-    folded.direct_weight = folded.direct_weight.AsReadOnly();
-  }
-  folded.weight = folded.weight.AsReadOnly();
-  folded.bias = folded.bias.AsReadOnly();
-  ConvFusion fusion;
-  fusion.epilogue = relu ? ConvEpilogue::Relu() : ConvEpilogue{};
-  fusion.usage_suffix = relu ? "+bn+relu" : "+bn";
-  return std::make_unique<ConvKernel>(conv_info, std::move(fusion), std::move(folded));
-}
 
 void RegisterConvKernels(KernelRegistry& registry) {
   registry.Register("", "Conv", {1, 28}, [](const KernelBuildInfo& info) {
