@@ -64,6 +64,33 @@ void RecordValue(RuntimeContext& rt, RuntimeEventAction action, const std::strin
 
 }  // namespace
 
+std::unique_ptr<GraphPlan::Frame> GraphPlan::TakeFrame() const {
+  {
+    std::lock_guard lock(spare_frames_mutex_);
+    if (!spare_frames_.empty()) {
+      std::unique_ptr<Frame> frame = std::move(spare_frames_.back());
+      spare_frames_.pop_back();
+      return frame;
+    }
+  }
+  return std::make_unique<Frame>(slots_.size());
+}
+
+void GraphPlan::GiveBackFrame(std::unique_ptr<Frame> frame) const noexcept {
+  constexpr size_t kMaxSpareFrames = 8;  // runs of one plan at once that keep their frame
+  Frame& values = *frame;
+  for (size_t s = 0; s < values.size(); ++s) {
+    if (!initializer_slot_[s] && values[s].has_value()) values[s] = RuntimeValue();
+  }
+  std::lock_guard lock(spare_frames_mutex_);
+  if (spare_frames_.size() < kMaxSpareFrames) {
+    try {
+      spare_frames_.push_back(std::move(frame));
+    } catch (...) {  // no memory to keep it: the frame is freed instead
+    }
+  }
+}
+
 std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
                                              std::span<const RuntimeValue* const> inputs,
                                              std::span<const RuntimeValue* const> captures) const {
@@ -74,7 +101,13 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
   const RunControl& control = RuntimeContextInternals::RunControlOf(rt);
   const int64_t deadline = RuntimeContextInternals::RunDeadlineNs(rt);
   CheckRunStop(rt, control, deadline, nullptr, graph_.name);
-  std::vector<RuntimeValue> frame(slots_.size());
+  // Given back on every exit, errors included, cleared of this run's values.
+  struct FrameLease {
+    const GraphPlan& plan;
+    std::unique_ptr<Frame> frame;
+    ~FrameLease() { plan.GiveBackFrame(std::move(frame)); }
+  } lease{*this, TakeFrame()};
+  Frame& frame = *lease.frame;
 
   for (size_t i = 0; i < input_slots_.size(); ++i) {
     if (i < inputs.size() && inputs[i] != nullptr) {
@@ -89,7 +122,7 @@ std::vector<RuntimeValue> GraphPlan::Execute(RuntimeContext& rt,
   if (events) RuntimeContextInternals::SetCurrentNodeIndex(rt, kNodeIndexInitializer);
   for (size_t i = 0; i < initializer_slots_.size(); ++i) {
     const auto& [slot, tensor] = initializer_slots_[i];
-    frame[slot] = tensor;
+    if (!frame[slot].has_value()) frame[slot] = tensor;  // kept from an earlier run otherwise
     if (events) {
       RecordValue(rt, RuntimeEventAction::kAdd, slots_[slot].name, frame[slot],
                   TensorKind::kInitializer, initializer_origins_[i]);

@@ -135,8 +135,14 @@ void GraphPlan::Compile(const KernelSources& sources, PlanScope* parent) {
     }
   }
   for (int32_t s : output_slots_) last_use[s] = -1;
+  // Initializers stay in the frame: the plan holds them anyway, and a frame kept for the next run
+  // then needs no refill (see TakeFrame).
+  initializer_slot_.assign(slots_.size(), 0);
+  for (const auto& [slot, tensor] : initializer_slots_) initializer_slot_[slot] = 1;
   for (size_t s = 0; s < slots_.size(); ++s) {
-    if (last_use[s] >= 0) nodes_[last_use[s]].release_after.push_back(static_cast<int32_t>(s));
+    if (last_use[s] >= 0 && !initializer_slot_[s]) {
+      nodes_[last_use[s]].release_after.push_back(static_cast<int32_t>(s));
+    }
   }
   MarkReusableInputs(last_use);
 }

@@ -1,10 +1,12 @@
 #pragma once
 // GraphPlan: one graph compiled for execution — value slots, resolved kernels, captured outer
 // values and release points. Immutable after construction; Execute keeps all per-run state in a
-// frame on the stack, so one plan may run on several threads.
+// frame of its own (taken from, and given back to, a mutex-guarded pool of spare frames), so one
+// plan may run on several threads.
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -84,6 +86,16 @@ class GraphPlan {
   std::vector<std::string> capture_names_;
   std::vector<int32_t> capture_slots_;
   std::vector<PlannedNode> nodes_;
+
+  // Frames kept between runs, with every slot empty except the initializers': allocating,
+  // zeroing and refilling one slot per graph value on every call cost a short decode step (a few
+  // hundred nodes, over a thousand values) more than some of its nodes.
+  using Frame = std::vector<RuntimeValue>;
+  std::unique_ptr<Frame> TakeFrame() const;
+  void GiveBackFrame(std::unique_ptr<Frame> frame) const noexcept;
+  std::vector<uint8_t> initializer_slot_;  // 1 for slots of initializer_slots_
+  mutable std::mutex spare_frames_mutex_;
+  mutable std::vector<std::unique_ptr<Frame>> spare_frames_;
 };
 
 }  // namespace onnx_light::runtime
