@@ -172,6 +172,25 @@ def fastest_per_step(loops):
     return list(np.min(np.asarray(loops[1:] if len(loops) > 1 else loops), axis=0))
 
 
+def profile_exported(path, steps, threads, last=8):
+    """Ours only: one decode loop of the exported decoder, the per-operator summary of the last
+    `last` steps (events on for those alone)."""
+    decoder = DecoderFile.read(path)
+    feeds = exported_feeds(decoder, steps)
+    ours = OursDecoder(decoder, threads)
+    ours.state.reset(decoder.empty_cache())
+    kc = runtime.KernelContext(runtime.default_opset(23))
+    quiet, traced = runtime.RuntimeContext(kc), runtime.RuntimeContext(kc, events_enabled=True)
+    for f in feeds[:-last]:
+        ours.state.run(quiet, f)
+    start = time.perf_counter()
+    for f in feeds[-last:]:
+        ours.state.run(traced, f)
+    print(f"{path}: steps {steps - last + 1}-{steps}: {(time.perf_counter() - start) / last * 1e6:.0f} us/token "
+          f"with events on\n")
+    print(summary.format_summary(traced.events()))
+
+
 def run_exported(path, steps, threads, loops=3):
     decoder = DecoderFile.read(path)
     feeds = exported_feeds(decoder, steps)
@@ -200,13 +219,16 @@ def main():
     parser.add_argument("--steps", type=int, default=2048)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--dtype", choices=["float32", "float16"], default="float32")
-    parser.add_argument("--profile", action="store_true", help="ours only: per-operator times of the last 8 steps")
+    parser.add_argument("--profile", action="store_true", help="ours only: per-operator times of the last 8 steps "
+                                                                    "(the built-in decoder, or --model's)")
     parser.add_argument("--loops", type=int, default=3, help="--model only: decode loops per runtime, the first "
                                                                "unmeasured (default 3)")
     parser.add_argument("--model", help="an exported decoder file (past_*/present_* inputs and outputs) instead of "
                                         "the built-in decoder")
     args = parser.parse_args()
     if args.model:
+        if args.profile:
+            return profile_exported(args.model, args.steps, args.threads)
         return run_exported(args.model, args.steps, args.threads, args.loops)
     dtype = np.dtype(args.dtype)
     model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD, dtype=dtype)
