@@ -73,15 +73,15 @@ ONNX_LIGHT_FAST_MATH uint16_t FloatToBFloat16(float value) {
   return static_cast<uint16_t>(SelectBits(nan, (f >> 16) | 0x40u, rounded));
 }
 
-/// e^x. Cephes-style: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, then
-/// scaling by 2^n in two steps so that subnormal results come out right.
-ONNX_LIGHT_FAST_MATH float Exp(float x) {
-  constexpr float kMax = 88.72283935546875f;       // above: +inf
-  constexpr float kMin = -103.97208404541015625f;  // below: 0
-  constexpr float kRound = 12582912.0f;            // 1.5 * 2^23: adding it rounds to an integer
-  float xc = Select(x == x, x, 0.0f);
-  xc = Select(xc > kMax, kMax, xc);
-  xc = Select(xc < kMin, kMin, xc);
+// e^xc = y * 2^n for xc in the range Exp and ExpNonPositive clamp to: n = round(xc / ln 2), the
+// remainder reduced in two steps (Cody-Waite) and a degree-5 polynomial. Shared, so both functions
+// give the same bits where both apply.
+struct ExpParts {
+  float y;
+  int32_t n;
+};
+ONNX_LIGHT_FAST_MATH ExpParts ExpReduced(float xc) {
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float t = xc * 1.44269504088896341f + kRound;
   const int32_t n = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kRound);
   const float fn = t - kRound;
@@ -94,6 +94,18 @@ ONNX_LIGHT_FAST_MATH float Exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float y = p * r * r + r + 1.0f;
+  return {y, n};
+}
+
+/// e^x. Cephes-style: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, then
+/// scaling by 2^n in two steps so that subnormal results come out right.
+ONNX_LIGHT_FAST_MATH float Exp(float x) {
+  constexpr float kMax = 88.72283935546875f;       // above: +inf
+  constexpr float kMin = -103.97208404541015625f;  // below: 0
+  float xc = Select(x == x, x, 0.0f);
+  xc = Select(xc > kMax, kMax, xc);
+  xc = Select(xc < kMin, kMin, xc);
+  const auto [y, n] = ExpReduced(xc);
   const int32_t n1 = n >> 1;
   const int32_t n2 = n - n1;
   const float s1 = std::bit_cast<float>((n1 + 127) << 23);
@@ -108,20 +120,8 @@ ONNX_LIGHT_FAST_MATH float Exp(float x) {
 /// the upper tail and the two-step scaling Exp needs, it runs ~1.4x faster.
 ONNX_LIGHT_FAST_MATH float ExpNonPositive(float x) {
   constexpr float kLowest = -87.5f;  // 2^n stays a normal float: n >= -126
-  constexpr float kRound = 12582912.0f;
   const float xc = Select(x < kLowest, kLowest, x);  // NaN passes
-  const float t = xc * 1.44269504088896341f + kRound;
-  const int32_t n = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(kRound);
-  const float fn = t - kRound;
-  float r = xc - fn * 0.693359375f;
-  r = r - fn * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
+  const auto [y, n] = ExpReduced(xc);
   const float result = y * std::bit_cast<float>((n + 127) << 23);
   return Select(x < kLowest, 0.0f, result);
 }
