@@ -18,10 +18,8 @@ struct Read {
 };
 
 std::optional<std::vector<int64_t>> Perm(const Node& transpose) {
-  for (const Attribute& a : transpose.attributes) {
-    if (a.name == "perm") return a.ints;
-  }
-  return std::nullopt;
+  const Attribute* perm = transpose.FindAttribute("perm");
+  return perm != nullptr ? std::optional(perm->ints) : std::nullopt;
 }
 
 struct Match {
@@ -40,10 +38,8 @@ struct Match {
 };
 
 int64_t AllowZero(const Node& reshape) {
-  for (const Attribute& a : reshape.attributes) {
-    if (a.name == "allowzero") return a.i != 0 ? 1 : 0;
-  }
-  return 0;
+  const Attribute* allowzero = reshape.FindAttribute("allowzero");
+  return allowzero != nullptr && allowzero->i != 0 ? 1 : 0;
 }
 
 // Kᵀ as the dynamo exporter writes it below opset 23: Reshape(Transpose(Reshape(K, s1),
@@ -83,10 +79,8 @@ bool UnsqueezesAxisTwo(const WorkingGraph& graph, const Node& unsqueeze) {
     const Tensor* t = graph.Constant(unsqueeze.inputs[1]);
     if (t == nullptr || t->dtype() != DataType::kInt64) return false;
     axes.assign(t->data<int64_t>(), t->data<int64_t>() + t->size());
-  } else {
-    for (const Attribute& a : unsqueeze.attributes) {
-      if (a.name == "axes") axes = a.ints;
-    }
+  } else if (const Attribute* attr = unsqueeze.FindAttribute("axes")) {
+    axes = attr->ints;
   }
   // -3 is axis 2 of the rank-5 result.
   return axes.size() == 1 && (axes[0] == 2 || axes[0] == -3);
@@ -119,15 +113,12 @@ std::optional<RepeatChain> MatchRepeatChain(const WorkingGraph& graph, const Pas
   const Node& expand_node = graph.node(static_cast<size_t>(expand));
   const int64_t unsqueeze = SoleProducer(graph, context, expand_node.inputs[0], "Unsqueeze", static_cast<size_t>(expand), 0);
   if (unsqueeze < 0 || !UnsqueezesAxisTwo(graph, graph.node(static_cast<size_t>(unsqueeze)))) return std::nullopt;
-  RepeatChain chain{.x = graph.node(static_cast<size_t>(unsqueeze)).inputs[0],
+  return RepeatChain{.x = graph.node(static_cast<size_t>(unsqueeze)).inputs[0],
                     .expand = expand_node.inputs[1],
                     .reshape = reshape_node.inputs[1],
+                    .allowzero = AllowZero(reshape_node) != 0,
                     .nodes = {static_cast<size_t>(reshape), static_cast<size_t>(expand), static_cast<size_t>(unsqueeze)},
                     .shape_readers = std::move(shape_readers)};
-  for (const Attribute& a : reshape_node.attributes) {
-    if (a.name == "allowzero") chain.allowzero = a.i != 0;
-  }
-  return chain;
 }
 
 // Replaces `attention`'s K and V (inputs 1 and 2) by the unrepeated x of both chains and appends
@@ -200,12 +191,11 @@ Read Unscale(const WorkingGraph& graph, const PassContext& context, const Read& 
 }
 
 bool IsLastAxisSoftmax(const Node& softmax) {
-  for (const Attribute& a : softmax.attributes) {
-    // The scores are 4-D whenever the fused kernel accepts them, so axis 3 is the last one too
-    // (and means the same under Softmax-1/11's flattening).
-    if (a.name == "axis") return a.i == -1 || a.i == 3;
-  }
-  return false;  // the default axis differs between versions: fuse only a written axis
+  // The default axis differs between versions: only a written axis is fused. The scores are 4-D
+  // whenever the fused kernel accepts them, so axis 3 is the last one too (and means the same
+  // under Softmax-1/11's flattening).
+  const Attribute* axis = softmax.FindAttribute("axis");
+  return axis != nullptr && (axis->i == -1 || axis->i == 3);
 }
 
 // P itself, or Where(IsNaN(P), 0, P) read only by input 0 of `root`: the Softmax node's index.
