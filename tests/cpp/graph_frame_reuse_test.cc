@@ -27,6 +27,15 @@ std::shared_ptr<const Model> AddWithDefault() {
   return b.Build();
 }
 
+// y = x + c, c an initializer of twos.
+std::shared_ptr<const Model> AddInitializer() {
+  GraphBuilder b;
+  b.Input("x", DataType::kFloat, std::vector<int64_t>{4}).Output("y", DataType::kFloat);
+  b.graph().initializers.push_back({"c", FloatTensor({4}, {2, 2, 2, 2}).AsReadOnly()});
+  b.AddNode("Add", {"x", "c"}, {"y"});
+  return b.Build();
+}
+
 TEST(GraphFrameReuse, AFedInputDoesNotOutliveItsRun) {
   RuntimeSession session(AddWithDefault());
   RuntimeContext fed(KernelContext(DefaultOpset(23)));
@@ -76,6 +85,22 @@ TEST(GraphFrameReuse, AFailedRunLeavesNothingForTheNext) {
   session.Run(good);
   EXPECT_EQ(FloatValues(good.GetTensor("y")), (std::vector<float>{0, 2, 0, 4}));
   EXPECT_EQ(good.GetTensor("y").shape(), (Shape{2, 2}));
+}
+
+// Initializers stay in a kept frame, yet every run's log still adds each one (kind initializer).
+TEST(GraphFrameReuse, EveryRunStillLogsItsInitializers) {
+  RuntimeSession session(AddInitializer());
+  for (int run = 0; run < 2; ++run) {
+    RuntimeContext rt(KernelContext(DefaultOpset(23)), {.events_enabled = true});
+    rt.PutTensor("x", FloatTensor({4}, {1, 2, 3, 4}), TensorKind::kInput);
+    session.Run(rt);
+    int initializer_adds = 0;
+    for (const RuntimeEvent& e : rt.events()) {
+      initializer_adds += e.action == RuntimeEventAction::kAdd && e.kind == TensorKind::kInitializer && e.name == "c";
+    }
+    EXPECT_EQ(initializer_adds, 1) << "run " << run;
+    EXPECT_EQ(FloatValues(rt.GetTensor("y")), (std::vector<float>{3, 4, 5, 6}));
+  }
 }
 
 }  // namespace
