@@ -25,6 +25,8 @@ CASES_BY_NAME = {case.name: case for case in CASES}
 with open(EXPECTED_FAILURES_FILE, encoding="utf-8") as _f:
     _generated_with = re.search(r"\(onnx ([^)]+)\)", _f.read(2000))
 LIST_ONNX_VERSION = _generated_with.group(1) if _generated_with else "?"
+# The reason the list gives for cases whose expected values come from numpy's random generator.
+RANDOM_VALUES = "# random values:"
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +45,11 @@ def test_node_case(case, ours):
             + ("" if LIST_ONNX_VERSION == bt.onnx_version() else
                f" Note: the list was generated with onnx {LIST_ONNX_VERSION}, onnx {bt.onnx_version()} "
                "is installed; its cases may differ."))
+        return
+    if result.status == bt.PASS and RANDOM_VALUES in listed:
+        # Our generator is not numpy's (docs/semantics.md, random operators), so a random case's
+        # values agree with the stored ones only by chance (an unseeded Bernoulli of 10 elements
+        # does now and then); that is no sign the line is stale.
         return
     if result.status == bt.PASS:
         pytest.fail(f"{case.name} passes now: remove its line from "
