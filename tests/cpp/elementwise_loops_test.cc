@@ -171,6 +171,21 @@ TEST(FastMath, ExpNonPositiveIsExpDownToItsCutoff) {
   EXPECT_EQ(fast_math::ExpNonPositive(-0.0f), 1.0f);
 }
 
+TEST(FastMath, ExpNonPositiveWithSubnormalsIsExpOnEveryNonPositiveFloat) {
+  // Every 97th bit pattern of the negative floats, from -0 to -inf, subnormal results included.
+  const uint32_t negative_infinity = std::bit_cast<uint32_t>(-std::numeric_limits<float>::infinity());
+  for (uint32_t bits = 0x80000000u; bits <= negative_infinity; bits += 97) {
+    const float x = std::bit_cast<float>(bits);
+    ASSERT_EQ(std::bit_cast<uint32_t>(fast_math::ExpNonPositiveWithSubnormals(x)),
+              std::bit_cast<uint32_t>(fast_math::Exp(x)))
+        << x;
+  }
+  EXPECT_EQ(fast_math::ExpNonPositiveWithSubnormals(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(fast_math::ExpNonPositiveWithSubnormals(0.0f), 1.0f);
+  EXPECT_GT(fast_math::ExpNonPositiveWithSubnormals(-100.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(fast_math::ExpNonPositiveWithSubnormals(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST(FastMath, SpecialValues) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();

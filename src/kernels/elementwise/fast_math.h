@@ -97,22 +97,36 @@ ONNX_LIGHT_FAST_MATH ExpParts ExpReduced(float xc) {
   return {y, n};
 }
 
-/// e^x. Cephes-style: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, then
-/// scaling by 2^n in two steps so that subnormal results come out right.
-ONNX_LIGHT_FAST_MATH float Exp(float x) {
-  constexpr float kMax = 88.72283935546875f;       // above: +inf
-  constexpr float kMin = -103.97208404541015625f;  // below: 0
-  float xc = Select(x == x, x, 0.0f);
-  xc = Select(xc > kMax, kMax, xc);
-  xc = Select(xc < kMin, kMin, xc);
-  const auto [y, n] = ExpReduced(xc);
+constexpr float kExpMax = 88.72283935546875f;       // above: +inf
+constexpr float kExpMin = -103.97208404541015625f;  // below: 0
+
+// y * 2^n in two steps, so that subnormal results come out right.
+ONNX_LIGHT_FAST_MATH float ScaleTwoSteps(float y, int32_t n) {
   const int32_t n1 = n >> 1;
   const int32_t n2 = n - n1;
   const float s1 = std::bit_cast<float>((n1 + 127) << 23);
   const float s2 = std::bit_cast<float>((n2 + 127) << 23);
-  float result = y * s1 * s2;
-  result = Select(x > kMax, std::bit_cast<float>(0x7f800000), result);
+  return y * s1 * s2;
+}
+
+/// e^x. Cephes-style: x = n ln2 + r with |r| <= ln2/2, a degree-6 polynomial for e^r, then
+/// scaling by 2^n in two steps so that subnormal results come out right.
+ONNX_LIGHT_FAST_MATH float Exp(float x) {
+  float xc = Select(x == x, x, 0.0f);
+  xc = Select(xc > kExpMax, kExpMax, xc);
+  xc = Select(xc < kExpMin, kExpMin, xc);
+  const auto [y, n] = ExpReduced(xc);
+  float result = ScaleTwoSteps(y, n);
+  result = Select(x > kExpMax, std::bit_cast<float>(0x7f800000), result);
   return Select(x == x, result, x);
+}
+
+/// Exp(x)'s bits for x <= 0, subnormal results included, and NaN for NaN (which goes through the
+/// arithmetic): without Exp's upper tail and NaN selections, for Sigmoid's e^-|x|.
+ONNX_LIGHT_FAST_MATH float ExpNonPositiveWithSubnormals(float x) {
+  const float xc = Select(x < kExpMin, kExpMin, x);
+  const auto [y, n] = ExpReduced(xc);
+  return ScaleTwoSteps(y, n);
 }
 
 /// e^x for x <= 0 (a value minus the maximum of its row, as softmax computes), or NaN: the same
@@ -150,7 +164,7 @@ ONNX_LIGHT_FAST_MATH float Tanh(float x) {
 /// 1 / (1 + e^-x) from e = e^-|x| (never overflows): 1 / (1 + e) for x >= 0, e / (1 + e) below,
 /// so the negative tail keeps its relative accuracy down to subnormals.
 ONNX_LIGHT_FAST_MATH float Sigmoid(float x) {
-  const float e = Exp(Select(x < 0.0f, x, -x));
+  const float e = ExpNonPositiveWithSubnormals(Select(x < 0.0f, x, -x));
   const float r = 1.0f / (1.0f + e);
   return Select(x < 0.0f, e * r, r);  // NaN: e and r are NaN
 }
