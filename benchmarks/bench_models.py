@@ -199,7 +199,7 @@ def our_profile(model, feeds, threads, runs):
         if e.action != runtime.RuntimeEventAction.kRunNode or e.subgraph_node_index != -1:
             continue
         op = e.op_type
-        if op == "Conv" and len(e.inputs) > 1:
+        if op in ("Conv", "FusedConv") and len(e.inputs) > 1:
             op = conv_kind(shapes.get(e.inputs[1]))
         total, count = per_op.get(op, (0, 0))
         per_op[op] = (total + e.duration_ns, count + 1)
@@ -225,7 +225,7 @@ def ort_profile(model, feeds, threads, runs, folder):
             continue
         args = r.get("args", {})
         op = args.get("op_name", "?")
-        if op == "Conv":
+        if op in ("Conv", "FusedConv"):
             inputs = args.get("input_type_shape", [])
             op = conv_kind(next(iter(inputs[1].values())) if len(inputs) > 1 else None)
         total, count = per_op.get(op, (0.0, 0))

@@ -178,6 +178,8 @@ def _direct_conv_available():
 # The implementation name of stride-1 undilated 2-D float32 convolutions at least 8 columns wide:
 # the AVX-512 direct kernel where the CPU has it, im2col + BLAS elsewhere.
 DIRECT_CONV_PATH = "direct-avx512" if _direct_conv_available() else "im2col-blas"
+# The same for float32 1x1 convolutions with stride 1, no padding and one group.
+POINTWISE_CONV_PATH = "1x1-avx512" if _direct_conv_available() else "1x1-blas"
 
 
 def grouped_conv_isa(output_width):

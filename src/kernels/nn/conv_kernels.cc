@@ -15,6 +15,7 @@
 #include "kernels/nn/conv_epilogue.h"
 #include "kernels/nn/conv_grouped.h"
 #include "kernels/nn/conv_kernels.h"
+#include "kernels/nn/conv_pointwise.h"
 #include "kernels/registry/fused_kernels.h"
 #include "kernels/math/half_precision.h"
 #include "kernels/nn/im2col.h"
@@ -106,14 +107,16 @@ class ConvKernel final : public KernelBase {
   }
 
  private:
-  // A constant float32 W of a convolution the AVX-512 direct kernel may take (2-D, one group,
-  // unit strides and dilations): packed once here instead of on every run. The packed copy is
-  // the kernel's, from its own allocator, for the session's life.
+  // A constant float32 W of a convolution the AVX-512 direct or pointwise kernel may take (one
+  // group, unit strides and dilations; 2-D, or 1x1 of any rank): packed once here instead of on
+  // every run. The packed copy is the kernel's, from its own allocator, for the session's life.
   void PrepackConstantWeight(const Tensor* w) {
-    if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() != 4 || group_ != 1 ||
+    if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3 || group_ != 1 ||
         !DirectConvAvailable() || w->dim(0) == 0) {
       return;
     }
+    const bool one_by_one = std::all_of(w->shape().begin() + 2, w->shape().end(), [](int64_t d) { return d == 1; });
+    if (w->rank() != 4 && !one_by_one) return;
     for (const auto* dims : {&attrs_.strides, &attrs_.dilations}) {
       if (std::any_of(dims->begin(), dims->end(), [](int64_t v) { return v != 1; })) return;
     }
@@ -125,6 +128,15 @@ class ConvKernel final : public KernelBase {
     PackDirectConvWeights(wc.data<float>(), m, k, packed.data<float>());
     prepacked_ = packed.AsReadOnly();
     prepacked_shape_ = w->shape();
+  }
+
+  // W packed for DirectConv2d / PointwiseConv: the copy packed at build time when W is the
+  // constant it was packed from, else packed now.
+  Tensor PackedWeights(RuntimeContext& rt, const Tensor& w_in, const float* w, int64_t m, int64_t k) const {
+    if (prepacked_.defined() && w_in.shape() == prepacked_shape_) return prepacked_;  // constant_input(1)
+    Tensor packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
+    PackDirectConvWeights(w, m, k, packed.data<float>());
+    return packed;
   }
 
   static bool IsPointwise(const WindowGeometry& g) {
@@ -156,6 +168,7 @@ class ConvKernel final : public KernelBase {
     const bool pointwise = IsPointwise(g);
     const bool grouped = !pointwise && GroupedDirectApplies(g, group_, cg);
     const bool direct = !pointwise && !grouped && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable();
+    const bool pointwise_direct = pointwise && group_ == 1 && DirectConvAvailable();
     std::optional<GroupedConvPlan> plan;
     if (grouped) {
       const SimdLevel best = SimdLevelSupported(SimdLevel::kAvx512) ? SimdLevel::kAvx512
@@ -165,7 +178,11 @@ class ConvKernel final : public KernelBase {
       Record(rt, DataType::kFloat,
              fmt::format("{}-{}", cg == 1 ? "depthwise" : "grouped", SimdLevelName(plan->level)));
     } else {
-      Record(rt, DataType::kFloat, pointwise ? "1x1-blas" : direct ? "direct-avx512" : "im2col-blas");
+      Record(rt, DataType::kFloat,
+             pointwise_direct ? "1x1-avx512"
+             : pointwise      ? "1x1-blas"
+             : direct         ? "direct-avx512"
+                              : "im2col-blas");
     }
     if (y.size() == 0) return;
     const Tensor xc = x_in.Contiguous(rt.allocator());
@@ -200,15 +217,17 @@ class ConvKernel final : public KernelBase {
       return;
     }
     const bool images_in_parallel = ImagesInParallel(n, m * out_size * cg * g.kernel_size());
+    if (pointwise_direct) {
+      const Tensor packed = PackedWeights(rt, w_in, w, m, c);
+      ParallelForSlots(pool, n, images_in_parallel ? ParallelSlots(pool, n) : 1, [&](int64_t img, int64_t) {
+        PointwiseConv(x + img * c * in_size, c, out_size, packed.data<float>(), m, bias, ep,
+                      z != nullptr ? z + img * m * out_size : nullptr, out + img * m * out_size,
+                      images_in_parallel ? nullptr : pool);
+      });
+      return;
+    }
     if (direct) {
-      const int64_t k = c * g.kernel_size();
-      Tensor packed;
-      if (prepacked_.defined() && w_in.shape() == prepacked_shape_) {  // constant_input(1)
-        packed = prepacked_;
-      } else {
-        packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
-        PackDirectConvWeights(w, m, k, packed.data<float>());
-      }
+      const Tensor packed = PackedWeights(rt, w_in, w, m, c * g.kernel_size());
       const int64_t per_slot = DirectConvScratchSize(c, g);
       const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
       Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());

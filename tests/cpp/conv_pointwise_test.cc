@@ -1,0 +1,114 @@
+// The AVX-512 1x1 convolution (kernels/nn/conv_pointwise) against a plain loop: pixel tiles and
+// their masked last vector, the channels-in-lanes tail of up to 8 pixels, channel tails, bias,
+// Relu in registers, other activations and the residual on each block, and pixel chunks split
+// over a thread pool.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/nn/conv_direct.h"
+#include "kernels/nn/conv_pointwise.h"
+#include "test_util.h"
+
+namespace onnx_light::runtime {
+namespace {
+
+struct Case {
+  int64_t k, pixels, m;
+};
+
+double Activate(ConvActivation a, double v) {
+  switch (a) {
+    case ConvActivation::kRelu:
+      return v < 0 ? 0.0 : v;
+    case ConvActivation::kSiLU:
+      return v / (1.0 + std::exp(-v));
+    default:
+      return v;
+  }
+}
+
+std::vector<float> Reference(const Case& c, const std::vector<float>& x, const std::vector<float>& w,
+                             const float* bias, const float* z, ConvActivation a) {
+  std::vector<float> y(static_cast<size_t>(c.m * c.pixels));
+  for (int64_t m = 0; m < c.m; ++m) {
+    for (int64_t p = 0; p < c.pixels; ++p) {
+      double acc = bias != nullptr ? bias[m] : 0.0;
+      for (int64_t t = 0; t < c.k; ++t) acc += static_cast<double>(w[m * c.k + t]) * x[t * c.pixels + p];
+      if (z != nullptr) acc += z[m * c.pixels + p];
+      y[m * c.pixels + p] = static_cast<float>(Activate(a, acc));
+    }
+  }
+  return y;
+}
+
+class PointwiseConvTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PointwiseConvTest, MatchesPlainLoop) {
+  // The kernel faults without AVX-512; on such CPUs a 1x1 Conv takes BLAS, which the Python Conv
+  // tests cover (they also rerun with ONNX_LIGHT_DISABLE_AVX512=1 on AVX-512 machines).
+  if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
+  const Case c = GetParam();
+  const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(c.k * c.pixels), 1);
+  const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(c.m * c.k), 2);
+  const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(c.m), 3);
+  const std::vector<float> z = testing::RandomFloats(static_cast<size_t>(c.m * c.pixels), 4);
+  std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(c.m, c.k)));
+  PackDirectConvWeights(w.data(), c.m, c.k, packed.data());
+  ThreadPool pool(2);
+  for (const ConvActivation a : {ConvActivation::kNone, ConvActivation::kRelu, ConvActivation::kSiLU}) {
+    for (const bool with_bias : {false, true}) {
+      for (const bool with_z : {false, true}) {
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+          const float* b = with_bias ? bias.data() : nullptr;
+          const float* zp = with_z ? z.data() : nullptr;
+          const std::vector<float> expected = Reference(c, x, w, b, zp, a);
+          std::vector<float> y(expected.size(), NAN);
+          PointwiseConv(x.data(), c.k, c.pixels, packed.data(), c.m, b, ConvEpilogue{a, 0.0f, 0.0f}, zp, y.data(), p);
+          for (size_t i = 0; i < y.size(); ++i) {
+            ASSERT_NEAR(y[i], expected[i], 1e-4f * (1.0f + std::fabs(expected[i])))
+                << "element " << i << " activation " << static_cast<int>(a) << (with_bias ? " bias" : "")
+                << (with_z ? " z" : "") << (p != nullptr ? " pool" : "");
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PointwiseConvTest,
+                         ::testing::Values(Case{1, 1, 1},        // one pixel: the tail path alone
+                                           Case{3, 7, 5},        // a 7-pixel tail, channel tail
+                                           Case{16, 49, 13},     // 7x7: 48 in tiles, 1 in the tail
+                                           Case{5, 17, 16},      // 16 + a 1-pixel tail
+                                           Case{8, 25, 33},      // a 9-pixel masked vector, 3 blocks
+                                           Case{2, 48, 8},       // one whole tile
+                                           Case{7, 64, 17},      // a tile and a vector
+                                           Case{20, 200, 9},     // several tiles, an 8-pixel tail
+                                           Case{300, 1000, 24},  // chunks of fewer tiles (wide k)
+                                           Case{4, 3, 40}));     // 3 pixels, 3 channel blocks
+
+TEST(PointwiseConvTest, NaNAndInfinityPropagate) {
+  if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
+  // Relu in registers keeps NaN (it compares false) in the tile and in the tail.
+  const Case c{2, 50, 3};
+  std::vector<float> x(static_cast<size_t>(c.k * c.pixels), 1.0f);
+  x[0] = NAN;                   // pixel 0: a tile
+  x[49] = INFINITY;             // pixel 49: the tail
+  const std::vector<float> w(static_cast<size_t>(c.m * c.k), 1.0f);
+  std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(c.m, c.k)));
+  PackDirectConvWeights(w.data(), c.m, c.k, packed.data());
+  std::vector<float> y(static_cast<size_t>(c.m * c.pixels));
+  PointwiseConv(x.data(), c.k, c.pixels, packed.data(), c.m, nullptr, ConvEpilogue::Relu(), nullptr, y.data(),
+                nullptr);
+  for (int64_t m = 0; m < c.m; ++m) {
+    EXPECT_TRUE(std::isnan(y[m * c.pixels])) << m;
+    EXPECT_EQ(y[m * c.pixels + 49], INFINITY) << m;
+    EXPECT_EQ(y[m * c.pixels + 1], 2.0f) << m;
+  }
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime
