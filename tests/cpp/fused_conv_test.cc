@@ -56,7 +56,7 @@ std::vector<ConvShape> Shapes() {
       {"grouped", {1, 6, 7, 9}, {9, 2, 3, 3}, {Int("group", 3), Ints("strides", {2, 1})}, "grouped-"},
       {"dense", {1, 3, 7, 19}, {5, 3, 3, 3}, {Ints("pads", {1, 1, 1, 1})}, ""},
       {"strided", {2, 3, 9, 11}, {4, 3, 3, 3}, {Ints("strides", {2, 2}), Ints("pads", {1, 1, 1, 1})},
-       "im2col-blas"},
+       "im2col-"},  // avx512 or blas
       {"pointwise", {1, 5, 6, 7}, {7, 5, 1, 1}, {}, "1x1-"},  // avx512 or blas
   };
 }

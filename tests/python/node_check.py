@@ -180,6 +180,8 @@ def _direct_conv_available():
 DIRECT_CONV_PATH = "direct-avx512" if _direct_conv_available() else "im2col-blas"
 # The same for float32 1x1 convolutions with stride 1, no padding and one group.
 POINTWISE_CONV_PATH = "1x1-avx512" if _direct_conv_available() else "1x1-blas"
+# And for the other float32 one-group convolutions (im2col, then our GEMM or BLAS's).
+IM2COL_CONV_PATH = "im2col-avx512" if _direct_conv_available() else "im2col-blas"
 
 
 def grouped_conv_isa(output_width):

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import DIRECT_CONV_PATH, POINTWISE_CONV_PATH, assert_close, grouped_conv_isa, make_model, random, run_ort, run_ours
+from node_check import DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, grouped_conv_isa, make_model, random, run_ort, run_ours
 from onnx_light.cnn_model import build_cnn
 
 DIRECT = DIRECT_CONV_PATH
@@ -116,10 +116,10 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
 CASES = [
     # x shape, w shape, conv attributes, expected path
     ([2, 3, 9, 8], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),
-    ([2, 3, 9, 6], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, "im2col-blas"),              # too narrow for DIRECT
+    ([2, 3, 9, 6], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),           # too narrow for DIRECT
     ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                   # channel and column tails
-    ([2, 3, 9, 8], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, "im2col-blas"),
-    ([1, 3, 11, 10], [5, 3, 3, 2], {"dilations": [2, 3], "pads": [2, 1, 0, 3]}, "im2col-blas"),
+    ([2, 3, 9, 8], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, IM2COL_CONV_PATH),
+    ([1, 3, 11, 10], [5, 3, 3, 2], {"dilations": [2, 3], "pads": [2, 1, 0, 3]}, IM2COL_CONV_PATH),
     ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, f"grouped-{grouped_conv_isa(8)}"),
     ([1, 18, 8, 8], [6, 9, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, "im2col-blas"),  # 9 channels per group
     ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, f"depthwise-{grouped_conv_isa(7)}"),
@@ -127,8 +127,8 @@ CASES = [
     ([2, 3, 6, 5], [5, 3, 1, 1], {}, POINTWISE_CONV_PATH),
     ([1, 40, 7, 7], [37, 40, 1, 1], {}, POINTWISE_CONV_PATH),                         # a 1-pixel tail
     ([1, 3, 50], [4, 3, 1], {}, POINTWISE_CONV_PATH),                                 # 1-D
-    ([2, 3, 10], [4, 3, 3], {"pads": [1, 1]}, "im2col-blas"),                         # 1-D
-    ([1, 2, 4, 5, 6], [3, 2, 2, 3, 2], {"strides": [1, 2, 1]}, "im2col-blas"),          # 3-D
+    ([2, 3, 10], [4, 3, 3], {"pads": [1, 1]}, IM2COL_CONV_PATH),                      # 1-D
+    ([1, 2, 4, 5, 6], [3, 2, 2, 3, 2], {"strides": [1, 2, 1]}, IM2COL_CONV_PATH),       # 3-D
 ]
 
 
@@ -143,12 +143,12 @@ def test_fused_matches_unfused(x_shape, w_shape, attrs, path, bias, relu):
 
 def test_batch_one_and_empty_batch():
     model, feeds = chain_model([1, 3, 7, 7], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
-    check_fused(model, feeds, "Conv/float32/im2col-blas+bn+relu")
+    check_fused(model, feeds, f"Conv/float32/{IM2COL_CONV_PATH}+bn+relu")
     model, feeds = chain_model([1, 3, 7, 9], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
     check_fused(model, feeds, f"Conv/float32/{DIRECT}+bn+relu")
     model, feeds = chain_model([0, 3, 7, 7], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
     (y,), usage, _ = run_with(model, feeds, FUSED)
-    assert "Conv/float32/im2col-blas+bn+relu" in usage
+    assert f"Conv/float32/{IM2COL_CONV_PATH}+bn+relu" in usage
     assert y.shape == (0, 4, 7, 7)
 
 
@@ -165,18 +165,18 @@ def usage_without_fusion(model, feeds, *expected):
 def test_not_fused_when_conv_output_has_another_consumer():
     extra = [helper.make_node("Neg", ["c"], ["n"])]
     model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], extra_nodes=extra, outputs=["r", "n"])
-    usage_without_fusion(model, feeds, "Conv/float32/im2col-blas", "BatchNormalization/float32/per-channel")
+    usage_without_fusion(model, feeds, f"Conv/float32/{IM2COL_CONV_PATH}", "BatchNormalization/float32/per-channel")
 
 
 def test_not_fused_when_conv_output_is_a_graph_output():
     model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], outputs=["r", "c"])
-    usage_without_fusion(model, feeds, "Conv/float32/im2col-blas", "BatchNormalization/float32/per-channel")
+    usage_without_fusion(model, feeds, f"Conv/float32/{IM2COL_CONV_PATH}", "BatchNormalization/float32/per-channel")
 
 
 def test_relu_stays_separate_when_bn_output_is_a_graph_output():
     model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], outputs=["r", "bn"])
     fused, usage, _ = run_with(model, feeds, FUSED)
-    assert "Conv/float32/im2col-blas+bn" in usage and "Relu/float32/loop" in usage
+    assert f"Conv/float32/{IM2COL_CONV_PATH}+bn" in usage and "Relu/float32/loop" in usage
     for a, b in zip(fused, run_with(model, feeds, UNFUSED)[0]):
         assert_close(a, b, rtol=1e-5, atol=1e-5)
 
@@ -185,7 +185,7 @@ def test_relu_stays_separate_when_bn_output_has_another_consumer():
     extra = [helper.make_node("Neg", ["bn"], ["n"])]
     model, feeds = chain_model([1, 3, 6, 6], [4, 3, 3, 3], extra_nodes=extra, outputs=["r", "n"])
     fused, usage, _ = run_with(model, feeds, FUSED)
-    assert "Conv/float32/im2col-blas+bn" in usage and "Relu/float32/loop" in usage
+    assert f"Conv/float32/{IM2COL_CONV_PATH}+bn" in usage and "Relu/float32/loop" in usage
     for a, b in zip(fused, run_with(model, feeds, UNFUSED)[0]):
         assert_close(a, b, rtol=1e-5, atol=1e-5)
 

@@ -3,8 +3,9 @@
 // Per image and group: a 1x1 convolution is one GEMM on the input itself; a float32 depthwise or
 // grouped 1-D/2-D convolution with few channels per group runs the direct kernels of
 // conv_grouped.h; a float32 stride-1 2-D convolution takes the AVX-512 direct kernel where the CPU
-// has it; everything else is im2col followed by one GEMM. The epilogue (bias, residual,
-// activation; conv_epilogue.h) runs on each block of output right after it is computed.
+// has it; everything else is im2col followed by one GEMM. On AVX-512 CPUs a float32 one-group
+// GEMM is our own (conv_pointwise.h, weights packed once), elsewhere BLAS's. The epilogue (bias,
+// residual, activation; conv_epilogue.h) runs on each block of output right after it is computed.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -107,18 +108,13 @@ class ConvKernel final : public KernelBase {
   }
 
  private:
-  // A constant float32 W of a convolution the AVX-512 direct or pointwise kernel may take (one
-  // group, unit strides and dilations; 2-D, or 1x1 of any rank): packed once here instead of on
-  // every run. The packed copy is the kernel's, from its own allocator, for the session's life.
+  // A constant float32 W of a one-group convolution, which the AVX-512 kernels (direct and
+  // PointwiseConv) read in the same packed layout: packed once here instead of on every run. The
+  // packed copy is the kernel's, from its own allocator, for the session's life.
   void PrepackConstantWeight(const Tensor* w) {
     if (w == nullptr || w->dtype() != DataType::kFloat || w->rank() < 3 || group_ != 1 ||
         !DirectConvAvailable() || w->dim(0) == 0) {
       return;
-    }
-    const bool one_by_one = std::all_of(w->shape().begin() + 2, w->shape().end(), [](int64_t d) { return d == 1; });
-    if (w->rank() != 4 && !one_by_one) return;
-    for (const auto* dims : {&attrs_.strides, &attrs_.dilations}) {
-      if (std::any_of(dims->begin(), dims->end(), [](int64_t v) { return v != 1; })) return;
     }
     const auto allocator = std::make_shared<CpuAllocator>(0);
     const Tensor wc = w->Contiguous(allocator);
@@ -168,7 +164,8 @@ class ConvKernel final : public KernelBase {
     const bool pointwise = IsPointwise(g);
     const bool grouped = !pointwise && GroupedDirectApplies(g, group_, cg);
     const bool direct = !pointwise && !grouped && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable();
-    const bool pointwise_direct = pointwise && group_ == 1 && DirectConvAvailable();
+    // One group on AVX-512: PointwiseConv on the input itself (1x1) or on its im2col columns.
+    const bool own_gemm = !grouped && !direct && group_ == 1 && DirectConvAvailable();
     std::optional<GroupedConvPlan> plan;
     if (grouped) {
       const SimdLevel best = SimdLevelSupported(SimdLevel::kAvx512) ? SimdLevel::kAvx512
@@ -179,10 +176,9 @@ class ConvKernel final : public KernelBase {
              fmt::format("{}-{}", cg == 1 ? "depthwise" : "grouped", SimdLevelName(plan->level)));
     } else {
       Record(rt, DataType::kFloat,
-             pointwise_direct ? "1x1-avx512"
-             : pointwise      ? "1x1-blas"
-             : direct         ? "direct-avx512"
-                              : "im2col-blas");
+             direct      ? "direct-avx512"
+             : pointwise ? (own_gemm ? "1x1-avx512" : "1x1-blas")
+                         : (own_gemm ? "im2col-avx512" : "im2col-blas"));
     }
     if (y.size() == 0) return;
     const Tensor xc = x_in.Contiguous(rt.allocator());
@@ -217,10 +213,21 @@ class ConvKernel final : public KernelBase {
       return;
     }
     const bool images_in_parallel = ImagesInParallel(n, m * out_size * cg * g.kernel_size());
-    if (pointwise_direct) {
-      const Tensor packed = PackedWeights(rt, w_in, w, m, c);
-      ParallelForSlots(pool, n, images_in_parallel ? ParallelSlots(pool, n) : 1, [&](int64_t img, int64_t) {
-        PointwiseConv(x + img * c * in_size, c, out_size, packed.data<float>(), m, bias, ep,
+    if (own_gemm) {
+      const int64_t k = c * g.kernel_size();
+      const Tensor packed = PackedWeights(rt, w_in, w, m, k);
+      const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
+      const int64_t col_size = pointwise ? 0 : k * out_size;
+      Tensor col;
+      if (!pointwise) col = Tensor::Allocate(DataType::kFloat, {col_size * slots}, rt.allocator());
+      ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
+        const float* rhs = x + img * c * in_size;
+        if (!pointwise) {
+          float* slot_col = col.data<float>() + slot * col_size;
+          Im2Col<float>(rhs, c, g, slot_col);
+          rhs = slot_col;
+        }
+        PointwiseConv(rhs, k, out_size, packed.data<float>(), m, bias, ep,
                       z != nullptr ? z + img * m * out_size : nullptr, out + img * m * out_size,
                       images_in_parallel ? nullptr : pool);
       });
