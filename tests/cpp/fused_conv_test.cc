@@ -53,6 +53,9 @@ struct ConvShape {
 std::vector<ConvShape> Shapes() {
   return {
       {"depthwise", {1, 6, 9, 20}, {6, 1, 3, 3}, {Int("group", 6), Ints("pads", {1, 1, 1, 1})}, "depthwise-"},
+      // 7 columns: the channels-in-lanes kernel on AVX-512 CPUs (18 channels: a block and a tail)
+      {"depthwise narrow", {2, 18, 9, 7}, {18, 1, 3, 3}, {Int("group", 18), Ints("pads", {1, 1, 1, 1})},
+       "depthwise-"},
       {"grouped", {1, 6, 7, 9}, {9, 2, 3, 3}, {Int("group", 3), Ints("strides", {2, 1})}, "grouped-"},
       {"dense", {1, 3, 7, 19}, {5, 3, 3, 3}, {Ints("pads", {1, 1, 1, 1})}, ""},
       {"strided", {2, 3, 9, 11}, {4, 3, 3, 3}, {Ints("strides", {2, 2}), Ints("pads", {1, 1, 1, 1})},

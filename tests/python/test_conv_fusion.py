@@ -10,7 +10,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, grouped_conv_isa, make_model, random, run_ort, run_ours
+from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, depthwise_conv_path,
+                        grouped_conv_isa, make_model, random, run_ort, run_ours)
 from onnx_light.cnn_model import build_cnn
 
 DIRECT = DIRECT_CONV_PATH
@@ -122,8 +123,8 @@ CASES = [
     ([1, 3, 11, 10], [5, 3, 3, 2], {"dilations": [2, 3], "pads": [2, 1, 0, 3]}, IM2COL_CONV_PATH),
     ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, f"grouped-{grouped_conv_isa(8)}"),
     ([1, 18, 8, 8], [6, 9, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, "im2col-blas"),  # 9 channels per group
-    ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, f"depthwise-{grouped_conv_isa(7)}"),
-    ([1, 4, 8, 21], [8, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, f"depthwise-{grouped_conv_isa(21)}"),
+    ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, depthwise_conv_path(7)),
+    ([1, 4, 8, 21], [8, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, depthwise_conv_path(21, 2)),
     ([2, 3, 6, 5], [5, 3, 1, 1], {}, POINTWISE_CONV_PATH),
     ([1, 40, 7, 7], [37, 40, 1, 1], {}, POINTWISE_CONV_PATH),                         # a 1-pixel tail
     ([1, 3, 50], [4, 3, 1], {}, POINTWISE_CONV_PATH),                                 # 1-D

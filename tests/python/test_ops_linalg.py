@@ -9,7 +9,8 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, check_node, grouped_conv_isa, make_model, node_model, random,
+from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, check_node,
+                        depthwise_conv_path, grouped_conv_isa, make_model, node_model, random,
                         run_ort, run_ours, run_reference, usage_of)
 
 BF16 = ml_dtypes.bfloat16
@@ -574,11 +575,12 @@ def test_conv_depthwise_infinite_weight_meets_padding():
 @pytest.mark.parametrize("x_shape,w_shape,attrs,expected", [
     ([1, 3, 6, 5], [5, 3, 1, 1], {}, f"Conv/float32/{POINTWISE_CONV_PATH}"),
     ([1, 3, 6, 5], [6, 1, 1, 1], {"group": 3}, "Conv/float32/1x1-blas"),  # grouped 1x1
-    ([1, 4, 6, 5], [4, 1, 3, 3], {"group": 4}, f"Conv/float32/depthwise-{grouped_conv_isa(3)}"),
-    ([1, 4, 6, 12], [8, 1, 3, 3], {"group": 4}, f"Conv/float32/depthwise-{grouped_conv_isa(10)}"),
+    ([1, 4, 6, 5], [4, 1, 3, 3], {"group": 4}, f"Conv/float32/{depthwise_conv_path(3)}"),
+    ([1, 4, 6, 12], [8, 1, 3, 3], {"group": 4}, f"Conv/float32/{depthwise_conv_path(10, 2)}"),
+    ([1, 4, 6, 12], [4, 1, 3, 3], {"group": 4, "strides": [1, 2]}, f"Conv/float32/{depthwise_conv_path(5)}"),
     ([1, 4, 6, 12], [4, 2, 3, 3], {"group": 2}, f"Conv/float32/grouped-{grouped_conv_isa(10)}"),
     ([1, 18, 6, 12], [2, 9, 3, 3], {"group": 2}, "Conv/float32/im2col-blas"),    # 9 channels per group
-    ([1, 4, 12], [4, 1, 3], {"group": 4}, f"Conv/float32/depthwise-{grouped_conv_isa(10)}"),
+    ([1, 4, 12], [4, 1, 3], {"group": 4}, f"Conv/float32/{depthwise_conv_path(10, rank=1)}"),
     ([1, 3, 6, 5], [4, 3, 3, 3], {}, f"Conv/float32/{IM2COL_CONV_PATH}"),
     ([1, 3, 6, 5], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, f"Conv/float32/{IM2COL_CONV_PATH}"),  # too narrow for direct
     ([1, 3, 6, 9], [4, 3, 3, 3], {"strides": [1, 2], "pads": [1, 1, 1, 1]}, f"Conv/float32/{IM2COL_CONV_PATH}"),

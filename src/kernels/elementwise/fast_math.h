@@ -164,7 +164,8 @@ ONNX_LIGHT_FAST_MATH float Tanh(float x) {
 /// 1 / (1 + e^-x) from e = e^-|x| (never overflows): 1 / (1 + e) for x >= 0, e / (1 + e) below,
 /// so the negative tail keeps its relative accuracy down to subnormals.
 ONNX_LIGHT_FAST_MATH float Sigmoid(float x) {
-  const float e = ExpNonPositiveWithSubnormals(Select(x < 0.0f, x, -x));
+  const float minus_abs = std::bit_cast<float>(std::bit_cast<uint32_t>(x) | 0x80000000u);  // -|x|
+  const float e = ExpNonPositiveWithSubnormals(minus_abs);
   const float r = 1.0f / (1.0f + e);
   return Select(x < 0.0f, e * r, r);  // NaN: e and r are NaN
 }

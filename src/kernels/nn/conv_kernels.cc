@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/thread_pool.h"
+#include "kernels/nn/conv_depthwise_lanes.h"
 #include "kernels/nn/conv_direct.h"
 #include "kernels/nn/conv_epilogue.h"
 #include "kernels/nn/conv_grouped.h"
@@ -166,8 +167,11 @@ class ConvKernel final : public KernelBase {
     const bool direct = !pointwise && !grouped && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable();
     // One group on AVX-512: PointwiseConv on the input itself (1x1) or on its im2col columns.
     const bool own_gemm = !grouped && !direct && group_ == 1 && DirectConvAvailable();
+    const bool depthwise_lanes = grouped && cg == 1 && mg == 1 && DepthwiseLanesApplies(g);
     std::optional<GroupedConvPlan> plan;
-    if (grouped) {
+    if (depthwise_lanes) {
+      Record(rt, DataType::kFloat, "depthwise-lanes-avx512");
+    } else if (grouped) {
       const SimdLevel best = SimdLevelSupported(SimdLevel::kAvx512) ? SimdLevel::kAvx512
                              : SimdLevelSupported(SimdLevel::kAvx2) ? SimdLevel::kAvx2
                                                                     : SimdLevel::kScalar;
@@ -195,6 +199,26 @@ class ConvKernel final : public KernelBase {
     const ConvEpilogue& ep = fusion_.epilogue;
     ThreadPool* pool = rt.thread_pool();
 
+    if (depthwise_lanes) {
+      // (image, block of 16 channels) units over the pool's threads, each slot with its scratch.
+      const int64_t blocks = (c + kDepthwiseLanes - 1) / kDepthwiseLanes;
+      const int64_t units = n * blocks;
+      constexpr int64_t kMinParallelWork = int64_t{1} << 15;
+      const bool parallel = m * out_size * g.kernel_size() * n >= kMinParallelWork;
+      const int64_t slots = parallel ? ParallelSlots(pool, units) : 1;
+      const int64_t per_slot = DepthwiseLanesScratchSize(g);
+      Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
+      ParallelForSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
+        const int64_t img = unit / blocks;
+        const int64_t c0 = unit % blocks * kDepthwiseLanes;
+        const int64_t y_offset = (img * m + c0) * out_size;
+        DepthwiseLanesBlock(x + (img * c + c0) * in_size, std::min(kDepthwiseLanes, c - c0), g,
+                            w + c0 * g.kernel_size(), bias != nullptr ? bias + c0 : nullptr, ep,
+                            z != nullptr ? z + y_offset : nullptr, scratch.data<float>() + slot * per_slot,
+                            out + y_offset);
+      });
+      return;
+    }
     if (grouped) {
       // (image, group) units over the pool's threads, each slot with its padded-input scratch.
       const int64_t units = n * group_;
