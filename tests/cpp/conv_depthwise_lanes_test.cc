@@ -1,6 +1,6 @@
 // The AVX-512 channels-in-lanes depthwise convolution (kernels/nn/conv_depthwise_lanes) against a
 // plain loop: partial channel blocks, kernel sizes, strides, dilations, asymmetric and cut-short
-// padding, row widths 1-8, bias, activations with and without a residual, and an infinite weight
+// padding, row widths 1-32 (planes that are and are not multiples of 16 pixels), bias, activations with and without a residual, and an infinite weight
 // meeting the zero padding.
 #include <gtest/gtest.h>
 
@@ -106,7 +106,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DepthwiseLanesTest,
                                            Case{3, 4, 5, 2, 3, 1, 1, 1, 1, 0, 2, 1, 0},      // asymmetric pads
                                            Case{8, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0},      // pad cut short
                                            Case{1, 3, 1, 3, 1, 1, 1, 1, 1, 1, 0, 1, 0},      // one column
-                                           Case{33, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}));   // 1x1 kernel
+                                           Case{33, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // 1x1 kernel
+                                           Case{20, 28, 28, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},   // 28x28
+                                           Case{7, 31, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}));  // 32 columns
 
 TEST(DepthwiseLanesTest, InfiniteWeightMeetsPaddingAsNaN) {
   if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
@@ -126,8 +128,8 @@ TEST(DepthwiseLanesTest, InfiniteWeightMeetsPaddingAsNaN) {
 
 TEST(DepthwiseLanesTest, Applicability) {
   if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
-  EXPECT_TRUE(DepthwiseLanesApplies(Geometry(Case{1, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1})));
-  EXPECT_FALSE(DepthwiseLanesApplies(Geometry(Case{1, 7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1})));  // 9 columns
+  EXPECT_TRUE(DepthwiseLanesApplies(Geometry(Case{1, 7, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1})));
+  EXPECT_FALSE(DepthwiseLanesApplies(Geometry(Case{1, 7, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1})));  // 33 columns
 }
 
 }  // namespace

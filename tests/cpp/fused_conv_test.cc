@@ -52,7 +52,8 @@ struct ConvShape {
 
 std::vector<ConvShape> Shapes() {
   return {
-      {"depthwise", {1, 6, 9, 20}, {6, 1, 3, 3}, {Int("group", 6), Ints("pads", {1, 1, 1, 1})}, "depthwise-"},
+      // 40 columns: the plane kernel
+      {"depthwise", {1, 6, 9, 40}, {6, 1, 3, 3}, {Int("group", 6), Ints("pads", {1, 1, 1, 1})}, "depthwise-"},
       // 7 columns: the channels-in-lanes kernel on AVX-512 CPUs (18 channels: a block and a tail)
       {"depthwise narrow", {2, 18, 9, 7}, {18, 1, 3, 3}, {Int("group", 18), Ints("pads", {1, 1, 1, 1})},
        "depthwise-"},

@@ -201,8 +201,8 @@ def grouped_conv_isa(output_width):
 
 def depthwise_conv_path(output_width, multiplier=1, rank=2):
     """The kernel-usage path of a float32 depthwise Conv here: the channels-in-lanes AVX-512
-    kernel for 2-D outputs at most 8 columns wide with one output channel per group, else the
+    kernel for 2-D outputs at most 32 columns wide with one output channel per group, else the
     plane kernel at grouped_conv_isa's instruction set."""
-    if _direct_conv_available() and rank == 2 and multiplier == 1 and output_width <= 8:
+    if _direct_conv_available() and rank == 2 and multiplier == 1 and output_width <= 32:
         return "depthwise-lanes-avx512"
     return f"depthwise-{grouped_conv_isa(output_width)}"

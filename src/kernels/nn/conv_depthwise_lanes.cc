@@ -1,3 +1,10 @@
+// GCC 12's AVX-512 intrinsics seed results with _mm512_undefined_ps() and, once inlined into a
+// target("avx512f") function, warn that it is uninitialized (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "kernels/nn/conv_depthwise_lanes.h"
 
 #include <algorithm>
@@ -17,9 +24,10 @@ namespace {
 
 constexpr int64_t kLanes = kDepthwiseLanes;
 constexpr int kMaxRowPixels = 8;  // output pixels of a row accumulated at once
-// Measured against the plane kernel (bench in docs/performance.md): 1.3-1.4x faster on 7x7
-// outputs, slower from 14 columns on, where the scalar transposes cost more than the lanes save.
-constexpr int64_t kMaxOutputWidth = 8;
+// Measured against the plane kernel of conv_grouped.h (docs/performance.md): faster up to 28
+// output columns (1.3-1.9x on 7x7 and 14x14 planes), slower from 56 on, where the plane kernel
+// fills its vectors and the transposes cost more than the lanes save.
+constexpr int64_t kMaxOutputWidth = 32;
 
 // The zero-padded input block, [rows][cols][16]: every input pixel any output reads.
 struct PaddedBlock {
@@ -94,6 +102,81 @@ __attribute__((target("avx512f"))) void ComputeBlock(const float* in, const Padd
   }
 }
 
+// r[i][j] <-> r[j][i]: pairs interleaved, then 2x2 blocks, then 128-bit quarters twice.
+__attribute__((target("avx512f"), always_inline)) inline void Transpose16x16(__m512* r) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 16; h += 8) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xDD);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+}
+
+__mmask16 FirstLanes(int64_t n) { return static_cast<__mmask16>(n >= kLanes ? 0xFFFF : (1u << n) - 1u); }
+
+// The `live` planes of x, 16 pixels at a time, into their places in the zeroed padded block (an
+// input pixel no output reads, past a cut-short end padding, is dropped).
+__attribute__((target("avx512f"))) void TransposeIn(const float* x, int64_t live, const WindowGeometry& g,
+                                                    const PaddedBlock& p, float* in) {
+  const int64_t iw_n = g.input[1];
+  const int64_t plane = g.input[0] * iw_n;
+  for (int64_t p0 = 0; p0 < plane; p0 += kLanes) {
+    const int64_t count = std::min(kLanes, plane - p0);
+    const __mmask16 mask = FirstLanes(count);
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c) r[c] = c < live ? _mm512_maskz_loadu_ps(mask, x + c * plane + p0) : _mm512_setzero_ps();
+    Transpose16x16(r);
+    int64_t ih = p0 / iw_n;
+    int64_t iw = p0 % iw_n;
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      if (i >= count) break;
+      const int64_t row = ih + g.pad_begin[0];
+      const int64_t col = iw + g.pad_begin[1];
+      if (row < p.rows && col < p.cols) _mm512_storeu_ps(in + (row * p.cols + col) * kLanes, r[i]);
+      if (++iw == iw_n) iw = 0, ++ih;
+    }
+  }
+}
+
+// The channel-last block back into the `live` output planes of y.
+__attribute__((target("avx512f"))) void TransposeOut(const float* out, int64_t live, int64_t out_plane, float* y) {
+  for (int64_t p0 = 0; p0 < out_plane; p0 += kLanes) {
+    const int64_t count = std::min(kLanes, out_plane - p0);
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) r[i] = i < count ? _mm512_loadu_ps(out + (p0 + i) * kLanes) : _mm512_setzero_ps();
+    Transpose16x16(r);
+    const __mmask16 mask = FirstLanes(count);
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c) {
+      if (c >= live) break;
+      _mm512_mask_storeu_ps(y + c * out_plane + p0, mask, r[c]);
+    }
+  }
+}
+
 #endif
 
 }  // namespace
@@ -112,8 +195,6 @@ void DepthwiseLanesBlock(const float* x, int64_t live, const WindowGeometry& g, 
                          const ConvEpilogue& epilogue, const float* z, float* scratch, float* y) {
 #if ONNX_LIGHT_DEPTHWISE_LANES
   const PaddedBlock p = PaddedExtent(g);
-  const int64_t ih_n = g.input[0];
-  const int64_t iw_n = g.input[1];
   const int64_t taps = g.kernel[0] * g.kernel[1];
   const int64_t out_plane = g.output[0] * g.output[1];
   float* in = scratch;
@@ -122,18 +203,7 @@ void DepthwiseLanesBlock(const float* x, int64_t live, const WindowGeometry& g, 
   float* lane_bias = wl + taps * kLanes;
   // Input planes transposed into the padded block; the lanes of absent channels stay zero.
   std::fill(in, in + p.rows * p.cols * kLanes, 0.0f);
-  const int64_t r_lo = std::max<int64_t>(0, g.pad_begin[0]);
-  const int64_t r_hi = std::min(p.rows, g.pad_begin[0] + ih_n);
-  const int64_t c_lo = std::max<int64_t>(0, g.pad_begin[1]);
-  const int64_t c_hi = std::min(p.cols, g.pad_begin[1] + iw_n);
-  for (int64_t c = 0; c < live; ++c) {
-    const float* plane = x + c * ih_n * iw_n;
-    for (int64_t r = r_lo; r < r_hi; ++r) {
-      const float* src = plane + (r - g.pad_begin[0]) * iw_n;
-      float* dst = in + r * p.cols * kLanes + c;
-      for (int64_t q = c_lo; q < c_hi; ++q) dst[q * kLanes] = src[q - g.pad_begin[1]];
-    }
-  }
+  TransposeIn(x, live, g, p, in);
   for (int64_t t = 0; t < taps; ++t) {
     for (int64_t c = 0; c < kLanes; ++c) wl[t * kLanes + c] = c < live ? w[c * taps + t] : 0.0f;
   }
@@ -141,10 +211,11 @@ void DepthwiseLanesBlock(const float* x, int64_t live, const WindowGeometry& g, 
   ComputeBlock(in, p, g, wl, lane_bias, out);
   // Without a residual the activation runs on the whole block in its channel-last layout.
   if (z == nullptr) ApplyConvEpilogue(epilogue, out, nullptr, out_plane * kLanes, 0.0f);
-  for (int64_t c = 0; c < live; ++c) {
-    float* dst = y + c * out_plane;
-    for (int64_t i = 0; i < out_plane; ++i) dst[i] = out[i * kLanes + c];
-    if (z != nullptr) ApplyConvEpilogue(epilogue, dst, z + c * out_plane, out_plane, 0.0f);
+  TransposeOut(out, live, out_plane, y);
+  if (z != nullptr) {
+    for (int64_t c = 0; c < live; ++c) {
+      ApplyConvEpilogue(epilogue, y + c * out_plane, z + c * out_plane, out_plane, 0.0f);
+    }
   }
 #else
   (void)x, (void)live, (void)g, (void)w, (void)bias, (void)epilogue, (void)z, (void)scratch, (void)y;

@@ -1,10 +1,10 @@
 #pragma once
 // A float32 2-D depthwise convolution (one input and one output channel per group) for narrow
 // planes, written for AVX-512 and chosen at run time, like conv_direct.h. The plane kernel of
-// conv_grouped.h puts output columns in the vector lanes, which leaves most lanes idle on a 7x7
-// plane and pays its padding copy per channel; here sixteen channels share a vector
-// instead. Per block of 16 channels the input planes are copied once, transposed and
-// zero-padded, into [rows][columns][16]; every output pixel then accumulates one FMA per kernel
+// conv_grouped.h puts output columns in the vector lanes, which leaves lanes idle on 7x7, 14x14
+// and 28x28 planes and pays its padding copy per channel; here sixteen channels share a vector
+// instead. Per block of 16 channels the input planes are transposed (16x16 in registers) into
+// a zero-padded [rows][columns][16] block; every output pixel then accumulates one FMA per kernel
 // tap over the 16 channels, eight pixels of a row at a time; the bias and the activation (when
 // there is no residual) run on the block in that layout, and the block is transposed back into
 // NCHW. Padding is real zeros, so an infinite or NaN weight meets it as the spec's zero-padded
@@ -17,7 +17,7 @@
 
 namespace onnx_light::runtime {
 
-/// Whether DepthwiseLanesBlock takes this geometry: 2-D, output rows at most 8 wide (wider rows
+/// Whether DepthwiseLanesBlock takes this geometry: 2-D, output rows at most 32 wide (wider rows
 /// fill the plane kernel's vectors well enough to pay less than the transposes), on CPUs with
 /// AVX-512 (DirectConvAvailable()).
 bool DepthwiseLanesApplies(const WindowGeometry& g);
