@@ -1,13 +1,16 @@
 // Resize (and the deprecated Upsample). Every axis is resized on its own (the interpolation is
 // separable): nearest builds one index map per axis and copies elements by size, so it serves
 // every element type; linear and cubic build per-axis taps (indices and weights) and run one
-// pass per resized axis in float (double for 64-bit and 32-bit integer and double data).
+// pass per resized axis in float (double for 64-bit and 32-bit integer and double data). Float32
+// images resized along their last two axes run both passes row by row (ResizeLastTwoAxes).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "core/checked_math.h"
+#include "core/thread_pool.h"
+#include "kernels/registry/cpu_features.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 
@@ -50,6 +53,36 @@ struct Taps {
   std::vector<double> weight;
   std::vector<uint8_t> extrapolate;  // empty unless tf_crop_and_resize extrapolates somewhere
 };
+
+// row[i] += w * src[i]: one tap of the pass along the rows.
+ONNX_LIGHT_CPU_CLONES void AddWeightedRow(float* row, const float* src, float w, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) row[i] += w * src[i];
+}
+
+// dst[i] += w[i] * row[index[i]]: one tap of the pass along a row, for every output column.
+ONNX_LIGHT_CPU_CLONES void AddGatheredTap(float* dst, const float* row, const float* w, const int32_t* index,
+                                          int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] += w[i] * row[index[i]];
+}
+
+// The taps of one axis tap-major ([tap][output]), the layout AddGatheredTap reads.
+struct TapMajor {
+  std::vector<float> weight;
+  std::vector<int32_t> index;
+};
+
+TapMajor ToTapMajor(const Taps& t, int64_t out) {
+  TapMajor m;
+  m.weight.resize(static_cast<size_t>(t.taps * out));
+  m.index.resize(static_cast<size_t>(t.taps * out));
+  for (int64_t o = 0; o < out; ++o) {
+    for (int64_t k = 0; k < t.taps; ++k) {
+      m.weight[k * out + o] = static_cast<float>(t.weight[o * t.taps + k]);
+      m.index[k * out + o] = static_cast<int32_t>(t.index[o * t.taps + k]);
+    }
+  }
+  return m;
+}
 
 class ResizeKernel final : public KernelBase {
  public:
@@ -144,6 +177,8 @@ class ResizeKernel final : public KernelBase {
       if constexpr (std::is_same_v<T, double> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
                     std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
         RunInterpolate<T, double>(x, axes, y);
+      } else if constexpr (std::is_same_v<T, float>) {
+        if (!ResizeLastTwoAxes(rt, x, axes, y)) RunInterpolate<T, float>(x, axes, y);
       } else {
         RunInterpolate<T, float>(x, axes, y);
       }
@@ -453,6 +488,56 @@ class ResizeKernel final : public KernelBase {
       }
     }
     return t;
+  }
+
+  // Float32 data resized along its last two axes only (an image's height and width), without
+  // extrapolation: per output row, the pass along the rows into one input-width row of scratch,
+  // then the pass along that row straight into the output. The same operations in the same
+  // order as RunInterpolate (so the same bits), without its two full-size intermediates; planes
+  // are spread over the session's threads. False (nothing written) for other shapes.
+  bool ResizeLastTwoAxes(const RuntimeContext& rt, const Tensor& x, const std::vector<AxisResize>& axes,
+                         Tensor& y) const {
+    const size_t rank = axes.size();
+    if (rank < 2) return false;
+    for (size_t d = 0; d + 2 < rank; ++d) {
+      if (!axes[d].identity) return false;
+    }
+    const AxisResize& ah = axes[rank - 2];
+    const AxisResize& aw = axes[rank - 1];
+    if (ah.identity || aw.identity || aw.in > std::numeric_limits<int32_t>::max()) return false;
+    const Taps th = BuildTaps(ah);
+    const Taps tw = BuildTaps(aw);
+    if (!th.extrapolate.empty() || !tw.extrapolate.empty()) return false;
+    const std::vector<float> wh(th.weight.begin(), th.weight.end());
+    const TapMajor w_major = ToTapMajor(tw, aw.out);
+    const int64_t in_plane = ah.in * aw.in;
+    const int64_t out_plane = ah.out * aw.out;
+    const int64_t planes = x.size() / in_plane;
+    const float* src = x.data<float>();
+    float* out = y.data<float>();
+    const int64_t min_planes = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(out_plane, 1));
+    ParallelFor(rt.thread_pool(), planes, min_planes, [&](int64_t begin, int64_t end) {
+      std::vector<float> row(static_cast<size_t>(aw.in));
+      for (int64_t p = begin; p < end; ++p) {
+        const float* plane = src + p * in_plane;
+        float* dst_plane = out + p * out_plane;
+        for (int64_t oy = 0; oy < ah.out; ++oy) {
+          std::fill(row.begin(), row.end(), 0.0f);
+          for (int64_t k = 0; k < th.taps; ++k) {
+            const float wk = wh[oy * th.taps + k];
+            if (wk == 0.0f) continue;  // as RunInterpolate: a zero weight does not carry NaN over
+            AddWeightedRow(row.data(), plane + th.index[oy * th.taps + k] * aw.in, wk, aw.in);
+          }
+          float* dst = dst_plane + oy * aw.out;
+          std::fill(dst, dst + aw.out, 0.0f);
+          for (int64_t k = 0; k < tw.taps; ++k) {
+            AddGatheredTap(dst, row.data(), w_major.weight.data() + k * aw.out, w_major.index.data() + k * aw.out,
+                           aw.out);
+          }
+        }
+      }
+    });
+    return true;
   }
 
   template <typename T, typename C>
