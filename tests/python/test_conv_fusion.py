@@ -10,8 +10,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, depthwise_conv_path,
-                        grouped_conv_isa, make_model, random, run_ort, run_ours)
+from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, dense_conv_path,
+                        depthwise_conv_path, grouped_conv_isa, make_model, random, run_ort, run_ours)
 from onnx_light.cnn_model import build_cnn
 
 DIRECT = DIRECT_CONV_PATH
@@ -97,7 +97,9 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     unfused, usage_off, events_off = run_with(model, feeds, UNFUSED, events=True)
     assert_close(fused[0], unfused[0], rtol=1e-4, atol=1e-5)
     assert_close(fused[0], run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
-    assert usage.count(f"Conv/float32/{DIRECT}+bn+relu") == 2
+    # Both convolutions are small enough (3 and 16 channels, 32x32 and 16x16) for im2col + tiles.
+    assert dense_conv_path(3, 9, 32 * 32) == dense_conv_path(16, 9, 16 * 16) == IM2COL_CONV_PATH
+    assert usage.count(f"Conv/float32/{IM2COL_CONV_PATH}+bn+relu") == 2
     assert not any(u.startswith(("BatchNormalization", "Relu")) for u in usage)
     # The fused node runs under the Conv's name as FusedConv; BN and Relu no longer run.
     conv_names = [n.name for n in model.graph.node if n.op_type == "Conv"]
@@ -111,14 +113,15 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     fused_records = run_node_indexes(model, feeds, FUSED)
     assert [i for _, i in fused_records] == [i for i, op in enumerate(ops) if op not in ("BatchNormalization", "Relu")]
     assert all(ops[i] == op or (op, ops[i]) == ("FusedConv", "Conv") for op, i in fused_records)
-    assert usage_off.count(f"Conv/float32/{DIRECT}") == 2
+    assert usage_off.count(f"Conv/float32/{IM2COL_CONV_PATH}") == 2
 
 
 CASES = [
     # x shape, w shape, conv attributes, expected path
-    ([2, 3, 9, 8], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),
+    ([2, 3, 9, 8], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),           # columns fit in cache
+    ([1, 64, 32, 32], [19, 64, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                # 2.25 MiB of columns
     ([2, 3, 9, 6], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),           # too narrow for DIRECT
-    ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                   # channel and column tails
+    ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),         # channel and pixel tails
     ([2, 3, 9, 8], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, IM2COL_CONV_PATH),
     ([1, 3, 11, 10], [5, 3, 3, 2], {"dilations": [2, 3], "pads": [2, 1, 0, 3]}, IM2COL_CONV_PATH),
     ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, f"grouped-{grouped_conv_isa(8)}"),
@@ -146,7 +149,7 @@ def test_batch_one_and_empty_batch():
     model, feeds = chain_model([1, 3, 7, 7], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
     check_fused(model, feeds, f"Conv/float32/{IM2COL_CONV_PATH}+bn+relu")
     model, feeds = chain_model([1, 3, 7, 9], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
-    check_fused(model, feeds, f"Conv/float32/{DIRECT}+bn+relu")
+    check_fused(model, feeds, f"Conv/float32/{IM2COL_CONV_PATH}+bn+relu")
     model, feeds = chain_model([0, 3, 7, 7], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]})
     (y,), usage, _ = run_with(model, feeds, FUSED)
     assert f"Conv/float32/{IM2COL_CONV_PATH}+bn+relu" in usage
@@ -245,7 +248,7 @@ def test_custom_kernel_for_a_chain_op_is_not_fused(op):
     (fused, usage), (unfused, _) = results
     assert f"{op}/any/python" in usage
     if op == "Relu":   # Conv and BatchNormalization still fold; the custom Relu runs on its own
-        assert f"Conv/float32/{DIRECT}+bn" in usage
+        assert f"Conv/float32/{IM2COL_CONV_PATH}+bn" in usage
     else:
         assert not any("+bn" in u for u in usage), usage
     assert_close(fused, unfused, rtol=1e-5, atol=1e-5)

@@ -10,7 +10,7 @@ from onnx import helper
 
 import onnx_light.runtime as runtime
 from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, check_node,
-                        depthwise_conv_path, grouped_conv_isa, make_model, node_model, random,
+                        dense_conv_path, depthwise_conv_path, grouped_conv_isa, make_model, node_model, random,
                         run_ort, run_ours, run_reference, usage_of)
 
 BF16 = ml_dtypes.bfloat16
@@ -475,9 +475,6 @@ def test_conv_float64_float16_bfloat16():
     check_node("Conv", {k: v.astype(np.float64) for k, v in inputs.items()}, {"group": 1, "strides": [2, 1]})
 
 
-DIRECT_CONV = f"Conv/float32/{DIRECT_CONV_PATH}"
-
-
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("x_shape,w_shape,attrs", [
     ([2, 3, 32, 32], [16, 3, 3, 3], {"pads": [1, 1, 1, 1]}),
@@ -488,21 +485,28 @@ DIRECT_CONV = f"Conv/float32/{DIRECT_CONV_PATH}"
     ([1, 2, 7, 12], [33, 2, 5, 3], {"pads": [2, 0, 1, 2]}),                # asymmetric pads, 5x3
     ([1, 2, 7, 12], [3, 2, 1, 4], {"pads": [0, 3, 0, 0]}),
     ([1, 2, 7, 12], [4, 2, 3, 3], {"auto_pad": "SAME_LOWER"}),
+    ([1, 64, 31, 33], [21, 64, 3, 3], {"pads": [1, 1, 1, 1]}),             # the direct kernel
+    ([1, 64, 33, 31], [17, 64, 3, 3], {"pads": [2, 0, 1, 2]}),             # and with asymmetric pads
 ])
 def test_conv_direct(x_shape, w_shape, attrs, bias):
+    # Small ones take im2col + tiles (dense_conv_path); the edge cases stay, and
+    # tests/cpp/conv_direct_test.cc runs the direct kernel itself on them.
     inputs = {"x": random(x_shape), "w": random(w_shape, seed=1)}
     if bias:
         inputs["b"] = random([w_shape[0]], seed=2)
     check_node("Conv", inputs, attrs, reference="ort", rtol=1e-4, atol=1e-4)
-    assert DIRECT_CONV in usage_of(node_model("Conv", inputs, attrs), inputs)
+    (y,) = run_ours(node_model("Conv", inputs, attrs), inputs)
+    path = dense_conv_path(x_shape[1], w_shape[2] * w_shape[3], y.shape[2] * y.shape[3])
+    assert f"Conv/float32/{path}" in usage_of(node_model("Conv", inputs, attrs), inputs)
 
 
+@pytest.mark.parametrize("width", [19, 40])   # im2col + tiles, the direct kernel
 @pytest.mark.parametrize("relu", [False, True])
-def test_conv_constant_weights_packed_at_build(relu):
+def test_conv_constant_weights_packed_at_build(relu, width):
     # A constant W (an initializer) is packed for the direct kernel once, when the session is
     # built; the result is the one the same W fed as a graph input (packed per run) gives. With a
     # Relu after it the session fuses the pair (a FusedConv node), which packs the same way.
-    x, w, b = random([2, 5, 9, 19]), random([21, 5, 3, 3], seed=1), random([21], seed=2)
+    x, w, b = random([2, 64, 32, width]), random([21, 64, 3, 3], seed=1), random([21], seed=2)
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if relu else "y0"], pads=[1, 1, 1, 1])]
     if relu:
         nodes.append(helper.make_node("Relu", ["c"], ["y0"]))
@@ -510,7 +514,7 @@ def test_conv_constant_weights_packed_at_build(relu):
     model = make_model(nodes, {"x": x}, ["y0"], initializers={"w": w, "b": b})
     fed = run_ours(fed_model, {"x": x, "w": w, "b": b})[0]
     np.testing.assert_array_equal(run_ours(model, {"x": x})[0], fed)
-    expected = f"Conv/float32/{DIRECT_CONV_PATH}" + ("+relu" if relu else "")
+    expected = f"Conv/float32/{dense_conv_path(64, 9, 32 * width)}" + ("+relu" if relu else "")
     assert expected in usage_of(model, {"x": x})
 
 

@@ -136,6 +136,15 @@ class ConvKernel final : public KernelBase {
     return packed;
   }
 
+  // Whether one image's im2col columns (k rows of `pixels`) stay within about one L2 cache. Then
+  // im2col + PointwiseConv beats the direct kernel, whose tiles of 16 output columns leave lanes
+  // idle on rows such as 13, 27 or 55 wide; beyond it the columns' memory traffic costs more
+  // (measured on resnet18's and squeezenet's 3x3 layers, docs/performance.md).
+  static bool Im2ColFitsInCache(int64_t k, int64_t pixels) {
+    constexpr int64_t kCacheBytes = int64_t{2} << 20;
+    return k * pixels * int64_t{sizeof(float)} <= kCacheBytes;
+  }
+
   static bool IsPointwise(const WindowGeometry& g) {
     for (size_t i = 0; i < g.rank(); ++i) {
       if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0) return false;
@@ -164,7 +173,8 @@ class ConvKernel final : public KernelBase {
     const int64_t mg = m / group_;
     const bool pointwise = IsPointwise(g);
     const bool grouped = !pointwise && GroupedDirectApplies(g, group_, cg);
-    const bool direct = !pointwise && !grouped && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable();
+    const bool direct = !pointwise && !grouped && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable() &&
+                        !Im2ColFitsInCache(c * g.kernel_size(), g.output_size());
     // One group on AVX-512: PointwiseConv on the input itself (1x1) or on its im2col columns.
     const bool own_gemm = !grouped && !direct && group_ == 1 && DirectConvAvailable();
     const bool depthwise_lanes = grouped && cg == 1 && mg == 1 && DepthwiseLanesApplies(g);
