@@ -1,5 +1,6 @@
 #include "kernels/nn/conv_direct.h"
 
+#include "core/thread_pool.h"
 #include "kernels/nn/conv_epilogue.h"
 #include "kernels/registry/cpu_features.h"
 
@@ -113,9 +114,11 @@ __attribute__((target("avx512f"), always_inline)) inline void DirectTile(
 constexpr int kTileChannels = 8;
 constexpr int kTileRows = 3;
 
+// Output channels [m_begin, m_end) (m_begin a multiple of 8).
 __attribute__((target("avx512f"))) void DirectConvAvx512(const float* xpad, int64_t channels,
                                                          const WindowGeometry& g, const Padded& p,
-                                                         const float* packed_w, int64_t m, const float* bias,
+                                                         const float* packed_w, int64_t m, int64_t m_begin,
+                                                         int64_t m_end, const float* bias,
                                                          const ConvEpilogue& epilogue, const float* z, float* y) {
   // Relu alone is applied in registers; anything else runs on each block of 8 channels' planes
   // right after the block is written (bias already added).
@@ -127,7 +130,7 @@ __attribute__((target("avx512f"))) void DirectConvAvx512(const float* xpad, int6
   const int64_t ow_n = g.output[1];
   const int64_t out_size = oh_n * ow_n;
   const int64_t k = channels * kh_n * kw_n;
-  for (int64_t m0 = 0; m0 < m; m0 += kTileChannels) {
+  for (int64_t m0 = m_begin; m0 < m_end; m0 += kTileChannels) {
     // Weights of channels [m0, m0 + 8): half of the packed block of 16 they belong to.
     const float* wb = packed_w + (m0 / kBlock) * k * kBlock + m0 % kBlock;
     const float* b = bias != nullptr ? bias + m0 : nullptr;
@@ -188,14 +191,22 @@ int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g) {
 }
 
 void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, const float* packed_w, int64_t m,
-                  const float* bias, const ConvEpilogue& epilogue, const float* z, float* scratch, float* y) {
+                  const float* bias, const ConvEpilogue& epilogue, const float* z, float* scratch, float* y,
+                  ThreadPool* pool) {
 #if ONNX_LIGHT_DIRECT_CONV
   const Padded p = PaddedGeometry(g);
   PadImage(x, channels, g, p, scratch);
-  DirectConvAvx512(scratch, channels, g, p, packed_w, m, bias, epilogue, z, y);
+  // Blocks of 8 output channels over the pool; a task of at least ~256K multiply-adds.
+  const int64_t blocks = (m + kTileChannels - 1) / kTileChannels;
+  const int64_t block_work = std::max<int64_t>(1, kTileChannels * channels * g.kernel_size() * g.output_size());
+  const int64_t min_blocks = std::max<int64_t>(1, (int64_t{1} << 18) / block_work);
+  ParallelFor(pool, blocks, min_blocks, [&](int64_t begin, int64_t end) {
+    DirectConvAvx512(scratch, channels, g, p, packed_w, m, begin * kTileChannels, std::min(m, end * kTileChannels),
+                     bias, epilogue, z, y);
+  });
 #else
   (void)x, (void)channels, (void)g, (void)packed_w, (void)m, (void)bias, (void)epilogue, (void)z, (void)scratch,
-      (void)y;
+      (void)y, (void)pool;
 #endif
 }
 

@@ -13,6 +13,8 @@
 
 namespace onnx_light::runtime {
 
+class ThreadPool;
+
 /// True when this build has the direct kernel and UseAvx512() (kernels/registry/cpu_features.h).
 bool DirectConvAvailable();
 
@@ -31,8 +33,10 @@ int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g);
 
 /// y[m, oh, ow] = epilogue(bias[m] + sum over c, kh, kw of W[m, c, kh, kw] * x[c, oh + kh - pad, ow + kw - pad]
 /// + z[m, oh, ow]) for one image x [channels, H, W] into y [m, OH, OW]; `bias` and `z` (laid out
-/// like y) may be null. Requires DirectConvAvailable() and DirectConvApplies(g).
+/// like y) may be null. Blocks of output channels are spread over `pool` (null: the calling
+/// thread). Requires DirectConvAvailable() and DirectConvApplies(g).
 void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, const float* packed_w, int64_t m,
-                  const float* bias, const ConvEpilogue& epilogue, const float* z, float* scratch, float* y);
+                  const float* bias, const ConvEpilogue& epilogue, const float* z, float* scratch, float* y,
+                  ThreadPool* pool = nullptr);
 
 }  // namespace onnx_light::runtime

@@ -257,8 +257,13 @@ class ConvKernel final : public KernelBase {
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
         const float* rhs = x + img * c * in_size;
         if (!pointwise) {
+          // Each input channel unrolls into its own rows of the columns: channels over the pool.
           float* slot_col = col.data<float>() + slot * col_size;
-          Im2Col<float>(rhs, c, g, slot_col);
+          const int64_t rows_per_channel = g.kernel_size() * out_size;
+          const int64_t min_channels = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(rows_per_channel, 1));
+          ParallelFor(images_in_parallel ? nullptr : pool, c, min_channels, [&](int64_t begin, int64_t end) {
+            Im2Col<float>(rhs + begin * in_size, end - begin, g, slot_col + begin * rows_per_channel);
+          });
           rhs = slot_col;
         }
         PointwiseConv(rhs, k, out_size, packed.data<float>(), m, bias, ep,
@@ -275,7 +280,7 @@ class ConvKernel final : public KernelBase {
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
         DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, ep,
                      z != nullptr ? z + img * m * out_size : nullptr, scratch.data<float>() + slot * per_slot,
-                     out + img * m * out_size);
+                     out + img * m * out_size, images_in_parallel ? nullptr : pool);
       });
       return;
     }

@@ -102,11 +102,12 @@ __attribute__((target("avx512f"), always_inline)) inline void PointwiseTailBlock
   }
 }
 
+// Output channels [m_begin, m_end) of the tail; m_begin is a multiple of 16.
 template <int kPixels>
 __attribute__((target("avx512f"))) void PointwiseTail(const float* x, int64_t k, int64_t pixels,
-                                                      const float* packed_w, int64_t m, const float* bias, bool relu,
-                                                      float* y) {
-  for (int64_t m0 = 0; m0 < m; m0 += kLanes) {
+                                                      const float* packed_w, int64_t m_begin, int64_t m,
+                                                      const float* bias, bool relu, float* y) {
+  for (int64_t m0 = m_begin; m0 < m; m0 += kLanes) {
     PointwiseTailBlock<kPixels>(x, k, pixels, packed_w + m0 * k, bias != nullptr ? bias + m0 : nullptr,
                                 std::min(kLanes, m - m0), relu, y + m0 * pixels);
   }
@@ -115,50 +116,49 @@ __attribute__((target("avx512f"))) void PointwiseTail(const float* x, int64_t k,
 // Tails of this many pixels or fewer take PointwiseTail.
 constexpr int64_t kMaxTailPixels = 8;
 
-using TailFunction = void (*)(const float*, int64_t, int64_t, const float*, int64_t, const float*, bool, float*);
+using TailFunction = void (*)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, const float*, bool,
+                              float*);
 constexpr TailFunction kTailFunctions[kMaxTailPixels + 1] = {
     nullptr,          PointwiseTail<1>, PointwiseTail<2>, PointwiseTail<3>, PointwiseTail<4>,
     PointwiseTail<5>, PointwiseTail<6>, PointwiseTail<7>, PointwiseTail<8>};
 
-// Chunks [chunk_begin, chunk_end) of `chunk_tiles` tiles each: every block of 8 channels over a
-// chunk's pixels, then the epilogue on those rows.
-__attribute__((target("avx512f"))) void PointwiseChunks(const float* x, int64_t k, int64_t pixels,
-                                                        const float* packed_w, int64_t m, const float* bias,
-                                                        const ConvEpilogue& epilogue, const float* z, float* y,
-                                                        int64_t chunk_tiles, int64_t chunk_begin, int64_t chunk_end) {
+// One chunk of `chunk_pixels` pixels (the image's last chunk may be shorter) for output
+// channels [m_begin, m_end), m_begin a multiple of 16: every block of 8 channels over the
+// chunk's tiles, then the epilogue on those rows.
+__attribute__((target("avx512f"))) void PointwiseChunk(const float* x, int64_t k, int64_t pixels,
+                                                       const float* packed_w, int64_t m_begin, int64_t m_end,
+                                                       const float* bias, const ConvEpilogue& epilogue, const float* z,
+                                                       float* y, int64_t chunk_pixels, int64_t chunk) {
   const bool relu = epilogue.activation == ConvActivation::kRelu && z == nullptr;
   const bool run_epilogue = !relu && (!epilogue.is_identity() || z != nullptr);
-  const int64_t chunk_pixels = chunk_tiles * kTilePixels;
-  for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-    const int64_t p0 = chunk * chunk_pixels;
-    const int64_t p_end = std::min(pixels, p0 + chunk_pixels);
-    // The image's last pixels, when they would fill less than half of a vector.
-    const int64_t tail = p_end == pixels && pixels % kLanes <= kMaxTailPixels ? pixels % kLanes : 0;
-    const int64_t tiles_end = p_end - tail;
-    if (tail > 0) kTailFunctions[tail](x + tiles_end, k, pixels, packed_w, m, bias, relu, y + tiles_end);
-    for (int64_t m0 = 0; m0 < m; m0 += kTileChannels) {
-      const float* wb = packed_w + (m0 / kLanes) * k * kLanes + m0 % kLanes;
-      const float* b = bias != nullptr ? bias + m0 : nullptr;
-      const int64_t live = std::min<int64_t>(kTileChannels, m - m0);
-      for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
-        const int64_t width = std::min(kTilePixels, tiles_end - t0);
-        const int64_t vecs = (width + kLanes - 1) / kLanes;
-        const int64_t tail = width - (vecs - 1) * kLanes;
-        const auto last = static_cast<__mmask16>(tail == kLanes ? 0xFFFF : (1u << tail) - 1u);
-        float* yt = y + m0 * pixels + t0;
-        if (vecs == 3) {
-          PointwiseTile<3>(x + t0, k, pixels, wb, b, live, relu, last, yt);
-        } else if (vecs == 2) {
-          PointwiseTile<2>(x + t0, k, pixels, wb, b, live, relu, last, yt);
-        } else {
-          PointwiseTile<1>(x + t0, k, pixels, wb, b, live, relu, last, yt);
-        }
+  const int64_t p0 = chunk * chunk_pixels;
+  const int64_t p_end = std::min(pixels, p0 + chunk_pixels);
+  // The image's last pixels, when they would fill less than half of a vector.
+  const int64_t tail = p_end == pixels && pixels % kLanes <= kMaxTailPixels ? pixels % kLanes : 0;
+  const int64_t tiles_end = p_end - tail;
+  if (tail > 0) kTailFunctions[tail](x + tiles_end, k, pixels, packed_w, m_begin, m_end, bias, relu, y + tiles_end);
+  for (int64_t m0 = m_begin; m0 < m_end; m0 += kTileChannels) {
+    const float* wb = packed_w + (m0 / kLanes) * k * kLanes + m0 % kLanes;
+    const float* b = bias != nullptr ? bias + m0 : nullptr;
+    const int64_t live = std::min<int64_t>(kTileChannels, m_end - m0);
+    for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
+      const int64_t width = std::min(kTilePixels, tiles_end - t0);
+      const int64_t vecs = (width + kLanes - 1) / kLanes;
+      const int64_t tail = width - (vecs - 1) * kLanes;
+      const auto last = static_cast<__mmask16>(tail == kLanes ? 0xFFFF : (1u << tail) - 1u);
+      float* yt = y + m0 * pixels + t0;
+      if (vecs == 3) {
+        PointwiseTile<3>(x + t0, k, pixels, wb, b, live, relu, last, yt);
+      } else if (vecs == 2) {
+        PointwiseTile<2>(x + t0, k, pixels, wb, b, live, relu, last, yt);
+      } else {
+        PointwiseTile<1>(x + t0, k, pixels, wb, b, live, relu, last, yt);
       }
-      if (!run_epilogue) continue;
-      for (int64_t j = 0; j < live; ++j) {
-        const int64_t offset = (m0 + j) * pixels + p0;
-        ApplyConvEpilogue(epilogue, y + offset, z != nullptr ? z + offset : nullptr, p_end - p0, 0.0f);
-      }
+    }
+    if (!run_epilogue) continue;
+    for (int64_t j = 0; j < live; ++j) {
+      const int64_t offset = (m0 + j) * pixels + p0;
+      ApplyConvEpilogue(epilogue, y + offset, z != nullptr ? z + offset : nullptr, p_end - p0, 0.0f);
     }
   }
 }
@@ -175,12 +175,27 @@ void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packe
   const int64_t chunk_tiles = std::clamp<int64_t>(kChunkPanelBytes / panel_tile_bytes, 1, kMaxChunkTiles);
   const int64_t chunk_pixels = chunk_tiles * kTilePixels;
   const int64_t chunks = (pixels + chunk_pixels - 1) / chunk_pixels;
+  // Units of work are (chunk, range of output channels): a small image has too few chunks to
+  // keep the threads busy (a 7x7 one has one), so its channels are split too, in blocks of 16.
+  const int64_t threads = pool != nullptr ? pool->num_threads() : 1;
+  const int64_t channel_blocks = (m + kLanes - 1) / kLanes;
+  const int64_t parts = std::clamp<int64_t>((2 * threads + chunks - 1) / chunks, 1, channel_blocks);
+  const int64_t blocks_per_part = (channel_blocks + parts - 1) / parts;
+  const int64_t units = chunks * parts;
   // A task of at least ~64K multiply-adds pays for handing it to another thread.
   constexpr int64_t kMinTaskWork = int64_t{1} << 16;
-  const int64_t chunk_work = std::max<int64_t>(m * k * chunk_pixels, 1);
-  const int64_t min_chunks = std::max<int64_t>(1, kMinTaskWork / chunk_work);
-  ParallelFor(pool, chunks, min_chunks, [&](int64_t begin, int64_t end) {
-    PointwiseChunks(x, k, pixels, packed_w, m, bias, epilogue, z, y, chunk_tiles, begin, end);
+  const int64_t unit_work = std::max<int64_t>(blocks_per_part * kLanes * k * chunk_pixels, 1);
+  const int64_t min_units = std::max<int64_t>(1, kMinTaskWork / unit_work);
+  ParallelFor(pool, units, min_units, [&](int64_t begin, int64_t end) {
+    // Channel-part-major, so that a thread's consecutive units share weights and the image's
+    // short last chunk does not make up a whole task.
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t m_begin = unit / chunks * blocks_per_part * kLanes;
+      const int64_t m_end = std::min(m, m_begin + blocks_per_part * kLanes);
+      if (m_begin < m_end) {
+        PointwiseChunk(x, k, pixels, packed_w, m_begin, m_end, bias, epilogue, z, y, chunk_pixels, unit % chunks);
+      }
+    }
   });
 #else
   (void)x, (void)k, (void)pixels, (void)packed_w, (void)m, (void)bias, (void)epilogue, (void)z, (void)y,
