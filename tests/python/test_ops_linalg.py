@@ -518,6 +518,23 @@ def test_conv_constant_weights_packed_at_build(relu, width):
     assert expected in usage_of(model, {"x": x})
 
 
+@pytest.mark.parametrize("x_shape,w_shape,attrs", [
+    ([1, 64, 34, 36], [40, 64, 3, 3], {"pads": [1, 1, 1, 1]}),                 # direct, 5 channel blocks
+    ([1, 96, 9, 9], [72, 96, 3, 3], {"pads": [1, 1, 1, 1]}),                   # im2col, one chunk + tail
+    ([1, 100, 7, 7], [90, 100, 1, 1], {}),                                      # 1x1 on 7x7, 6 channel parts
+    ([2, 20, 30, 30], [36, 20, 1, 1], {}),                                      # two images in parallel
+    ([1, 40, 14, 14], [40, 1, 5, 5], {"group": 40, "pads": [2, 2, 2, 2]}),      # depthwise lanes, 3 blocks
+])
+def test_conv_on_three_threads_gives_the_one_thread_bits(x_shape, w_shape, attrs):
+    # Threads split channels, pixels and images, never one output's sum: the same bits.
+    inputs = {"x": random(x_shape), "w": random(w_shape, seed=1), "b": random([w_shape[0]], seed=2)}
+    model = node_model("Conv", inputs, attrs)
+    (one,) = run_ours(model, inputs, options=runtime.RuntimeSessionOptions(num_threads=1))
+    (three,) = run_ours(model, inputs, options=runtime.RuntimeSessionOptions(num_threads=3))
+    np.testing.assert_array_equal(three, one)
+    check_node("Conv", inputs, attrs, reference="ort", rtol=1e-4, atol=1e-4)
+
+
 def test_conv_direct_nan_and_empty():
     x = random([1, 2, 6, 9])
     x[0, 1, 2, 3] = np.nan
