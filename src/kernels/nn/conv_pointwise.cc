@@ -184,7 +184,7 @@ void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packe
   const int64_t units = chunks * parts;
   // A task of at least ~64K multiply-adds pays for handing it to another thread.
   constexpr int64_t kMinTaskWork = int64_t{1} << 16;
-  const int64_t unit_work = std::max<int64_t>(blocks_per_part * kLanes * k * chunk_pixels, 1);
+  const int64_t unit_work = std::max<int64_t>(blocks_per_part * kLanes * k * std::min(chunk_pixels, pixels), 1);
   const int64_t min_units = std::max<int64_t>(1, kMinTaskWork / unit_work);
   ParallelFor(pool, units, min_units, [&](int64_t begin, int64_t end) {
     // Channel-part-major, so that a thread's consecutive units share weights and the image's
