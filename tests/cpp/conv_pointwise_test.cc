@@ -110,5 +110,50 @@ TEST(PointwiseConvTest, NaNAndInfinityPropagate) {
   }
 }
 
+struct GemmCase {
+  int64_t m, n, k, lda_pad, ldb_pad, ldc_pad;
+};
+
+class TiledGemmTest : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(TiledGemmTest, MatchesPlainLoopWithStridesAndAccumulation) {
+  if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
+  const GemmCase g = GetParam();
+  ASSERT_TRUE(TiledGemmApplies(g.m, g.n, g.k));
+  const int64_t lda = g.k + g.lda_pad;
+  const int64_t ldb = g.n + g.ldb_pad;
+  const int64_t ldc = g.n + g.ldc_pad;
+  const std::vector<float> a = testing::RandomFloats(static_cast<size_t>(g.m * lda), 1);
+  const std::vector<float> b = testing::RandomFloats(static_cast<size_t>(g.k * ldb), 2);
+  const std::vector<float> c0 = testing::RandomFloats(static_cast<size_t>(g.m * ldc), 3);
+  ThreadPool pool(2);
+  for (const bool accumulate : {false, true}) {
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      std::vector<float> c = c0;
+      TiledGemm(g.m, g.n, g.k, a.data(), lda, b.data(), ldb, accumulate, c.data(), ldc, p);
+      for (int64_t i = 0; i < g.m; ++i) {
+        for (int64_t j = 0; j < ldc; ++j) {
+          const size_t at = static_cast<size_t>(i * ldc + j);
+          if (j >= g.n) {  // the padding between rows is left alone
+            ASSERT_EQ(c[at], c0[at]) << i << ", " << j;
+            continue;
+          }
+          double expected = accumulate ? c0[at] : 0.0;
+          for (int64_t t = 0; t < g.k; ++t) expected += static_cast<double>(a[i * lda + t]) * b[t * ldb + j];
+          ASSERT_NEAR(c[at], expected, 1e-4 * (1.0 + std::fabs(expected)))
+              << i << ", " << j << (accumulate ? " accumulate" : "") << (p != nullptr ? " pool" : "");
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, TiledGemmTest,
+                         ::testing::Values(GemmCase{8, 16, 1, 0, 0, 0},        // the smallest product taken
+                                           GemmCase{37, 29, 53, 3, 5, 7},      // row, column (13-wide) tails
+                                           GemmCase{128, 200, 64, 0, 0, 0},    // an 8-column lanes tail
+                                           GemmCase{21, 50, 300, 1, 2, 3},     // chunks of fewer tiles (wide k)
+                                           GemmCase{9, 1000, 7, 0, 24, 0}));   // many chunks
+
 }  // namespace
 }  // namespace onnx_light::runtime

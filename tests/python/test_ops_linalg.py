@@ -9,8 +9,8 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, check_node,
-                        dense_conv_path, depthwise_conv_path, grouped_conv_isa, make_model, node_model, random,
+from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, TILED_GEMM_PATH, assert_close,
+                        check_node, dense_conv_path, depthwise_conv_path, grouped_conv_isa, make_model, node_model, random,
                         run_ort, run_ours, run_reference, usage_of)
 
 BF16 = ml_dtypes.bfloat16
@@ -273,6 +273,32 @@ def test_gemm_kernel_usage():
     assert "Gemm/float32/blas-c" in usage_of(node_model("Gemm", inputs), inputs)
     no_c = {"a": inputs["a"], "b": inputs["b"]}
     assert "Gemm/float32/blas" in usage_of(node_model("Gemm", no_c), no_c)
+
+
+@pytest.mark.parametrize("attrs,expected", [
+    ({}, TILED_GEMM_PATH),
+    ({"transB": 1}, "blas"),                     # a transposed operand stays on OpenBLAS
+    ({"alpha": 0.5}, "blas"),
+    ({"beta": 2.0}, "blas"),
+])
+def test_gemm_tiles_match_ort(attrs, expected):
+    # 37 x 29 products (row and column tails) with C broadcast over the rows: beta 1 adds the
+    # product to C in the tiles.
+    b_shape = [29, 53] if attrs.get("transB") else [53, 29]
+    inputs = {"a": random([37, 53]), "b": random(b_shape, seed=1), "c": random([29], seed=2)}
+    check_node("Gemm", inputs, attrs, reference="ort", rtol=1e-4, atol=1e-4)
+    assert f"Gemm/float32/{expected}-c" in usage_of(node_model("Gemm", inputs, attrs), inputs)
+
+
+@pytest.mark.parametrize("a_shape,b_shape,suffix", [
+    ([37, 53], [53, 29], ""),
+    ([3, 20, 64], [64, 72], "-folded"),          # 60 rows in one product
+    ([3, 20, 64], [3, 64, 40], "-batched"),
+])
+def test_matmul_tiles_match_ort(a_shape, b_shape, suffix):
+    inputs = {"a": random(a_shape), "b": random(b_shape, seed=1)}
+    check_node("MatMul", inputs, {}, reference="ort", rtol=1e-4, atol=1e-4)
+    assert f"MatMul/float32/{TILED_GEMM_PATH}{suffix}" in usage_of(node_model("MatMul", inputs), inputs)
 
 
 @pytest.mark.parametrize("inputs,needle", [

@@ -46,17 +46,17 @@ class GemmKernel final : public KernelBase {
     Tensor& y = rt.AllocateOutput(0, a.dtype(), {m, n});
     switch (a.dtype()) {
       case DataType::kFloat:
-        return RunTyped<float>(rt, a, b, c, m, n, k, y, "blas");
+        return RunTyped<float>(rt, a, b, c, m, n, k, y);
       case DataType::kDouble:
-        return RunTyped<double>(rt, a, b, c, m, n, k, y, "blas");
+        return RunTyped<double>(rt, a, b, c, m, n, k, y);
       case DataType::kInt32:
-        return RunTyped<int32_t>(rt, a, b, c, m, n, k, y, "loop");
+        return RunTyped<int32_t>(rt, a, b, c, m, n, k, y);
       case DataType::kInt64:
-        return RunTyped<int64_t>(rt, a, b, c, m, n, k, y, "loop");
+        return RunTyped<int64_t>(rt, a, b, c, m, n, k, y);
       case DataType::kUInt32:
-        return RunTyped<uint32_t>(rt, a, b, c, m, n, k, y, "loop");
+        return RunTyped<uint32_t>(rt, a, b, c, m, n, k, y);
       case DataType::kUInt64:
-        return RunTyped<uint64_t>(rt, a, b, c, m, n, k, y, "loop");
+        return RunTyped<uint64_t>(rt, a, b, c, m, n, k, y);
       default:
         ThrowUnsupportedType(rt, 0, a.dtype());
     }
@@ -77,20 +77,24 @@ class GemmKernel final : public KernelBase {
 
   template <typename T>
   void RunTyped(RuntimeContext& rt, const Tensor& a, const Tensor& b, const Tensor* c, int64_t m, int64_t n,
-                int64_t k, Tensor& y, std::string_view impl) const {
+                int64_t k, Tensor& y) const {
     T* out = y.data<T>();
     const bool use_c = c != nullptr && beta_ != 0.0f;
-    if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName("Gemm", a.dtype(), fmt::format("{}{}", impl, use_c ? "-c" : "")));
-    }
-    if (y.size() == 0) return;
-    if (use_c) FillBroadcast(c->Contiguous(rt.allocator()), m, n, out);
     BlasMatrix la;
     BlasMatrix lb;
     const Tensor sa = BlasOperand(a, rt.allocator(), &la);
     const Tensor sb = BlasOperand(b, rt.allocator(), &lb);
-    Gemm<T>(trans_a_ != la.trans, trans_b_ != lb.trans, m, n, k, alpha_, sa.data<T>(), la.ld, sb.data<T>(),
-            lb.ld, use_c ? beta_ : 0.0, out, n, rt.thread_pool());
+    const bool trans_a = trans_a_ != la.trans;
+    const bool trans_b = trans_b_ != lb.trans;
+    const double beta = use_c ? beta_ : 0.0;
+    if (rt.kernel_usage_enabled()) {
+      const std::string_view impl = GemmPathName<T>(trans_a, trans_b, m, n, k, alpha_, beta);
+      rt.RecordKernelUsage(KernelUsageName("Gemm", a.dtype(), fmt::format("{}{}", impl, use_c ? "-c" : "")));
+    }
+    if (y.size() == 0) return;
+    if (use_c) FillBroadcast(c->Contiguous(rt.allocator()), m, n, out);
+    Gemm<T>(trans_a, trans_b, m, n, k, alpha_, sa.data<T>(), la.ld, sb.data<T>(), lb.ld, beta, out, n,
+            rt.thread_pool());
   }
 
   // Writes C, broadcast to [m, n], into out.

@@ -9,6 +9,7 @@
 #include "core/strided_copy.h"
 #include "core/thread_pool.h"
 #include "kernels/math/row_products.h"
+#include "kernels/nn/conv_pointwise.h"
 
 namespace onnx_light::runtime {
 
@@ -151,9 +152,33 @@ void SerialGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, dou
 
 }  // namespace
 
+namespace {
+
+// Our AVX-512 tiles take plain float32 products, optionally added to C (docs/dependencies.md).
+template <typename T>
+bool UsesTiledGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, double beta) {
+  return std::is_same_v<T, float> && !trans_a && !trans_b && alpha == 1.0 && (beta == 0.0 || beta == 1.0) &&
+         TiledGemmApplies(m, n, k);
+}
+
+}  // namespace
+
+template <typename T>
+std::string_view GemmPathName(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                              double beta) {
+  if (UsesTiledGemm<T>(trans_a, trans_b, m, n, k, alpha, beta)) return "tiles-avx512";
+  return std::is_floating_point_v<T> ? "blas" : "loop";
+}
+
 template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, double beta, T* c, int64_t ldc, ThreadPool* pool) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (UsesTiledGemm<T>(trans_a, trans_b, m, n, k, alpha, beta)) {
+      TiledGemm(m, n, k, a, lda, b, ldb, beta == 1.0, c, ldc, pool);
+      return;
+    }
+  }
   const int64_t work = m * n * std::max<int64_t>(k, 1);
   if (pool == nullptr || m <= 0 || n <= 0 || work < 2 * kMinParallelWork) {
     return SerialGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -241,6 +266,16 @@ ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(int64_t)
 ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(uint32_t)
 ONNX_LIGHT_INSTANTIATE_SMALL_GEMM(uint64_t)
 #undef ONNX_LIGHT_INSTANTIATE_SMALL_GEMM
+
+#define ONNX_LIGHT_INSTANTIATE_GEMM_PATH_NAME(T) \
+  template std::string_view GemmPathName<T>(bool, bool, int64_t, int64_t, int64_t, double, double);
+ONNX_LIGHT_INSTANTIATE_GEMM_PATH_NAME(float)
+ONNX_LIGHT_INSTANTIATE_GEMM_PATH_NAME(double)
+ONNX_LIGHT_INSTANTIATE_GEMM_PATH_NAME(int32_t)
+ONNX_LIGHT_INSTANTIATE_GEMM_PATH_NAME(int64_t)
+ONNX_LIGHT_INSTANTIATE_GEMM_PATH_NAME(uint32_t)
+ONNX_LIGHT_INSTANTIATE_GEMM_PATH_NAME(uint64_t)
+#undef ONNX_LIGHT_INSTANTIATE_GEMM_PATH_NAME
 
 template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, double, const float*, int64_t, const float*,
                           int64_t, double, float*, int64_t, ThreadPool*);

@@ -8,6 +8,8 @@
 #include <memory>
 #include <span>
 
+#include <string_view>
+
 #include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
@@ -24,6 +26,14 @@ class ThreadPool;
 template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, double beta, T* c, int64_t ldc, ThreadPool* pool = nullptr);
+
+/// The implementation Gemm<T> takes for these arguments, for kernel-usage names: "tiles-avx512"
+/// (float32, neither operand transposed, alpha 1, beta 0 or 1, at least kTiledGemmMinRows rows,
+/// on CPUs with AVX-512: our own tiles, kernels/nn/conv_pointwise.h), else "blas" for float and
+/// double, "loop" for the integer types.
+template <typename T>
+std::string_view GemmPathName(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                              double beta);
 
 /// Per-product sizes (m * n * k) at or below which batched callers use SmallGemm: for tiny
 /// products a BLAS call costs far more than the arithmetic.

@@ -97,17 +97,17 @@ class MatMulKernel final : public KernelBase {
 
     switch (a.dtype()) {
       case DataType::kFloat:
-        return RunTyped<float>(rt, a, b, a_shape, b_shape, batch, y, "blas");
+        return RunTyped<float>(rt, a, b, a_shape, b_shape, batch, y);
       case DataType::kDouble:
-        return RunTyped<double>(rt, a, b, a_shape, b_shape, batch, y, "blas");
+        return RunTyped<double>(rt, a, b, a_shape, b_shape, batch, y);
       case DataType::kInt32:
-        return RunTyped<int32_t>(rt, a, b, a_shape, b_shape, batch, y, "loop");
+        return RunTyped<int32_t>(rt, a, b, a_shape, b_shape, batch, y);
       case DataType::kInt64:
-        return RunTyped<int64_t>(rt, a, b, a_shape, b_shape, batch, y, "loop");
+        return RunTyped<int64_t>(rt, a, b, a_shape, b_shape, batch, y);
       case DataType::kUInt32:
-        return RunTyped<uint32_t>(rt, a, b, a_shape, b_shape, batch, y, "loop");
+        return RunTyped<uint32_t>(rt, a, b, a_shape, b_shape, batch, y);
       case DataType::kUInt64:
-        return RunTyped<uint64_t>(rt, a, b, a_shape, b_shape, batch, y, "loop");
+        return RunTyped<uint64_t>(rt, a, b, a_shape, b_shape, batch, y);
       default:
         ThrowUnsupportedType(rt, 0, a.dtype());
     }
@@ -116,7 +116,7 @@ class MatMulKernel final : public KernelBase {
  private:
   template <typename T>
   static void RunTyped(RuntimeContext& rt, const Tensor& a, const Tensor& b, const Dims& a_shape,
-                       const Dims& b_shape, const Shape& batch, Tensor& y, std::string_view impl) {
+                       const Dims& b_shape, const Shape& batch, Tensor& y) {
     const size_t ra = a_shape.size();
     const int64_t m = a_shape[ra - 2];
     const int64_t k = a_shape[ra - 1];
@@ -124,7 +124,7 @@ class MatMulKernel final : public KernelBase {
     T* out = y.data<T>();
     if (y.size() == 0 || k == 0) {
       // Nothing to read: an empty output, or sums over an empty axis (zeros).
-      Record(rt, a.dtype(), impl, "");
+      Record(rt, a.dtype(), GemmPathName<T>(false, false, 0, n, k, 1.0, 0.0), "");
       std::fill(out, out + y.size(), T{0});
       return;
     }
@@ -140,7 +140,7 @@ class MatMulKernel final : public KernelBase {
     if (batch_count == 1) {
       Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0, out,
               n, rt.thread_pool());
-      Record(rt, a.dtype(), impl, "");
+      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), "");
       return;
     }
     // B shared by every batch and A's batches stacked at a uniform row pitch: one GEMM with
@@ -158,7 +158,7 @@ class MatMulKernel final : public KernelBase {
       if (foldable) {
         Gemm<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0,
                 out, n, rt.thread_pool());
-        Record(rt, a.dtype(), impl, "-folded");
+        Record(rt, a.dtype(), GemmPathName<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, 0.0), "-folded");
         return;
       }
     }
@@ -186,7 +186,7 @@ class MatMulKernel final : public KernelBase {
     if (small) {
       Record(rt, a.dtype(), "small-batched", "-loop");
     } else {
-      Record(rt, a.dtype(), impl, "-batched");
+      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), "-batched");
     }
   }
 

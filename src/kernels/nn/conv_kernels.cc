@@ -145,6 +145,14 @@ class ConvKernel final : public KernelBase {
     return k * pixels * int64_t{sizeof(float)} <= kCacheBytes;
   }
 
+  // "1x1-" or "im2col-" and the implementation of the per-group GEMM (Gemm<T>'s: "blas", or
+  // "tiles-avx512" for float32 products it hands to our tiles, weights packed per call).
+  template <typename T>
+  static std::string GemmPathName(bool pointwise, const WindowGeometry& g, int64_t cg, int64_t mg) {
+    return fmt::format("{}-{}", pointwise ? "1x1" : "im2col",
+                       runtime::GemmPathName<T>(false, false, mg, g.output_size(), cg * g.kernel_size(), 1.0, 0.0));
+  }
+
   static bool IsPointwise(const WindowGeometry& g) {
     for (size_t i = 0; i < g.rank(); ++i) {
       if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0) return false;
@@ -179,20 +187,19 @@ class ConvKernel final : public KernelBase {
     const bool own_gemm = !grouped && !direct && group_ == 1 && DirectConvAvailable();
     const bool depthwise_lanes = grouped && cg == 1 && mg == 1 && DepthwiseLanesApplies(g);
     std::optional<GroupedConvPlan> plan;
-    if (depthwise_lanes) {
-      Record(rt, DataType::kFloat, "depthwise-lanes-avx512");
-    } else if (grouped) {
+    if (grouped && !depthwise_lanes) {
       const SimdLevel best = SimdLevelSupported(SimdLevel::kAvx512) ? SimdLevel::kAvx512
                              : SimdLevelSupported(SimdLevel::kAvx2) ? SimdLevel::kAvx2
                                                                     : SimdLevel::kScalar;
       plan = MakeGroupedConvPlan(g, cg, mg, best);
+    }
+    if (rt.kernel_usage_enabled()) {
       Record(rt, DataType::kFloat,
-             fmt::format("{}-{}", cg == 1 ? "depthwise" : "grouped", SimdLevelName(plan->level)));
-    } else {
-      Record(rt, DataType::kFloat,
-             direct      ? "direct-avx512"
-             : pointwise ? (own_gemm ? "1x1-avx512" : "1x1-blas")
-                         : (own_gemm ? "im2col-avx512" : "im2col-blas"));
+             depthwise_lanes ? std::string("depthwise-lanes-avx512")
+             : grouped  ? fmt::format("{}-{}", cg == 1 ? "depthwise" : "grouped", SimdLevelName(plan->level))
+             : direct   ? std::string("direct-avx512")
+             : own_gemm ? std::string(pointwise ? "1x1-avx512" : "im2col-avx512")
+                        : GemmPathName<float>(pointwise, g, cg, mg));
     }
     if (y.size() == 0) return;
     const Tensor xc = x_in.Contiguous(rt.allocator());
@@ -298,7 +305,7 @@ class ConvKernel final : public KernelBase {
     const int64_t c = x_in.dim(1);
     const int64_t m = w_in.dim(0);
     const bool pointwise = IsPointwise(g);
-    Record(rt, x_in.dtype(), pointwise ? "1x1-blas" : "im2col-blas");
+    if (rt.kernel_usage_enabled()) Record(rt, x_in.dtype(), GemmPathName<T>(pointwise, g, c / group_, m / group_));
     if (y.size() == 0) return;
     const Tensor xc = x_in.Contiguous(rt.allocator());
     const Tensor wc = w_in.Contiguous(rt.allocator());

@@ -21,4 +21,19 @@ class ThreadPool;
 void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packed_w, int64_t m, const float* bias,
                    const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool);
 
+/// Rows of A below which TiledGemm leaves a product to BLAS (a matrix-vector product or a few
+/// rows use one accumulator row of eight at most).
+inline constexpr int64_t kTiledGemmMinRows = 8;
+
+/// Whether TiledGemm takes a float32 product of this size on this CPU (DirectConvAvailable()).
+bool TiledGemmApplies(int64_t m, int64_t n, int64_t k);
+
+/// C [m, n] = A [m, k] B [k, n] (+ C when `accumulate`), all row-major with row strides lda,
+/// ldb, ldc, computed by the same tiles: A's rows take the role of output channels (packed per
+/// call into a buffer the calling thread keeps, m * k floats rounded up to 16 rows) and B's
+/// columns that of pixels. Work is spread over `pool` (null: the calling thread). Requires
+/// TiledGemmApplies(m, n, k).
+void TiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+               bool accumulate, float* c, int64_t ldc, ThreadPool* pool);
+
 }  // namespace onnx_light::runtime
