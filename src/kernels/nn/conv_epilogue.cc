@@ -61,11 +61,16 @@ struct TanhAct {
   ONNX_LIGHT_FAST_MATH float operator()(float x) const { return fast_math::Tanh(x); }
 };
 
+// `omp simd` (-fopenmp-simd): vectorised without the scalar prologue that aligns y, whose scalar
+// sigmoids cost more than the vector part on the short bands of rows the convolutions pass
+// (SiLU on 49 or 112 floats: ~1.9 -> 0.8 ns per float). Each float gets the same operations.
 template <typename Act>
 ONNX_LIGHT_FAST_MATH void EpilogueLoop(Act act, float* y, const float* z, int64_t n, float bias) {
   if (z != nullptr) {
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = act((y[i] + bias) + z[i]);
   } else {
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = act(y[i] + bias);
   }
 }
