@@ -38,12 +38,23 @@ constexpr auto kWorkerSpin = std::chrono::milliseconds(2);
 // How long the caller polls for the other ranges of its region to finish before it blocks.
 constexpr auto kCallerSpin = std::chrono::microseconds(100);
 
+// A spin-wait hint: on a core shared with another hardware thread (the two vCPUs of a cloud VM
+// may be one core's siblings) the poll then leaves the core's units to the thread doing work.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // Polls `ready` until it returns true or `budget` has passed; returns its last value.
 template <typename Ready>
 bool SpinUntil(std::chrono::microseconds budget, Ready&& ready) {
   const auto deadline = std::chrono::steady_clock::now() + budget;
   for (int i = 0;; ++i) {
     if (ready()) return true;
+    CpuRelax();
     if ((i & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return false;
   }
 }
