@@ -544,6 +544,39 @@ def test_conv_constant_weights_packed_at_build(relu, width):
     assert expected in usage_of(model, {"x": x})
 
 
+def run_with_peak_bytes(model, feeds):
+    """The one output of a run of `model` and the allocator's peak bytes during it."""
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
+    (y,) = run_ours(model, feeds, context=ctx)
+    return y, max(e.peak_bytes for e in ctx.events())
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+@pytest.mark.parametrize("op,x_shape,w_shape,attrs", [
+    ("Conv", [1, 64, 16, 19], [21, 64, 3, 3], {"pads": [1, 1, 1, 1]}),          # im2col + tiles, packed W
+    ("Conv", [1, 64, 40, 40], [21, 64, 3, 3], {"pads": [1, 1, 1, 1]}),          # the direct kernel
+    ("Conv", [1, 16, 9, 9], [8, 16, 1, 1], {}),                                  # 1x1
+    ("Conv", [1, 12, 9, 9], [12, 1, 3, 3], {"group": 12, "pads": [1, 1, 1, 1]}),  # depthwise, W not packed
+    ("ConvTranspose", [1, 3, 5, 4], [3, 2, 3, 3], {"strides": [2, 2]}),
+])
+def test_half_conv_constant_weights_converted_at_build(dtype, op, x_shape, w_shape, attrs):
+    # A constant float16/bfloat16 W and B are converted to float32 once, when the session is
+    # built (and W packed from that copy); the result has the bits the same W and B fed as graph
+    # inputs (converted on every run) give.
+    bias_size = w_shape[0] if op == "Conv" else w_shape[1] * attrs.get("group", 1)
+    x = random(x_shape).astype(dtype)
+    w, b = random(w_shape, seed=1).astype(dtype), random([bias_size], seed=2).astype(dtype)
+    fed_model = node_model(op, {"x": x, "w": w, "b": b}, attrs)
+    model = node_model(op, {"x": x}, attrs, initializers={"w": w, "b": b})
+    fed, fed_peak = run_with_peak_bytes(fed_model, {"x": x, "w": w, "b": b})
+    ours, peak = run_with_peak_bytes(model, {"x": x})
+    assert ours.dtype == dtype
+    np.testing.assert_array_equal(ours.view(np.uint16), fed.view(np.uint16))
+    # The run no longer allocates a float32 copy of W (4 bytes per weight).
+    assert fed_peak - peak >= w.size * 4
+    assert f"{op}/{'float16' if dtype == np.float16 else 'bfloat16'}/float32-scratch" in usage_of(model, {"x": x})
+
+
 @pytest.mark.parametrize("x_shape,w_shape,attrs", [
     ([1, 64, 34, 36], [40, 64, 3, 3], {"pads": [1, 1, 1, 1]}),                 # direct, 5 channel blocks
     ([1, 96, 9, 9], [72, 96, 3, 3], {"pads": [1, 1, 1, 1]}),                   # im2col, one chunk + tail

@@ -2,6 +2,9 @@
 
 #include <absl/container/inlined_vector.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/dispatch_frame.h"
 #include "core/runtime_context_internals.h"
 #include "kernels/registry/cpu_features.h"
@@ -16,8 +19,10 @@ bool IsHalf(DataType type) { return type == DataType::kFloat16 || type == DataTy
 
 class HalfPrecisionKernel final : public KernelBase {
  public:
-  HalfPrecisionKernel(std::unique_ptr<KernelBase> inner, std::string op_type)
-      : inner_(std::move(inner)), op_type_(std::move(op_type)) {}
+  // `constants` holds, per input, the float32 copy of a constant half input, or no value.
+  HalfPrecisionKernel(std::unique_ptr<KernelBase> inner, std::string op_type,
+                      std::vector<RuntimeValue> constants = {})
+      : inner_(std::move(inner)), op_type_(std::move(op_type)), constants_(std::move(constants)) {}
 
   void Run(RuntimeContext& rt) const override {
     DataType half = DataType::kUndefined;
@@ -37,7 +42,9 @@ class HalfPrecisionKernel final : public KernelBase {
     for (size_t i = 0; i < rt.num_inputs(); ++i) {
       if (!rt.has_input(i)) continue;
       const RuntimeValue& v = rt.InputValue(i);
-      if (v.is_tensor() && IsHalf(v.tensor().dtype())) {
+      if (i < constants_.size() && constants_[i].has_value()) {
+        inputs[i] = &constants_[i];  // the session promises this input is that constant
+      } else if (v.is_tensor() && IsHalf(v.tensor().dtype())) {
         converted[i] = CastFloatTensor(v.tensor(), DataType::kFloat, scratch.allocator());
         inputs[i] = &converted[i];
       } else {
@@ -68,6 +75,7 @@ class HalfPrecisionKernel final : public KernelBase {
  private:
   std::unique_ptr<KernelBase> inner_;
   std::string op_type_;
+  std::vector<RuntimeValue> constants_;
 };
 
 }  // namespace
@@ -105,6 +113,34 @@ Tensor CastFloatTensor(const Tensor& input, DataType to, const std::shared_ptr<A
 
 std::unique_ptr<KernelBase> WithHalfPrecision(std::unique_ptr<KernelBase> float_kernel, std::string op_type) {
   return std::make_unique<HalfPrecisionKernel>(std::move(float_kernel), std::move(op_type));
+}
+
+std::unique_ptr<KernelBase> WithHalfPrecision(
+    const KernelBuildInfo& info, std::string op_type,
+    const std::function<std::unique_ptr<KernelBase>(const KernelBuildInfo&)>& make_float_kernel) {
+  // The float32 view of the node carries no subgraph lookup (KernelBuildInfo has no accessor for
+  // it), so a node with graph attributes keeps converting per run.
+  const auto& attributes = info.node().attributes;
+  const bool has_graphs = std::any_of(attributes.begin(), attributes.end(), [](const Attribute& a) {
+    return a.type == AttributeType::kGraph || a.type == AttributeType::kGraphs;
+  });
+  if (has_graphs) return WithHalfPrecision(make_float_kernel(info), std::move(op_type));
+  std::vector<RuntimeValue> constants(info.num_inputs());
+  std::vector<const Tensor*> float_constants(info.num_inputs(), nullptr);
+  bool any = false;
+  const auto allocator = std::make_shared<CpuAllocator>(0);
+  for (size_t i = 0; i < info.num_inputs(); ++i) {
+    const Tensor* c = info.constant_input(i);
+    float_constants[i] = c;
+    if (c == nullptr || !IsHalf(c->dtype())) continue;
+    constants[i] = RuntimeValue(CastFloatTensor(*c, DataType::kFloat, allocator).AsReadOnly());
+    float_constants[i] = &constants[i].tensor();
+    any = true;
+  }
+  if (!any) return WithHalfPrecision(make_float_kernel(info), std::move(op_type));
+  const KernelBuildInfo float_info(info.node(), info.opset_version(), {}, std::move(float_constants));
+  return std::make_unique<HalfPrecisionKernel>(make_float_kernel(float_info), std::move(op_type),
+                                               std::move(constants));
 }
 
 }  // namespace onnx_light::runtime

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-
 #include <string_view>
 
 #include "onnx_light/runtime/tensor.h"

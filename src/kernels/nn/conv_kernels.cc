@@ -364,7 +364,9 @@ class ConvKernel final : public KernelBase {
 
 void RegisterConvKernels(KernelRegistry& registry) {
   registry.Register("", "Conv", {1, 28}, [](const KernelBuildInfo& info) {
-    return WithHalfPrecision(std::make_unique<ConvKernel>(info), "Conv");
+    return WithHalfPrecision(info, "Conv", [](const KernelBuildInfo& float_info) {
+      return std::make_unique<ConvKernel>(float_info);
+    });
   });
 }
 

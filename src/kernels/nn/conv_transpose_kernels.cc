@@ -188,7 +188,9 @@ class ConvTransposeKernel final : public KernelBase {
 
 void RegisterConvTransposeKernels(KernelRegistry& registry) {
   registry.Register("", "ConvTranspose", {1, 28}, [](const KernelBuildInfo& info) {
-    return WithHalfPrecision(std::make_unique<ConvTransposeKernel>(info), "ConvTranspose");
+    return WithHalfPrecision(info, "ConvTranspose", [](const KernelBuildInfo& float_info) {
+      return std::make_unique<ConvTransposeKernel>(float_info);
+    });
   });
 }
 
