@@ -9,7 +9,7 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, make_model, random, run_ort, run_ours, run_reference, usage_of
+from node_check import TILED_GEMM_PATH, assert_close, make_model, random, run_ort, run_ours, run_reference, usage_of
 
 NODE = "attn_node"
 ATTN_INPUTS = ["q", "k", "v", "attn_mask", "past_key", "past_value"]
@@ -224,6 +224,19 @@ def test_attention_kernel_usage_mha_and_half():
     assert usage_of(attention_model(half), half) == ["Attention/float16/float32-scratch", "Attention/float32/blas"]
     dbl = {k: v.astype(np.float64) for k, v in feeds.items()}
     assert usage_of(attention_model(dbl), dbl) == ["Attention/float64/blas"]
+
+
+@pytest.mark.parametrize("hq,hkv,expected", [(2, 2, ""), (4, 2, "-gqa")])
+@pytest.mark.parametrize("causal", [0, 1])
+def test_attention_long_sequences_in_blocks(hq, hkv, expected, causal):
+    # 400 query rows against 700 keys: the score rows go through in blocks that stay in cache,
+    # and Q·Kᵀ runs on our tiles (over a copy of Kᵀ) where the CPU has AVX-512.
+    feeds = qkv4(1, hq, hkv, 400, 700, 32, dv=24)
+    feeds["q"] *= 0.5
+    attrs = {"is_causal": causal}
+    check_attention(feeds, attrs, reference="onnx", rtol=1e-4, atol=1e-5)
+    impl = "tiles-avx512" if TILED_GEMM_PATH == "tiles-avx512" else "blas"
+    assert usage_of(attention_model(feeds, attrs), feeds) == [f"Attention/float32/{impl}{expected}"]
 
 
 # ---- scale, softcap, qk_matmul_output -------------------------------------------------------

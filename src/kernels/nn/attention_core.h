@@ -114,10 +114,13 @@ enum class AttentionPath {
   kGrouped,  // one GEMM pair per key/value head covering its whole group of query heads
   kSingleQuery,  // float32, one query row per head (a decode step): one streaming pass over
                  // each key/value head, no BLAS call
+  kPerHeadTiles,  // kPerHead, float32, Q·Kᵀ on our AVX-512 tiles (over a copy of Kᵀ per head)
+  kGroupedTiles,  // kGrouped, the same
 };
 
 /// x[j] = exp(x[j] - shift) for j < n (x[j] - shift <= 0 expected); returns the sum. The float
-/// version is a vectorizable polynomial within a few ulp of std::exp.
+/// version is a vectorizable polynomial within a few ulp of std::exp, 0 below e^-87.5 (as the
+/// Softmax kernel's).
 float ExpShiftedSum(float* x, int64_t n, float shift);
 double ExpShiftedSum(double* x, int64_t n, double shift);
 
@@ -133,7 +136,8 @@ int64_t AttentionScratchSize(const AttentionDims& dims);
 int64_t AttentionScratchSlots(const AttentionDims& dims, const ThreadPool* pool);
 
 /// Computes Y (and qk_output when requested), spreading (batch, key/value head) pairs over
-/// `pool` when one is given and the work is large enough. `scratch` is sized as above. Row
+/// `pool` when one is given and the work is large enough. A head's score rows go through in
+/// blocks whose scores stay in cache (the products, softmax and P·V of a block, then the next). `scratch` is sized as above. Row
 /// strides of q, k, v and y must be at least the row width whenever the view has more than one
 /// row per head. Explicitly instantiated for float and double.
 template <typename T>

@@ -142,7 +142,7 @@ constexpr int64_t kWindowCap = int64_t{1} << 40;
 
 // Computation types, in the order of the kernel's name tables.
 enum TypeIndex : size_t { kF32, kF64, kF16, kBF16, kNumTypes };
-constexpr size_t kNumPaths = 4;  // blas, blas-gqa, blas-gqa-per-head, single-query-stream
+constexpr size_t kNumPaths = 7;  // blas, blas-gqa, blas-gqa-per-head, single-query-stream, tiles-avx512...
 
 class AttentionKernel final : public KernelBase {
  public:
@@ -219,8 +219,9 @@ class AttentionKernel final : public KernelBase {
     }
     const std::array<DataType, kNumTypes> types = {DataType::kFloat, DataType::kDouble,
                                                    DataType::kFloat16, DataType::kBFloat16};
-    const std::array<std::string_view, kNumPaths> impl = {"blas", "blas-gqa", "blas-gqa-per-head",
-                                                          "single-query-stream"};
+    const std::array<std::string_view, kNumPaths> impl = {"blas",         "blas-gqa",         "blas-gqa-per-head",
+                                                          "single-query-stream", "tiles-avx512", "tiles-avx512-gqa",
+                                                          "tiles-avx512-gqa-per-head"};
     for (size_t t = 0; t < kNumTypes; ++t) {
       for (size_t i = 0; i < impl.size(); ++i) {
         names_[t][i] = KernelUsageName("Attention", types[t], impl[i]);
@@ -587,10 +588,13 @@ class AttentionKernel final : public KernelBase {
   void RecordPath(RuntimeContext& rt, TypeIndex index, const Operands& op,
                   AttentionPath path) const {
     if (!rt.kernel_usage_enabled()) return;
-    const size_t impl = path == AttentionPath::kSingleQuery       ? 3
-                        : op.dims.q_heads == op.dims.kv_heads ? 0
-                        : path == AttentionPath::kGrouped     ? 1
-                                                              : 2;
+    if (path == AttentionPath::kSingleQuery) {
+      rt.RecordKernelUsage(names_[index][3]);
+      return;
+    }
+    const bool tiles = path == AttentionPath::kPerHeadTiles || path == AttentionPath::kGroupedTiles;
+    const bool grouped = path == AttentionPath::kGrouped || path == AttentionPath::kGroupedTiles;
+    const size_t impl = (op.dims.q_heads == op.dims.kv_heads ? 0 : grouped ? 1 : 2) + (tiles ? 4 : 0);
     rt.RecordKernelUsage(names_[index][impl]);
   }
 
