@@ -581,3 +581,15 @@ def test_sklearn_column_transformer_scaler_and_one_hot():
     assert {n.domain for n in model.graph.node} <= {"", ML}
     assert check_converted(model, x, ct.transform(x).astype(np.float32)) == {"ArrayFeatureExtractor", "Scaler",
                                                                             "OneHotEncoder"}
+
+
+def test_string_feeds_of_every_numpy_layout():
+    # Feeds are converted by reading an object array's element pointers: fixed-width str and
+    # bytes arrays and strided views must arrive as the same strings.
+    attrs = {"keys_strings": ["a", "bb", "\u00e9t\u00e9"], "values_int64s": [1, 2, 3]}
+    words = np.array([["a", "x", "bb"], ["\u00e9t\u00e9", "a", ""]], dtype=object)
+    expected = np.array([[1, -1, 2], [3, 1, -1]], np.int64)
+    for x, want in ((words, expected), (words.astype(str), expected), (words[:, ::2], expected[:, ::2]),
+                    (words.T, expected.T), (np.array([[b"a", b"bb"]], dtype="S2"), np.array([[1, 2]], np.int64))):
+        model = ml_model("LabelEncoder", {"x": x.astype(object)}, attrs, ml_opset=2)
+        np.testing.assert_array_equal(run_ours(model, {"x": x})[0], want)
