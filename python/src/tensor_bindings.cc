@@ -111,12 +111,16 @@ Tensor TensorFromNumpy(const py::array& array, const std::string& name) {
   Shape shape(array.shape(), array.shape() + array.ndim());
   if (dtype.kind() == 'U' || dtype.kind() == 'O' || dtype.kind() == 'S') {
     // Strings cannot be viewed: the runtime stores std::string elements.
-    py::array flat = py::array::ensure(array.attr("ravel")());
+    // A contiguous object array whose element pointers are read directly (one Python call per
+    // element through .item() costs more than the conversion itself).
+    py::module_ np = py::module_::import("numpy");
+    py::array flat = py::array::ensure(np.attr("ascontiguousarray")(array.attr("ravel")(), "object"));
     Tensor tensor = Tensor::Allocate(DataType::kString, shape, MakeCpuAllocator());
     auto* out = tensor.data<std::string>();
+    PyObject* const* items = static_cast<PyObject* const*>(flat.data());
     for (py::ssize_t i = 0; i < flat.size(); ++i) {
       // bytes as they are; str encoded as names are, so bytes read back as U+DCxx survive.
-      StringElementFromPython(flat.attr("item")(i), out[i], name, i);
+      StringElementFromPython(py::handle(items[i]), out[i], name, i);
     }
     return tensor;
   }

@@ -70,5 +70,7 @@ void RegisterShrinkKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterFunctionActivationKernels(KernelRegistry& registry);
+// ai.onnx.ml preprocessing and encoders (Scaler, Imputer, OneHotEncoder, LabelEncoder, ...)
+void RegisterMlPreprocessingKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime

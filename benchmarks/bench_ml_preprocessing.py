@@ -1,0 +1,95 @@
+"""ai.onnx.ml preprocessing and encoders, onnx-light runtime against ONNX Runtime in one process.
+
+    python benchmarks/bench_ml_preprocessing.py [--threads 1] [--repeat 200]
+
+Cases: a scikit-learn ColumnTransformer (StandardScaler on 4 numeric columns, OneHotEncoder on 3
+integer-coded columns) converted by skl2onnx, at batch 1 and 10000; LabelEncoder string -> int64
+over 100k strings (1000 classes); CategoryMapper and OneHotEncoder on strings. Prints a Markdown
+table of median wall times per run (ms) and the ratio ours / ORT (below 1 is faster). Uses the
+alternating-block timing of bench_vs_ort.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_vs_ort import compare  # noqa: E402
+
+ML = "ai.onnx.ml"
+
+
+def ml_node_model(op, inputs, attrs, ml_opset):
+    node = helper.make_node(op, list(inputs), ["y"], domain=ML, **attrs)
+    graph_inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                    for n, a in inputs.items()]
+    graph = helper.make_graph([node], op, graph_inputs, [helper.make_value_info("y", onnx.TypeProto())])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19), helper.make_opsetid(ML, ml_opset)])
+    model.ir_version = 10
+    return model
+
+
+def pipeline_cases(rng):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+    from skl2onnx import to_onnx
+
+    def data(rows):
+        numeric = rng.normal(size=(rows, 4)) * 3 + 1
+        codes = rng.integers(0, 12, size=(rows, 3))
+        return np.concatenate([numeric, codes], axis=1).astype(np.float32)
+
+    ct = ColumnTransformer([("num", StandardScaler(), [0, 1, 2, 3]),
+                            ("cat", OneHotEncoder(handle_unknown="ignore"), [4, 5, 6])],
+                           sparse_threshold=0).fit(data(2000))
+    model = to_onnx(ct, data(1))
+    name = model.graph.input[0].name
+    for rows in (1, 10000):
+        yield f"StandardScaler + OneHotEncoder pipeline, batch {rows}", model, {name: data(rows)}
+
+
+def label_encoder_case(rng):
+    classes = [f"class_{i:04d}" for i in range(1000)]
+    x = np.array(classes, dtype=object)[rng.integers(0, 1000, size=100_000)]
+    attrs = {"keys_strings": classes, "values_int64s": list(range(1000))}
+    return "LabelEncoder string -> int64, 100k strings", ml_node_model("LabelEncoder", {"x": x}, attrs, 2), {"x": x}
+
+
+def category_mapper_case(rng):
+    classes = [f"c{i}" for i in range(1000)]
+    x = np.array(classes, dtype=object)[rng.integers(0, 1000, size=100_000)]
+    attrs = {"cats_strings": classes, "cats_int64s": list(range(1000))}
+    return "CategoryMapper string -> int64, 100k strings", ml_node_model("CategoryMapper", {"x": x}, attrs, 1), {"x": x}
+
+
+def one_hot_strings_case(rng):
+    words = ["red", "green", "blue", "teal", "mauve", "ochre", "sand", "plum"]
+    x = np.array(words, dtype=object)[rng.integers(0, 8, size=(10000, 1))]
+    attrs = {"cats_strings": words}
+    return "OneHotEncoder strings, 10000 x 1, 8 categories", ml_node_model("OneHotEncoder", {"x": x}, attrs, 1), {"x": x}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=200)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    cases = [*pipeline_cases(rng), label_encoder_case(rng), category_mapper_case(rng), one_hot_strings_case(rng)]
+    print(f"threads: {args.threads}\n")
+    print("| case | ours (ms) | ORT (ms) | ours / ORT |")
+    print("|---|---:|---:|---:|")
+    for name, model, feeds in cases:
+        repeat = args.repeat if next(iter(feeds.values())).size < 50_000 else max(10, args.repeat // 10)
+        ours, theirs = compare(model, feeds, args.threads, repeat)
+        print(f"| {name} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | {ours / theirs:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
