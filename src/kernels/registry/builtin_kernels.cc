@@ -61,6 +61,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterRandomKernels(r);
     RegisterOptimizerKernels(r);
     RegisterFunctionActivationKernels(r);
+    RegisterSignalKernels(r);
     return r;
   }();
   return registry;

@@ -70,5 +70,7 @@ void RegisterShrinkKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterFunctionActivationKernels(KernelRegistry& registry);
+/// DFT, STFT, the Hann/Hamming/Blackman windows and MelWeightMatrix (kernels/signal/).
+void RegisterSignalKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
