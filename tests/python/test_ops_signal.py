@@ -205,6 +205,24 @@ def test_dft_threads_agree_with_one_thread():
     np.testing.assert_array_equal(one, two)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_dft_non_finite_line_stays_in_its_line(bad):
+    # Real lines share complex transforms two at a time; a NaN or infinity must not reach the other.
+    x = random((4, 16, 1), seed=30)
+    x[1, 3, 0] = bad
+    model, feeds = dft_model(x, onesided=1, axis=1)
+    ours = run_ours(model, feeds)[0]
+    for line in (0, 2, 3):
+        assert_close(ours[line], numpy_dft(x[line:line + 1], 0, 1, 1, 16)[0].astype(np.float32), rtol=1e-5, atol=1e-5)
+    assert not np.isfinite(ours[1]).all()
+    spectrum = random((4, 9, 2), seed=31)
+    spectrum[0, 2, 1] = bad
+    model, feeds = dft_model(spectrum, inverse=1, onesided=1, axis=1)
+    ours = run_ours(model, feeds)[0]
+    assert_close(ours[1:], numpy_dft(spectrum[1:], 1, 1, 1, 16).astype(np.float32), rtol=1e-5, atol=1e-5)
+    assert not np.isfinite(ours[0]).all()
+
+
 def test_dft_errors():
     x = random((2, 8, 3), seed=15)
     expect_error(*dft_model(x, axis=1), "must end in a dimension of 1 (real) or 2 (complex)", "[2, 8, 3]")
@@ -291,6 +309,15 @@ def test_stft_types(dtype):
     assert ours.dtype == dtype
     tol = 1e-10 if dtype == np.float64 else 3e-2
     assert_close(ours.astype(np.float64), numpy_stft(signal, 3, window, 11, 0), rtol=tol, atol=tol)
+
+
+def test_stft_non_finite_frame_stays_in_its_frames():
+    signal = random((1, 64, 1), seed=32)
+    signal[0, 5, 0] = np.nan  # only in frame 0 (frames of 16, step 16)
+    model, feeds = stft_model(signal, 16, frame_length=16)
+    ours = run_ours(model, feeds)[0]
+    assert np.isnan(ours[0, 0]).any()
+    assert_close(ours[0, 1:], numpy_stft(signal[:, 16:], 16, None, 16, 1)[0].astype(np.float32), rtol=1e-5, atol=1e-5)
 
 
 def test_stft_errors():

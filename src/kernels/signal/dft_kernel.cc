@@ -56,10 +56,19 @@ class DftLines {
       for (int64_t u = begin; u < end; ++u) {
         if (!paired) {
           RunComplex(u, in.data(), out.data(), scratch.data());
-        } else if (job_.mode == DftMode::kRealForward) {
-          RunRealPair(2 * u, std::min(2 * u + 2, lines), in.data(), out.data(), scratch.data(), split.data());
         } else {
-          RunHermitianPair(2 * u, std::min(2 * u + 2, lines), in.data(), out.data(), scratch.data());
+          // A line with NaN or infinity would leak into its partner through the shared
+          // transform: such pairs go one line at a time.
+          const int64_t first = 2 * u, last = std::min(2 * u + 2, lines);
+          const bool together = last == first + 1 || (LineIsFinite(first) && LineIsFinite(first + 1));
+          for (int64_t line = first; line < last; line += together ? 2 : 1) {
+            const int64_t stop = together ? last : line + 1;
+            if (job_.mode == DftMode::kRealForward) {
+              RunRealPair(line, stop, in.data(), out.data(), scratch.data(), split.data());
+            } else {
+              RunHermitianPair(line, stop, in.data(), out.data(), scratch.data());
+            }
+          }
         }
       }
     });
@@ -75,6 +84,15 @@ class DftLines {
     return y_ + (o * job_.out_len * job_.inner + i) * job_.out_channels;
   }
   int64_t in_step() const { return job_.inner * job_.in_channels; }
+
+  bool LineIsFinite(int64_t line) const {
+    const T* src = InputLine(line);
+    T sum = 0;  // stays finite only when every value is (x * 0 is NaN for NaN and infinities)
+    for (int64_t j = 0; j < job_.in_len; ++j, src += in_step()) {
+      for (int64_t c = 0; c < job_.in_channels; ++c) sum += src[c] * T(0);
+    }
+    return sum == T(0);
+  }
   int64_t out_step() const { return job_.inner * job_.out_channels; }
 
   void StoreComplex(const Complex* v, int64_t line, T scale) const {

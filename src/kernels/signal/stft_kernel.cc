@@ -41,24 +41,34 @@ void RunStftFrames(const StftJob& job, const FftPlan<T>& plan, const T* x, const
       dst[2 * k + 1] = v[k].imag();
     }
   };
+  // A frame with NaN or infinity would leak into its partner through the shared transform.
+  const auto frame_is_finite = [&](int64_t f) {
+    const T* a = frame_input(f);
+    T sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += a[j] * T(0);
+    return sum == T(0);
+  };
   ParallelFor(pool, units, std::max<int64_t>(1, (int64_t{1} << 15) / n), [&](int64_t begin, int64_t end) {
     const auto size = static_cast<size_t>(n);
     std::vector<Complex> in(size), out(size), scratch(static_cast<size_t>(plan.scratch_size()));
     std::vector<Complex> split(paired ? 2 * size : 0);
     for (int64_t u = begin; u < end; ++u) {
       if (paired) {
-        const int64_t first = 2 * u;
-        const bool two = first + 1 < units_total;
-        const T* a = frame_input(first);
-        const T* b = two ? frame_input(first + 1) : nullptr;
-        for (int64_t j = 0; j < n; ++j) {
-          const T w = window != nullptr ? window[j] : T(1);
-          in[static_cast<size_t>(j)] = Complex(a[j] * w, two ? b[j] * w : T(0));
+        const int64_t begin_frame = 2 * u, end_frame = std::min(2 * u + 2, units_total);
+        const bool together = end_frame == begin_frame + 1 || (frame_is_finite(begin_frame) && frame_is_finite(begin_frame + 1));
+        for (int64_t first = begin_frame; first < end_frame; first += together ? 2 : 1) {
+          const bool two = together && first + 1 < end_frame;
+          const T* a = frame_input(first);
+          const T* b = two ? frame_input(first + 1) : nullptr;
+          for (int64_t j = 0; j < n; ++j) {
+            const T w = window != nullptr ? window[j] : T(1);
+            in[static_cast<size_t>(j)] = Complex(a[j] * w, two ? b[j] * w : T(0));
+          }
+          plan.Transform(in.data(), out.data(), scratch.data());
+          SplitRealPair(out.data(), n, job.bins, split.data(), two ? split.data() + n : nullptr);
+          store(split.data(), first);
+          if (two) store(split.data() + n, first + 1);
         }
-        plan.Transform(in.data(), out.data(), scratch.data());
-        SplitRealPair(out.data(), n, job.bins, split.data(), two ? split.data() + n : nullptr);
-        store(split.data(), first);
-        if (two) store(split.data() + n, first + 1);
       } else {
         const T* a = frame_input(u);
         for (int64_t j = 0; j < n; ++j) {
