@@ -190,6 +190,15 @@ class DftKernel final : public KernelBase {
       ThrowInvalid(rt, "input 0 ('{}') must end in a dimension of 1 (real) or 2 (complex), got shape {}",
                    rt.input_name(0), ShapeToString(input.shape()));
     }
+    // As onnx's shape inference (and ONNX Runtime) require; the reference would also accept them.
+    if (onesided_ && !inverse_ && channels != 1) {
+      ThrowInvalid(rt, "a one-sided forward DFT (RFFT) needs real input (last dimension 1), got shape {} for input 0 ('{}')",
+                   ShapeToString(input.shape()), rt.input_name(0));
+    }
+    if (onesided_ && inverse_ && channels != 2) {
+      ThrowInvalid(rt, "a one-sided inverse DFT (IRFFT) needs complex input (last dimension 2), got shape {} for input 0 ('{}')",
+                   ShapeToString(input.shape()), rt.input_name(0));
+    }
     int64_t axis = axis_;
     if (axis_input_ && rt.OptionalInput(2) != nullptr) {
       const Tensor& a = rt.Input(2);
