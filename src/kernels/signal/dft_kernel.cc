@@ -34,8 +34,8 @@ struct DftJob {
   int64_t out_len, out_channels;
 };
 
-// Lines (one (outer, inner) position each) per task: enough transform work to pay for a task.
-int64_t LinesPerTask(int64_t n) { return std::max<int64_t>(1, (int64_t{1} << 15) / n); }
+// Transforms of length n per task: enough work (~50 us at n = 400) to pay for waking a thread.
+int64_t TransformsPerTask(int64_t n) { return std::max<int64_t>(1, (int64_t{1} << 13) / n); }
 
 template <typename T>
 class DftLines {
@@ -49,7 +49,7 @@ class DftLines {
     const int64_t lines = job_.outer * job_.inner;
     const bool paired = job_.mode != DftMode::kComplex;
     const int64_t units = paired ? (lines + 1) / 2 : lines;
-    ParallelFor(pool, units, LinesPerTask(job_.n), [&](int64_t begin, int64_t end) {
+    ParallelFor(pool, units, TransformsPerTask(job_.n), [&](int64_t begin, int64_t end) {
       const auto n = static_cast<size_t>(job_.n);
       std::vector<Complex> in(n), out(n), scratch(static_cast<size_t>(plan_.scratch_size()));
       std::vector<Complex> split(paired ? 2 * n : 0);
