@@ -9,6 +9,7 @@
 // numpy does. Edges whose triangles would reach outside the spectrogram (a negative lower edge,
 // an upper edge above the Nyquist frequency) are refused: the reference indexes out of range.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/checked_math.h"
@@ -100,35 +101,33 @@ class MelWeightMatrixKernel final : public KernelBase {
           FloorDivide(static_cast<double>(dft_length + 1) * hz, static_cast<double>(sample_rate)), "MelWeightMatrix band edge");
     }
 
-    std::vector<double> w(static_cast<size_t>(y.size()), 0.0);
-    const auto set = [&](int64_t j, int64_t band, double v) {
-      if (j < 0 || j >= spectrogram_bins) {
-        ThrowInvalid(rt, "mel band {} reaches spectrogram bin {}, outside [0, {}): lower_edge_hertz ({}) and "
-                     "upper_edge_hertz ({}) must lie within [0, sample_rate / 2 = {}]",
-                     band, j, spectrogram_bins, lower, upper, static_cast<double>(sample_rate) / 2);
-      }
-      w[static_cast<size_t>(j * mel_bins + band)] = v;
-    };
-    for (int64_t i = 0; i < mel_bins; ++i) {
-      const int64_t left = bin[static_cast<size_t>(i)], center = bin[static_cast<size_t>(i + 1)],
-                    right = bin[static_cast<size_t>(i + 2)];
-      const int64_t rise = center - left, fall = right - center;
-      if (rise == 0) {
-        set(center, i, 1.0);
-      } else {
-        for (int64_t j = left; j <= center; ++j) set(j, i, static_cast<double>(j - left) / static_cast<double>(rise));
-      }
-      if (fall > 0) {
-        for (int64_t j = center; j < right; ++j) set(j, i, static_cast<double>(right - j) / static_cast<double>(fall));
-      }
-    }
+    if (y.nbytes() > 0) std::memset(y.raw_data(), 0, y.nbytes());
     DispatchTypes<ONNX_LIGHT_NUMERIC_TYPES>(rt, 0, type_, [&](auto tag) {
       using T = decltype(tag);
       T* out = y.data<T>();
-      for (size_t k = 0; k < w.size(); ++k) {
-        if constexpr (std::is_integral_v<T>) out[k] = FloatToInt<T>(w[k]);
-        else if constexpr (std::is_same_v<T, double>) out[k] = w[k];
-        else out[k] = FromCompute<T>(static_cast<float>(w[k]));
+      const auto set = [&](int64_t j, int64_t band, double v) {
+        if (j < 0 || j >= spectrogram_bins) {
+          ThrowInvalid(rt, "mel band {} reaches spectrogram bin {}, outside [0, {}): lower_edge_hertz ({}) and "
+                       "upper_edge_hertz ({}) must lie within [0, sample_rate / 2 = {}]",
+                       band, j, spectrogram_bins, lower, upper, static_cast<double>(sample_rate) / 2);
+        }
+        T& dst = out[j * mel_bins + band];
+        if constexpr (std::is_integral_v<T>) dst = FloatToInt<T>(v);
+        else if constexpr (std::is_same_v<T, double>) dst = v;
+        else dst = FromCompute<T>(static_cast<float>(v));
+      };
+      for (int64_t i = 0; i < mel_bins; ++i) {
+        const int64_t left = bin[static_cast<size_t>(i)], center = bin[static_cast<size_t>(i + 1)],
+                      right = bin[static_cast<size_t>(i + 2)];
+        const int64_t rise = center - left, fall = right - center;
+        if (rise == 0) {
+          set(center, i, 1.0);
+        } else {
+          for (int64_t j = left; j <= center; ++j) set(j, i, static_cast<double>(j - left) / static_cast<double>(rise));
+        }
+        if (fall > 0) {
+          for (int64_t j = center; j < right; ++j) set(j, i, static_cast<double>(right - j) / static_cast<double>(fall));
+        }
       }
     });
     if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("MelWeightMatrix", type_, "triangles"));
