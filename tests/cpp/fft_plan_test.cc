@@ -116,9 +116,9 @@ TEST(FftPlanTest, SplitRealPairSeparatesTwoRealTransforms) {
   EXPECT_LT(RelativeError(xb, DirectDft(rb, false)), 1e-12);
 }
 
-TEST(FftPlanTest, PlanIsSharedSafelyByThreads) {
-  FftPlanCache<double> cache;
-  const int64_t n = 1009;
+template <typename T>
+void ExpectSharedPlanIsThreadSafe(int64_t n, double tolerance) {
+  FftPlanCache<T> cache;
   const auto x = RandomSignal(n, 9);
   const auto want = DirectDft(x, false);
   std::vector<double> errors(4);
@@ -131,9 +131,25 @@ TEST(FftPlanTest, PlanIsSharedSafelyByThreads) {
     });
   }
   for (auto& th : threads) th.join();
-  for (double e : errors) EXPECT_LT(e, 1e-12);
+  for (double e : errors) EXPECT_LT(e, tolerance) << "n=" << n;
   EXPECT_EQ(cache.Get(n, false).get(), cache.Get(n, false).get());
   EXPECT_NE(cache.Get(n, false).get(), cache.Get(n, true).get());
+}
+
+TEST(FftPlanTest, PlanIsSharedSafelyByThreads) {
+  ExpectSharedPlanIsThreadSafe<double>(1009, 1e-12);  // Bluestein
+  ExpectSharedPlanIsThreadSafe<double>(2 * 3 * 5 * 16, 1e-12);
+  ExpectSharedPlanIsThreadSafe<float>(2 * 7 * 31, 2e-6);  // kissfft's generic radix 7 and 31
+  ExpectSharedPlanIsThreadSafe<float>(1009, 2e-6);
+}
+
+TEST(FftPlanTest, CacheKeepsAtMostAFewPlans) {
+  FftPlanCache<float> cache;
+  const auto first = cache.Get(16, false);
+  for (int64_t n = 17; n < 40; ++n) cache.Get(n, false);
+  // The first plan was dropped from the cache but stays valid for its holder.
+  EXPECT_NE(cache.Get(16, false).get(), first.get());
+  EXPECT_EQ(first->size(), 16);
 }
 
 }  // namespace

@@ -91,14 +91,14 @@ class MelWeightMatrixKernel final : public KernelBase {
     Tensor& y = rt.AllocateOutput(0, type_, Shape{spectrogram_bins, mel_bins});
     const bool single = edge_type != DataType::kDouble;
     const double low_mel = HzToMel(lower, single), high_mel = HzToMel(upper, single);
-    const int64_t edges = mel_bins + 2;
+    const int64_t edges = CheckedAdd(mel_bins, 2, "MelWeightMatrix band edges");
     const double mel_step = (high_mel - low_mel) / static_cast<double>(edges);
     std::vector<int64_t> bin(static_cast<size_t>(edges));
     for (int64_t i = 0; i < edges; ++i) {
       const double mel = static_cast<double>(i) * mel_step + low_mel;
       const double hz = 700.0 * std::expm1(mel / 2595.0 * std::log(10.0));
       bin[static_cast<size_t>(i)] = CheckedFloatToInt64(
-          FloorDivide(static_cast<double>(dft_length + 1) * hz, static_cast<double>(sample_rate)), "MelWeightMatrix band edge");
+          FloorDivide((static_cast<double>(dft_length) + 1.0) * hz, static_cast<double>(sample_rate)), "MelWeightMatrix band edge");
     }
 
     if (y.nbytes() > 0) std::memset(y.raw_data(), 0, y.nbytes());
