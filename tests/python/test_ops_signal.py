@@ -453,3 +453,41 @@ def test_mel_weight_matrix_errors():
     expect_error(*mel_model(8, 64, 0, 0.0, 8000.0), "sample_rate) must be >= 1, got 0")
     expect_error(*mel_model(8, 64, 16000, 0.0, np.inf), "must be finite")
     expect_error(*mel_model(8, 64, 16000, 0.0, 8000.0, output_datatype=TensorProto.BOOL), "output_datatype", "got 9")
+
+
+# ---- a whole front end ----------------------------------------------------------------------------
+
+def test_log_mel_spectrogram_model_matches_ort_and_reference():
+    # Whisper-style: Hann window, STFT (400, hop 160), power, mel matrix (80 bands), log.
+    from onnx import numpy_helper
+
+    signal = random((1, 16000, 1), seed=40)
+    consts = {"size": scalar(400), "step": scalar(160), "bins": scalar(80), "dft": scalar(400), "rate": scalar(16000),
+              "lower": scalar(0.0, np.float32), "upper": scalar(8000.0, np.float32), "last": np.array([-1], np.int64),
+              "floor": scalar(1e-10, np.float32)}
+    nodes = [
+        helper.make_node("HannWindow", ["size"], ["window"]),
+        helper.make_node("STFT", ["signal", "step", "window"], ["spectrum"]),
+        helper.make_node("Mul", ["spectrum", "spectrum"], ["squares"]),
+        helper.make_node("ReduceSum", ["squares", "last"], ["power"], keepdims=0),
+        helper.make_node("MelWeightMatrix", ["bins", "dft", "rate", "lower", "upper"], ["mel"]),
+        helper.make_node("MatMul", ["power", "mel"], ["mel_power"]),
+        helper.make_node("Max", ["mel_power", "floor"], ["clipped"]),
+        helper.make_node("Log", ["clipped"], ["y"]),
+    ]
+    model = make_model(nodes, {"signal": signal}, ["y"], initializers=consts, opset=18)
+    ours = run_ours(model, {"signal": signal})[0]
+    assert ours.shape == (1, 98, 80)
+    # The same pipeline in float64 numpy (the mel matrix from the reference).
+    window = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(400) / 400)
+    frames = np.stack([signal[0, f * 160:f * 160 + 400, 0].astype(np.float64) * window for f in range(98)])
+    mel = run_reference(*mel_model(80, 400, 16000, 0.0, 8000.0))[0].astype(np.float64)
+    exact = np.log(np.maximum((np.abs(np.fft.rfft(frames, axis=-1)) ** 2) @ mel, 1e-10))
+    assert_close(ours[0].astype(np.float64), exact, rtol=0, atol=5e-5)
+    assert_close(ours, run_reference(model, {"signal": signal})[0], rtol=1e-4, atol=1e-4)
+    # ORT's float32 DFT of a 400-point frame (a direct sum, not an FFT) is ~3e-3 off in the
+    # weakest bands (ours ~7e-6), hence the looser bound.
+    assert_close(ours, run_ort(model, {"signal": signal})[0], rtol=0, atol=5e-3)
+    usage = usage_of(model, {"signal": signal})
+    assert {"HannWindow/float32/cosine-sum", "STFT/float32/kissfft-real-pairs",
+            "MelWeightMatrix/float32/triangles"} <= set(usage)
