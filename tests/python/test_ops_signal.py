@@ -488,6 +488,8 @@ def test_log_mel_spectrogram_model_matches_ort_and_reference():
     # ORT's float32 DFT of a 400-point frame (a direct sum, not an FFT) is ~3e-3 off in the
     # weakest bands (ours ~7e-6), hence the looser bound.
     assert_close(ours, run_ort(model, {"signal": signal})[0], rtol=0, atol=5e-3)
-    usage = usage_of(model, {"signal": signal})
-    assert {"HannWindow/float32/cosine-sum", "STFT/float32/kissfft-real-pairs",
-            "MelWeightMatrix/float32/triangles"} <= set(usage)
+    # The window and the mel matrix depend on constants only: the session folds them at build,
+    # so a run records the STFT but neither of them.
+    usage = set(usage_of(model, {"signal": signal}))
+    assert "STFT/float32/kissfft-real-pairs" in usage
+    assert not any(name.startswith(("HannWindow/", "MelWeightMatrix/")) for name in usage)
