@@ -225,6 +225,33 @@ def test_dft_non_finite_line_stays_in_its_line(bad):
     assert not np.isfinite(ours[0]).all()
 
 
+@pytest.mark.parametrize("length", [37, 2 * 7 * 31, 1009])
+def test_one_dft_session_from_several_threads(length):
+    # Run is const: the plan cache is shared behind a mutex and scratch is per task, so
+    # concurrent runs of one session (lengths through Bluestein and kissfft's generic radix) agree.
+    import threading
+
+    feeds = {"x": random((8, length, 2), seed=length)}
+    model, _ = dft_model(feeds["x"], axis=1)
+    session = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(num_threads=2))
+    want = numpy_dft(feeds["x"], 0, 0, 1, length).astype(np.float32)
+    errors = []
+
+    def worker():
+        ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+        for _ in range(10):
+            out = session.run(ctx, feeds)["y"].numpy()
+            if not np.allclose(out, want, rtol=1e-4, atol=1e-3):
+                errors.append(float(np.abs(out - want).max()))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
 def test_dft_errors():
     x = random((2, 8, 3), seed=15)
     expect_error(*dft_model(x, axis=1), "must end in a dimension of 1 (real) or 2 (complex)", "[2, 8, 3]")

@@ -84,6 +84,7 @@ class DftLines {
     return y_ + (o * job_.out_len * job_.inner + i) * job_.out_channels;
   }
   int64_t in_step() const { return job_.inner * job_.in_channels; }
+  int64_t out_step() const { return job_.inner * job_.out_channels; }
 
   bool LineIsFinite(int64_t line) const {
     const T* src = InputLine(line);
@@ -93,7 +94,6 @@ class DftLines {
     }
     return sum == T(0);
   }
-  int64_t out_step() const { return job_.inner * job_.out_channels; }
 
   void StoreComplex(const Complex* v, int64_t line, T scale) const {
     T* dst = OutputLine(line);
