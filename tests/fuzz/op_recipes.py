@@ -4,7 +4,7 @@ attributes are booleans, and which attribute values lie outside an operator's do
     case = make_case("Gather", opset=13, seed=7, index=3)
 
 Recipes live beside this file, one module per operator family (recipes_elementwise.py,
-recipes_tensor.py, recipes_nn.py, recipes_control.py). An operator without a recipe of its own
+recipes_tensor.py, recipes_nn.py, recipes_control.py, recipes_signal.py). An operator without a recipe of its own
 gets `schema_recipe`, which reads the inputs and type constraints from the schema and feeds
 same-shaped random tensors: enough to catch crashes and plain mismatches in simple operators.
 """
@@ -19,11 +19,12 @@ import recipes_control
 import recipes_elementwise
 import recipes_nn
 import recipes_probes
+import recipes_signal
 import recipes_tensor
 from recipe_tools import Case, Gen
 
 RECIPES = {}
-for _module in (recipes_elementwise, recipes_tensor, recipes_nn, recipes_control):
+for _module in (recipes_elementwise, recipes_tensor, recipes_nn, recipes_control, recipes_signal):
     RECIPES.update(_module.RECIPES)
 
 # Attributes whose schema domain is {0, 1}. onnx-light reads each with KernelBuildInfo::GetBool,

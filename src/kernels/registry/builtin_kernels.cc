@@ -62,6 +62,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterOptimizerKernels(r);
     RegisterFunctionActivationKernels(r);
     RegisterMlPreprocessingKernels(r);
+    RegisterSignalKernels(r);
     return r;
   }();
   return registry;

@@ -72,5 +72,7 @@ void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterFunctionActivationKernels(KernelRegistry& registry);
 // ai.onnx.ml preprocessing and encoders (Scaler, Imputer, OneHotEncoder, LabelEncoder, ...)
 void RegisterMlPreprocessingKernels(KernelRegistry& registry);
+/// DFT, STFT, the Hann/Hamming/Blackman windows and MelWeightMatrix (kernels/signal/).
+void RegisterSignalKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
