@@ -4,6 +4,8 @@ find_package(fmt CONFIG REQUIRED)
 find_package(absl CONFIG REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+# RegexFullMatch: the ONNX spec names RE2 syntax (Debian libre2-dev).
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
 if(ONNX_LIGHT_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)

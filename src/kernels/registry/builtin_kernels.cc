@@ -61,6 +61,11 @@ const KernelRegistry& BuiltinKernels() {
     RegisterRandomKernels(r);
     RegisterOptimizerKernels(r);
     RegisterFunctionActivationKernels(r);
+    RegisterStringNormalizerKernels(r);
+    RegisterStringSplitKernels(r);
+    RegisterStringConcatKernels(r);
+    RegisterRegexFullMatchKernels(r);
+    RegisterTfIdfVectorizerKernels(r);
     return r;
   }();
   return registry;

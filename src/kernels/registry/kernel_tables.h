@@ -70,5 +70,11 @@ void RegisterShrinkKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterFunctionActivationKernels(KernelRegistry& registry);
+// text family (kernels/text/)
+void RegisterStringNormalizerKernels(KernelRegistry& registry);
+void RegisterStringSplitKernels(KernelRegistry& registry);
+void RegisterStringConcatKernels(KernelRegistry& registry);
+void RegisterRegexFullMatchKernels(KernelRegistry& registry);
+void RegisterTfIdfVectorizerKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
