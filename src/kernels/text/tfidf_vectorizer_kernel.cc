@@ -4,7 +4,10 @@
 // id (one hash lookup per input element), the root's children are an array indexed by token and
 // deeper edges live in one hash map keyed by (node, token). The counting order follows onnx's
 // reference and ONNX Runtime: unigrams are counted once, longer n-grams once per skip distance.
-// Weights are indexed by output column, as both do.
+// Weights belong to pool n-grams (the spec, ONNX Runtime; onnx.reference indexes them by output
+// column, which differs when ngram_indexes is not the identity). Output column
+// ngram_indexes[k] adds n-gram k's count (TF) or weights[k] * count (TFIDF), so a column shared by
+// several n-grams sums them; IDF sets it to weights[k] of the found n-gram k latest in the pool.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -83,10 +86,9 @@ class TfIdfVectorizerKernel final : public KernelBase {
     }
     output_size_ = *std::max_element(indexes.begin(), indexes.end()) + 1;
     weights_ = info.GetFloats("weights");
-    if (!weights_.empty() && (weights_.size() != indexes.size() || static_cast<int64_t>(weights_.size()) < output_size_)) {
-      ThrowInvalid(info,
-                   "attribute 'weights' must hold one weight per n-gram ({}) and cover every output column ({}), got {}",
-                   indexes.size(), output_size_, weights_.size());
+    if (!weights_.empty() && weights_.size() != indexes.size()) {
+      ThrowInvalid(info, "attribute 'weights' must hold one weight per pool n-gram ({}), got {}", indexes.size(),
+                   weights_.size());
     }
     output_index_ = indexes;
 
@@ -114,7 +116,6 @@ class TfIdfVectorizerKernel final : public KernelBase {
     for (const auto& [key, child] : edges_) {
       if ((key >> 32) == 0) root_children_[static_cast<size_t>(key & 0xFFFFFFFFu)] = child;
     }
-    usage_ = KernelUsageName("TfIdfVectorizer", strings_ ? DataType::kString : DataType::kInt64, "trie");
   }
 
   void Run(RuntimeContext& rt) const override {
@@ -133,13 +134,14 @@ class TfIdfVectorizerKernel final : public KernelBase {
     const int64_t cols = x.rank() == 2 ? x.dim(1) : x.dim(0);
     Tensor& y = rt.AllocateOutput(0, DataType::kFloat, x.rank() == 2 ? Shape{rows, output_size_} : Shape{output_size_});
     float* out = y.data<float>();
-    if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(usage_);
+    if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("TfIdfVectorizer", type, "trie"));
     if (y.size() == 0) return;
 
     const int64_t per_task = std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1));
     ParallelFor(rt.thread_pool(), rows, per_task, [&](int64_t first, int64_t last) {
       std::vector<int32_t> tokens(static_cast<size_t>(cols));
-      std::vector<int64_t> frequencies(static_cast<size_t>(output_size_));
+      std::vector<int64_t> counts(output_index_.size(), 0);  // per pool n-gram
+      std::vector<int32_t> found;                             // n-grams counted in this row
       for (int64_t r = first; r < last; ++r) {
         const int64_t offset = r * cols;
         switch (type) {
@@ -147,9 +149,24 @@ class TfIdfVectorizerKernel final : public KernelBase {
           case DataType::kInt32: Tokenize(x.data<int32_t>() + offset, cols, tokens); break;
           default: Tokenize(x.data<int64_t>() + offset, cols, tokens); break;
         }
-        std::fill(frequencies.begin(), frequencies.end(), 0);
-        Count(tokens, frequencies);
-        Weigh(frequencies, out + r * output_size_);
+        Count(tokens, counts, found);
+        float* row = out + r * output_size_;
+        std::fill(row, row + output_size_, 0.0f);
+        // IDF assigns: in pool order, so a column shared by several found n-grams ends with the
+        // weight of the one latest in the pool.
+        if (weighting_ == Weighting::kIdf) std::sort(found.begin(), found.end());
+        for (const int32_t ngram : found) {
+          int64_t& c = counts[static_cast<size_t>(ngram)];
+          const float weight = weights_.empty() ? 1.0f : weights_[static_cast<size_t>(ngram)];
+          float& cell = row[output_index_[static_cast<size_t>(ngram)]];
+          switch (weighting_) {
+            case Weighting::kTf: cell += static_cast<float>(c); break;
+            case Weighting::kIdf: cell = weight; break;
+            case Weighting::kTfIdf: cell += weight * static_cast<float>(c); break;
+          }
+          c = 0;
+        }
+        found.clear();
       }
     });
   }
@@ -203,7 +220,8 @@ class TfIdfVectorizerKernel final : public KernelBase {
     }
   }
 
-  void Count(const std::vector<int32_t>& tokens, std::vector<int64_t>& frequencies) const {
+  // Counts the row's pool n-grams into counts[n-gram] and lists each one found once in `found`.
+  void Count(const std::vector<int32_t>& tokens, std::vector<int64_t>& counts, std::vector<int32_t>& found) const {
     const int64_t n = static_cast<int64_t>(tokens.size());
     if (!nodes_[0].has_children || n == 0) return;
     int64_t start_gram = min_gram_;
@@ -223,7 +241,7 @@ class TfIdfVectorizerKernel final : public KernelBase {
           node = Child(node, token);
           if (node < 0) break;
           const int32_t ngram = nodes_[static_cast<size_t>(node)].ngram;
-          if (length >= start_gram && ngram >= 0) ++frequencies[static_cast<size_t>(output_index_[static_cast<size_t>(ngram)])];
+          if (length >= start_gram && ngram >= 0 && counts[static_cast<size_t>(ngram)]++ == 0) found.push_back(ngram);
         }
       }
       // Unigrams do not depend on the skip distance: count them in the first pass only.
@@ -231,21 +249,6 @@ class TfIdfVectorizerKernel final : public KernelBase {
         start_gram = 2;
         if (start_gram > loaded_max_gram_) break;
       }
-    }
-  }
-
-  void Weigh(const std::vector<int64_t>& frequencies, float* out) const {
-    for (int64_t i = 0; i < output_size_; ++i) {
-      const int64_t f = frequencies[static_cast<size_t>(i)];
-      float value;
-      switch (weighting_) {
-        case Weighting::kTf: value = static_cast<float>(f); break;
-        case Weighting::kIdf:
-          value = f > 0 ? (weights_.empty() ? 1.0f : weights_[static_cast<size_t>(i)]) : 0.0f;
-          break;
-        default: value = weights_.empty() ? static_cast<float>(f) : weights_[static_cast<size_t>(i)] * static_cast<float>(f); break;
-      }
-      out[i] = value;
     }
   }
 
@@ -261,7 +264,6 @@ class TfIdfVectorizerKernel final : public KernelBase {
   std::vector<Node> nodes_;
   absl::flat_hash_map<uint64_t, int32_t> edges_;
   std::vector<int32_t> root_children_;
-  std::string usage_;
 };
 
 }  // namespace
