@@ -63,6 +63,15 @@ std::string NameFromPython(py::handle name, std::string_view what) {
 }
 
 void StringElementFromPython(py::handle item, std::string& out, std::string_view feed, int64_t index) {
+  if (PyUnicode_Check(item.ptr())) {
+    // The common case without a temporary bytes object; lone surrogates take EncodeName's path.
+    Py_ssize_t size = 0;
+    if (const char* utf8 = PyUnicode_AsUTF8AndSize(item.ptr(), &size)) {
+      out.assign(utf8, static_cast<size_t>(size));
+      return;
+    }
+    PyErr_Clear();
+  }
   if (!EncodeName(item, out)) {
     throw py::value_error(fmt::format("feed '{}' element {} {}", feed, index, LoneSurrogateMessage(item)));
   }

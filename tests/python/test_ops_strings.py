@@ -467,3 +467,32 @@ def test_kernel_usage_names():
     xi = np.array([1, 2], dtype=np.int32)
     attrs = tfidf_attrs("TF", 1, 1, 0, [1, 2], [0])
     assert "TfIdfVectorizer/int32/trie" in usage_of(node_model("TfIdfVectorizer", {"x": xi}, attrs, opset=9), {"x": xi})
+
+
+# ---- string feeds and outputs ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda: np.array(["a", "été", "", "的"], dtype=object),
+    lambda: np.array(["a", "été", "", "的"]),                        # str_ array
+    lambda: np.array([b"a", b"\xff", b""]),                          # bytes_ array
+    lambda: np.array([["a", "b", "c"], ["d", "e", "f"]], dtype=object).T,  # not contiguous
+    lambda: np.array([["a", "b", "c"], ["d", "e", "f"]])[:, ::2],
+    lambda: np.array("scalar", dtype=object),
+    lambda: np.zeros((2, 0), dtype=object),
+    lambda: np.array(["lone \udcff surrogate", b"raw \xfe"], dtype=object),
+])
+def test_string_feeds_round_trip(make):
+    # Elements cross as UTF-8 (str), as they are (bytes); outputs come back as str when valid
+    # UTF-8, else as bytes.
+    x = make()
+    y = run_ours(node_model("Identity", {"x": x.astype(object)}, {}), {"x": x})[0]
+    assert y.dtype == object and y.shape == x.shape
+
+    def expected(v):
+        raw = v if isinstance(v, bytes) else v.encode("utf-8", "surrogateescape")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw
+
+    assert y.ravel().tolist() == [expected(v) for v in x.ravel().tolist()]
