@@ -231,7 +231,8 @@ class TfIdfVectorizerKernel final : public KernelBase {
     for (int64_t distance = 1; distance <= max_distance; ++distance) {
       if (start_gram - 1 >= n) break;  // no n-gram of that length fits in the row
       for (int64_t start = 0; start < n; ++start) {
-        if (start + distance * (start_gram - 1) >= n) break;
+        // start + distance * (start_gram - 1) >= n, without forming the product
+        if (start_gram - 1 > (n - 1 - start) / distance) break;
         int32_t node = 0;
         int64_t item = start;
         for (int64_t length = 1; length <= loaded_max_gram_ && item < n; ++length, item += distance) {
