@@ -29,10 +29,12 @@ enum class Weighting { kTf, kIdf, kTfIdf };
 class TfIdfVectorizerKernel final : public KernelBase {
  public:
   explicit TfIdfVectorizerKernel(const KernelBuildInfo& info) {
-    for (const char* name : {"mode", "min_gram_length", "max_gram_length", "max_skip_count", "ngram_counts", "ngram_indexes"}) {
+    // Each attribute is checked as it is read, so a bad value is named before a missing one.
+    if (!info.HasAttribute("mode")) ThrowInvalid(info, "attribute 'mode' is required");
+    const std::string mode = info.GetEnum("mode", "", {"TF", "IDF", "TFIDF"});
+    for (const char* name : {"min_gram_length", "max_gram_length", "max_skip_count", "ngram_counts", "ngram_indexes"}) {
       if (!info.HasAttribute(name)) ThrowInvalid(info, "attribute '{}' is required", name);
     }
-    const std::string mode = info.GetEnum("mode", "", {"TF", "IDF", "TFIDF"});
     weighting_ = mode == "TF" ? Weighting::kTf : mode == "IDF" ? Weighting::kIdf : Weighting::kTfIdf;
     min_gram_ = info.GetIntInRange("min_gram_length", 0, 1);
     max_gram_ = info.GetIntInRange("max_gram_length", 0, 1);
