@@ -282,6 +282,17 @@ def test_regex_full_match(pattern, words):
     against("RegexFullMatch", {"x": x.reshape(1, -1, 1)}, {"pattern": pattern}, ["onnx", "ort"])
 
 
+def test_regex_character_classes_are_re2s():
+    # RE2's \w, \d, \s are ASCII (ORT, also RE2, agrees); Python's re (onnx.reference) is Unicode.
+    x = S("été", "abc_1", "٣", "\u00a0", "中")
+    assert run_ours(node_model("RegexFullMatch", {"x": x}, {"pattern": r"\w+"}), {"x": x})[0].tolist() == \
+        [False, True, False, False, False]
+    for pattern in [r"\w+", r"\d", r"\s", r"\pL+", r"[[:alpha:]]+"]:
+        against("RegexFullMatch", {"x": x}, {"pattern": pattern}, ["ort"])
+    assert run_ours(node_model("RegexFullMatch", {"x": x}, {"pattern": r"\pL+"}), {"x": x})[0].tolist() == \
+        [True, False, False, False, True]
+
+
 def test_regex_empty_and_large_inputs():
     against("RegexFullMatch", {"x": np.zeros((2, 0), dtype=object)}, {"pattern": "a"}, ["onnx", "ort"])
     rng = np.random.default_rng(0)
@@ -398,6 +409,13 @@ def test_tfidf_large_skip_count_is_bounded_by_the_row():
     expected = run_ort(node_model("TfIdfVectorizer", {"x": x}, tfidf_attrs("TF", 1, 3, 11, INT_POOL, INT_COUNTS),
                                   opset=9), {"x": x})[0]
     np.testing.assert_array_equal(ours, expected)
+
+
+def test_tfidf_huge_gram_lengths_count_nothing():
+    attrs = tfidf_attrs("TF", 2**62, 2**62, 2**62, INT_POOL, INT_COUNTS)
+    x = random((2, 12), np.int64, 2, 8, seed=9)
+    y = run_ours(node_model("TfIdfVectorizer", {"x": x}, attrs, opset=9), {"x": x})[0]
+    assert y.shape == (2, 9) and not y.any()
 
 
 @pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4)])
