@@ -449,6 +449,7 @@ def test_tfidf_errors():
     build_error(good | {"max_skip_count": -1}, "max_skip_count")
     build_error(good | {"mode": "BM25"}, "mode", "BM25")
     build_error(good | {"ngram_indexes": [0, 1, 2, 3, 4, 5, -1]}, "non-negative")
+    build_error(good | {"ngram_indexes": [0, 1, 2, 3, 4, 5, 2**63 - 1]}, "output size")
     build_error({k: v for k, v in good.items() if k != "max_skip_count"}, "'max_skip_count' is required")
 
     model = node_model("TfIdfVectorizer", {"x": x}, good, opset=9)

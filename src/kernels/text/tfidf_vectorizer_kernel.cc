@@ -16,6 +16,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <fmt/ranges.h>
 
+#include "core/checked_math.h"
 #include "core/thread_pool.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
@@ -86,7 +87,7 @@ class TfIdfVectorizerKernel final : public KernelBase {
     for (const int64_t index : indexes) {
       if (index < 0) ThrowInvalid(info, "attribute 'ngram_indexes' must be non-negative, got {}", index);
     }
-    output_size_ = *std::max_element(indexes.begin(), indexes.end()) + 1;
+    output_size_ = CheckedAdd(*std::max_element(indexes.begin(), indexes.end()), 1, "TfIdfVectorizer output size");
     weights_ = info.GetFloats("weights");
     if (!weights_.empty() && weights_.size() != indexes.size()) {
       ThrowInvalid(info, "attribute 'weights' must hold one weight per pool n-gram ({}), got {}", indexes.size(),
