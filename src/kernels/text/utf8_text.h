@@ -12,7 +12,8 @@ namespace onnx_light::runtime::text {
 
 /// Unicode simple case mapping (one code point to one code point, as towlower/towupper in the
 /// C.UTF-8 locale: "É" -> "é", but "ß" stays "ß" under upper-casing and a final sigma is not
-/// special). ASCII takes a byte loop; the rest decodes code points. Locale independent.
+/// special). ASCII takes a byte loop; the rest decodes code points. Locale independent. On a C
+/// library without a C.UTF-8 locale (glibc has had it built in since 2.35) only ASCII changes case.
 void ToLowerUtf8(std::string_view in, std::string& out);
 void ToUpperUtf8(std::string_view in, std::string& out);
 
