@@ -9,6 +9,8 @@ pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 # rather than through pkg-config, whose Cflags would add definitions to every source.
 find_path(KISSFFT_INCLUDE_DIR kissfft/kiss_fft.h REQUIRED)
 find_library(KISSFFT_FLOAT_LIBRARY kissfft-float REQUIRED)
+# RegexFullMatch: the ONNX spec names RE2 syntax (Debian libre2-dev).
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
 if(ONNX_LIGHT_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)

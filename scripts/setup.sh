@@ -4,7 +4,7 @@
 set -euo pipefail
 
 apt_packages=(g++ cmake ninja-build ccache pkg-config libfmt-dev libabsl-dev libgtest-dev libgmock-dev
-              libbenchmark-dev libopenblas-dev libdlpack-dev clang libclang-rt-14-dev libkissfft-dev)
+              libbenchmark-dev libopenblas-dev libdlpack-dev clang libclang-rt-14-dev libkissfft-dev libre2-dev)
 
 missing=()
 for p in "${apt_packages[@]}"; do

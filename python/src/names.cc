@@ -64,8 +64,7 @@ std::string NameFromPython(py::handle name, std::string_view what) {
 
 void StringElementFromPython(py::handle item, std::string& out, std::string_view feed, int64_t index) {
   if (PyUnicode_Check(item.ptr())) {
-    // Most elements: str's own UTF-8 (kept by the object, no bytes object made). It refuses lone
-    // surrogates, which EncodeName below writes back as the bytes they stand for.
+    // The common case without a temporary bytes object; lone surrogates take EncodeName's path.
     Py_ssize_t size = 0;
     if (const char* utf8 = PyUnicode_AsUTF8AndSize(item.ptr(), &size)) {
       out.assign(utf8, static_cast<size_t>(size));

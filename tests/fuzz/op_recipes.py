@@ -21,10 +21,11 @@ import recipes_nn
 import recipes_probes
 import recipes_signal
 import recipes_tensor
+import recipes_text
 from recipe_tools import Case, Gen
 
 RECIPES = {}
-for _module in (recipes_elementwise, recipes_tensor, recipes_nn, recipes_control, recipes_signal):
+for _module in (recipes_elementwise, recipes_tensor, recipes_nn, recipes_control, recipes_signal, recipes_text):
     RECIPES.update(_module.RECIPES)
 
 # Attributes whose schema domain is {0, 1}. onnx-light reads each with KernelBuildInfo::GetBool,
@@ -56,6 +57,7 @@ BOOLEAN_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "NonMaxSuppression": ("center_point_box",),
     "DFT": ("inverse", "onesided"),
     "STFT": ("onesided",),
+    "StringNormalizer": ("is_case_sensitive",),
 }
 for _op in recipes_tensor.REDUCE:
     BOOLEAN_ATTRIBUTES[_op] = ("keepdims", "noop_with_empty_axes")
@@ -74,6 +76,7 @@ _ENUMS = {
     ("ScatterElements", "reduction"): "sum",
     ("ScatterND", "reduction"): "sum",
     ("Gelu", "approximate"): "fast",
+    ("StringNormalizer", "case_change_action"): "lower",
 }
 # Integer attributes with a lower bound: (op or "*", attribute) -> smallest valid value.
 _LOWER_BOUNDS = {
@@ -94,6 +97,8 @@ _LOWER_BOUNDS = {
     ("RotaryEmbedding", "num_heads"): 0,
     ("RotaryEmbedding", "rotary_embedding_dim"): 0,
     ("TopK", "k"): 0,
+    ("TfIdfVectorizer", "min_gram_length"): 1,
+    ("TfIdfVectorizer", "max_skip_count"): 0,
 }
 # Integer attributes with a closed set of values: (op, attribute) -> an invalid value.
 _INT_ENUMS = {

@@ -63,6 +63,11 @@ const KernelRegistry& BuiltinKernels() {
     RegisterFunctionActivationKernels(r);
     RegisterMlPreprocessingKernels(r);
     RegisterSignalKernels(r);
+    RegisterStringNormalizerKernels(r);
+    RegisterStringSplitKernels(r);
+    RegisterStringConcatKernels(r);
+    RegisterRegexFullMatchKernels(r);
+    RegisterTfIdfVectorizerKernels(r);
     return r;
   }();
   return registry;

@@ -74,5 +74,11 @@ void RegisterFunctionActivationKernels(KernelRegistry& registry);
 void RegisterMlPreprocessingKernels(KernelRegistry& registry);
 /// DFT, STFT, the Hann/Hamming/Blackman windows and MelWeightMatrix (kernels/signal/).
 void RegisterSignalKernels(KernelRegistry& registry);
+// text family (kernels/text/)
+void RegisterStringNormalizerKernels(KernelRegistry& registry);
+void RegisterStringSplitKernels(KernelRegistry& registry);
+void RegisterStringConcatKernels(KernelRegistry& registry);
+void RegisterRegexFullMatchKernels(KernelRegistry& registry);
+void RegisterTfIdfVectorizerKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
