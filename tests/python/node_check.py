@@ -188,6 +188,19 @@ IM2COL_CONV_PATH = "im2col-avx512" if _direct_conv_available() else "im2col-blas
 TILED_GEMM_PATH = "tiles-avx512" if _direct_conv_available() else "blas"
 
 
+def assert_thread_count_invariant(actual, expected):
+    """Results of one node at two thread counts. Our own tiles (AVX-512) never split one
+    output's sum, so they give the same bits; where products run on OpenBLAS instead, a GEMM
+    panel is an OpenBLAS call on fewer columns and may round the last bits differently
+    (docs/threading.md), so there the results only agree to float32 rounding of the sums (an
+    absolute error relative to the largest value, as cancellation leaves small outputs)."""
+    if TILED_GEMM_PATH == "tiles-avx512":
+        np.testing.assert_array_equal(actual, expected)
+    else:
+        scale = float(np.max(np.abs(expected))) if np.size(expected) else 0.0
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * max(scale, 1.0))
+
+
 def grouped_conv_isa(output_width):
     """The instruction set the depthwise / grouped direct Conv kernel uses here for outputs
     `output_width` columns wide: AVX-512 (unless disabled, or the rows are at most 8 wide), AVX2,
