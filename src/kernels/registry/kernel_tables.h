@@ -70,5 +70,7 @@ void RegisterShrinkKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterFunctionActivationKernels(KernelRegistry& registry);
+// ai.onnx.ml model operators (trees, linear models, SVM, Normalizer)
+void RegisterMlModelKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime

@@ -1,0 +1,240 @@
+// Validation, flattening and evaluation of tree ensembles (see tree_ensemble.h).
+#include "kernels/ml/tree_ensemble.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/thread_pool.h"
+#include "onnx_light/runtime/error.h"
+
+namespace onnx_light::runtime::ml {
+
+namespace {
+
+[[noreturn]] void Fail(const std::string& node, const std::string& message) {
+  throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", node, message));
+}
+
+}  // namespace
+
+template <typename T>
+TreeEnsembleModel<T> BuildTreeEnsemble(const TreeEnsembleSpec& spec, const std::string& node) {
+  const int64_t n = static_cast<int64_t>(spec.modes.size());
+  // Flat indexes are 32-bit; a model this large is not a tree ensemble anyone trains.
+  if (n >= std::numeric_limits<int32_t>::max()) Fail(node, fmt::format("too many tree nodes ({})", n));
+  if (spec.n_targets < 1) Fail(node, fmt::format("the number of targets must be >= 1, got {}", spec.n_targets));
+  if (spec.roots.empty()) Fail(node, "the ensemble has no tree");
+  TreeEnsembleModel<T> model;
+  model.n_targets = spec.n_targets;
+
+  // Leaf weights grouped by leaf, in attribute order.
+  std::vector<std::vector<FlatWeight<T>>> leaf_weights(static_cast<size_t>(n));
+  for (const auto& w : spec.weights) {
+    if (w.leaf < 0 || w.leaf >= n) Fail(node, fmt::format("a leaf weight names node index {} of {}", w.leaf, n));
+    if (spec.modes[w.leaf] != NodeMode::kLeaf) {
+      Fail(node, fmt::format("a leaf weight names {}, which is not a leaf", spec.names[w.leaf]));
+    }
+    if (w.target < 0 || w.target >= spec.n_targets) {
+      Fail(node, fmt::format("{} has a weight for target {}, expected [0, {})", spec.names[w.leaf], w.target,
+                             spec.n_targets));
+    }
+    leaf_weights[w.leaf].push_back({w.target, static_cast<T>(w.weight)});
+  }
+
+  std::vector<int32_t> flat(static_cast<size_t>(n), -1);
+  std::vector<uint8_t> color(static_cast<size_t>(n), 0);  // 0 unseen, 1 on the DFS path, 2 done
+  auto add = [&](int64_t i) {
+    FlatNode<T> f{};
+    f.mode = spec.modes[i];
+    if (f.mode == NodeMode::kLeaf) {
+      const auto& ws = leaf_weights[i];
+      f.next[0] = static_cast<uint32_t>(model.weights.size());
+      f.next[1] = static_cast<uint32_t>(ws.size());
+      model.weights.insert(model.weights.end(), ws.begin(), ws.end());
+      if (ws.size() == 1) {
+        f.value = ws[0].weight;
+        f.feature = static_cast<int32_t>(ws[0].target);
+      } else {
+        model.single_weight_leaves = false;
+      }
+    } else {
+      const int64_t feature = spec.features[i];
+      if (feature < 0 || feature > std::numeric_limits<int32_t>::max()) {
+        Fail(node, fmt::format("{} tests feature {}, expected a feature index >= 0", spec.names[i], feature));
+      }
+      f.feature = static_cast<int32_t>(feature);
+      model.max_feature = std::max(model.max_feature, feature);
+      f.value = static_cast<T>(spec.thresholds[i]);
+      f.missing_tracks_true = spec.missing_tracks_true[i];
+      if (f.mode != NodeMode::kLeq || f.missing_tracks_true) model.all_leq = false;
+      if (f.mode == NodeMode::kMember) {
+        std::vector<T> set;
+        for (double v : spec.members[i]) set.push_back(static_cast<T>(v));
+        std::sort(set.begin(), set.end());
+        f.aux = static_cast<uint32_t>(model.member_sets.size());
+        model.member_sets.push_back(std::move(set));
+      }
+    }
+    flat[i] = static_cast<int32_t>(model.nodes.size());
+    model.nodes.push_back(f);
+    color[i] = 1;
+  };
+
+  struct Frame {
+    int64_t index;
+    int stage;
+  };
+  std::vector<Frame> stack;
+  for (int64_t root : spec.roots) {
+    if (root < 0 || root >= n) Fail(node, fmt::format("tree root index {} is out of range [0, {})", root, n));
+    if (color[root] == 0) {
+      add(root);
+      stack.push_back({root, 0});
+    }
+    while (!stack.empty()) {
+      const Frame frame = stack.back();
+      if (spec.modes[frame.index] == NodeMode::kLeaf || frame.stage == 2) {
+        color[frame.index] = 2;
+        stack.pop_back();
+        continue;
+      }
+      stack.back().stage++;
+      const int64_t child = frame.stage == 0 ? spec.true_children[frame.index] : spec.false_children[frame.index];
+      const char* side = frame.stage == 0 ? "true" : "false";
+      if (child < 0 || child >= n) {
+        Fail(node, fmt::format("{}: its {} branch points to index {}, out of range [0, {})", spec.names[frame.index],
+                               side, child, n));
+      }
+      if (color[child] == 1) {
+        Fail(node, fmt::format("{}: its {} branch leads back to {}, a cycle", spec.names[frame.index], side,
+                               spec.names[child]));
+      }
+      if (color[child] == 0) {
+        add(child);
+        stack.push_back({child, 0});
+      }
+      model.nodes[flat[frame.index]].next[frame.stage] = static_cast<uint32_t>(flat[child]);
+    }
+    model.roots.push_back(static_cast<uint32_t>(flat[root]));
+  }
+  return model;
+}
+
+namespace {
+
+template <typename T, bool kAllLeq>
+inline const FlatNode<T>* Walk(const TreeEnsembleModel<T>& model, uint32_t root, const T* row) {
+  const FlatNode<T>* nodes = model.nodes.data();
+  const FlatNode<T>* n = nodes + root;
+  if constexpr (kAllLeq) {
+    // NaN compares false: the false branch, as for a node without missing-value tracking.
+    while (n->mode != NodeMode::kLeaf) n = nodes + n->next[row[n->feature] <= n->value ? 0 : 1];
+  } else {
+    while (n->mode != NodeMode::kLeaf) {
+      const T v = row[n->feature];
+      bool go;
+      switch (n->mode) {
+        case NodeMode::kLeq: go = v <= n->value; break;
+        case NodeMode::kLt: go = v < n->value; break;
+        case NodeMode::kGte: go = v >= n->value; break;
+        case NodeMode::kGt: go = v > n->value; break;
+        case NodeMode::kEq: go = v == n->value; break;
+        case NodeMode::kNeq: go = v != n->value; break;
+        default: {
+          const auto& set = model.member_sets[n->aux];
+          go = std::binary_search(set.begin(), set.end(), v);
+          break;
+        }
+      }
+      // As ONNX Runtime: a NaN follows the true branch when the node tracks missing values
+      // that way, and otherwise whatever the comparison says (false, except for BRANCH_NEQ).
+      go = go || (n->missing_tracks_true && std::isnan(v));
+      n = nodes + n->next[go ? 0 : 1];
+    }
+  }
+  return n;
+}
+
+template <Aggregate kAgg, typename T>
+inline void Accumulate(T* score, uint8_t* has, T value) {
+  if constexpr (kAgg == Aggregate::kMin) {
+    if (!*has || value < *score) *score = value;
+  } else if constexpr (kAgg == Aggregate::kMax) {
+    if (!*has || value > *score) *score = value;
+  } else {
+    *score += value;
+  }
+  *has = 1;
+}
+
+template <typename T, bool kAllLeq, bool kSingle, Aggregate kAgg>
+void EvaluateRange(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, int64_t begin, int64_t end, T* scores,
+                   uint8_t* has_score) {
+  // Trees outer, a block of rows inner: one tree's nodes stay in cache while the rows walk it.
+  constexpr int64_t kBlock = 128;
+  const int64_t nt = model.n_targets;
+  for (int64_t block = begin; block < end; block += kBlock) {
+    const int64_t block_end = std::min(end, block + kBlock);
+    for (uint32_t root : model.roots) {
+      for (int64_t r = block; r < block_end; ++r) {
+        const FlatNode<T>* leaf = Walk<T, kAllLeq>(model, root, x + r * cols);
+        if constexpr (kSingle) {
+          Accumulate<kAgg>(scores + r * nt + leaf->feature, has_score + r * nt + leaf->feature, leaf->value);
+        } else {
+          const FlatWeight<T>* w = model.weights.data() + leaf->next[0];
+          for (uint32_t k = 0; k < leaf->next[1]; ++k) {
+            Accumulate<kAgg>(scores + r * nt + w[k].target, has_score + r * nt + w[k].target, w[k].weight);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename T, bool kAllLeq, bool kSingle>
+void EvaluateRangeAgg(const TreeEnsembleModel<T>& model, Aggregate aggregate, const T* x, int64_t cols, int64_t begin,
+                      int64_t end, T* scores, uint8_t* has_score) {
+  switch (aggregate) {
+    case Aggregate::kMin:
+      return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kMin>(model, x, cols, begin, end, scores, has_score);
+    case Aggregate::kMax:
+      return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kMax>(model, x, cols, begin, end, scores, has_score);
+    default:
+      return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kSum>(model, x, cols, begin, end, scores, has_score);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void EvaluateTrees(const TreeEnsembleModel<T>& model, Aggregate aggregate, const T* x, int64_t rows, int64_t cols,
+                   T* scores, uint8_t* has_score, ThreadPool* pool) {
+  // About ten nodes a tree per row; a task should hold some 50k node visits.
+  const int64_t per_row = std::max<int64_t>(1, static_cast<int64_t>(model.n_trees()) * 10);
+  const int64_t min_rows = std::max<int64_t>(1, 50000 / per_row);
+  ParallelFor(pool, rows, min_rows, [&](int64_t begin, int64_t end) {
+    if (model.all_leq) {
+      if (model.single_weight_leaves) {
+        EvaluateRangeAgg<T, true, true>(model, aggregate, x, cols, begin, end, scores, has_score);
+      } else {
+        EvaluateRangeAgg<T, true, false>(model, aggregate, x, cols, begin, end, scores, has_score);
+      }
+    } else if (model.single_weight_leaves) {
+      EvaluateRangeAgg<T, false, true>(model, aggregate, x, cols, begin, end, scores, has_score);
+    } else {
+      EvaluateRangeAgg<T, false, false>(model, aggregate, x, cols, begin, end, scores, has_score);
+    }
+  });
+}
+
+template TreeEnsembleModel<float> BuildTreeEnsemble<float>(const TreeEnsembleSpec&, const std::string&);
+template TreeEnsembleModel<double> BuildTreeEnsemble<double>(const TreeEnsembleSpec&, const std::string&);
+template void EvaluateTrees<float>(const TreeEnsembleModel<float>&, Aggregate, const float*, int64_t, int64_t, float*,
+                                   uint8_t*, ThreadPool*);
+template void EvaluateTrees<double>(const TreeEnsembleModel<double>&, Aggregate, const double*, int64_t, int64_t,
+                                    double*, uint8_t*, ThreadPool*);
+
+}  // namespace onnx_light::runtime::ml
