@@ -145,7 +145,7 @@ inline const FlatNode<T>* Walk(const TreeEnsembleModel<T>& model, uint32_t root,
         case NodeMode::kNeq: go = v != n->value; break;
         default: {
           const auto& set = model.member_sets[n->aux];
-          go = std::binary_search(set.begin(), set.end(), v);
+          go = !std::isnan(v) && std::binary_search(set.begin(), set.end(), v);
           break;
         }
       }

@@ -217,7 +217,7 @@ class TreeModels {
 
 /// Base values, averaging and the post-transform of a regression (TreeEnsembleRegressor and
 /// TreeEnsemble), as ONNX Runtime computes them: one target takes only PROBIT, several take
-/// every transform; MIN/MAX targets no tree reached count 0.
+/// every transform; of several targets, one no leaf reached scores 0 (before the transform).
 template <typename T, typename Out>
 void FinishRegression(const std::vector<double>& base, Aggregate aggregate, PostTransform transform, size_t n_trees,
                       int64_t nt, const T* scores, const uint8_t* has, Out* out, float* scratch) {
@@ -226,6 +226,8 @@ void FinishRegression(const std::vector<double>& base, Aggregate aggregate, Post
     T v = has[t] ? scores[t] : T(0);
     if (aggregate == Aggregate::kAverage) v /= static_cast<T>(n_trees);
     if (use_base) v += static_cast<T>(base[t]);
+    // Of several targets, one no leaf reached scores 0 whatever its base value (ORT).
+    if (nt > 1 && !has[t]) v = T(0);
     if (transform == PostTransform::kNone || (nt == 1 && transform != PostTransform::kProbit)) {
       out[t] = static_cast<Out>(v);
     } else {
@@ -529,23 +531,27 @@ class TreeEnsembleClassifierKernel final : public KernelBase {
     } else {
       label = pos > T(0) ? 1 : 0;
     }
+    // ORT writes a score only for a class some leaf reached (or base values set): 0 otherwise.
+    const float v0 = has0 ? static_cast<float>(s0) : 0.0f;
     if (size == 2) {
-      z[0] = static_cast<float>(s0);
-      z[1] = static_cast<float>(s1);
+      z[0] = v0;
+      z[1] = has1 ? static_cast<float>(s1) : 0.0f;
       ml::ApplyPostTransform(transform_, std::span<float>(z, 2));
       return label;
     }
-    const float s = static_cast<float>(s0);
+    const float s = v0;
     z[1] = 0;  // ONNX Runtime leaves the second score unwritten in these two cases
     if (transform_ == PostTransform::kProbit) {
       z[0] = ml::Probit(s);
-    } else if (second == 0 || second == 1) {
-      z[0] = 1 - s;
-      z[1] = s;
-    } else if (second == 2 || second == 3) {
+    } else if (second >= 0) {
+      // Positive weights (0, 1) read the score as the positive class's probability, mixed ones
+      // (2, 3) as a margin; LOGISTIC maps either through the logistic function first.
       if (transform_ == PostTransform::kLogistic) {
         z[0] = ml::Logistic(-s);
         z[1] = ml::Logistic(s);
+      } else if (second <= 1) {
+        z[0] = 1 - s;
+        z[1] = s;
       } else {
         z[0] = -s;
         z[1] = s;
