@@ -110,7 +110,7 @@ FeatureRows<T> ReadFeatureRows(const RuntimeContext& rt, bool allow_half) {
     case DataType::kFloat: convert(float{}); break;
     case DataType::kFloat16: convert(Float16{}); break;
     case DataType::kDouble:
-      for (int64_t i = 0; i < x.size(); ++i) out.converted[i] = static_cast<T>(x.data<double>()[i]);
+      for (int64_t i = 0; i < x.size(); ++i) out.converted[i] = NarrowTo<T>(x.data<double>()[i]);
       break;
     case DataType::kInt64:
       for (int64_t i = 0; i < x.size(); ++i) out.converted[i] = static_cast<T>(x.data<int64_t>()[i]);

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <numbers>
 #include <span>
 #include <string>
@@ -54,6 +56,17 @@ inline float Probit(float v) { return std::numbers::sqrt2_v<float> * ErfInv(2 * 
 void Softmax(std::span<float> values);
 /// Softmax that leaves (near) zero scores at zero: they stand for classes no tree voted for.
 void SoftmaxZero(std::span<float> values);
+/// `v` as T, out-of-range doubles becoming +-infinity for float (a plain cast of a double beyond
+/// the float range is undefined behaviour).
+template <typename T>
+T NarrowTo(double v) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (v > std::numeric_limits<float>::max()) return std::numeric_limits<float>::infinity();
+    if (v < -std::numeric_limits<float>::max()) return -std::numeric_limits<float>::infinity();
+  }
+  return static_cast<T>(v);
+}
+
 /// Applies `transform` to one row of scores in place.
 void ApplyPostTransform(PostTransform transform, std::span<float> values);
 

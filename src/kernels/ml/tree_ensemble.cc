@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/thread_pool.h"
+#include "kernels/ml/ml_model_kernels.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime::ml {
@@ -41,7 +42,7 @@ TreeEnsembleModel<T> BuildTreeEnsemble(const TreeEnsembleSpec& spec, const std::
       Fail(node, fmt::format("{} has a weight for target {}, expected [0, {})", spec.names[w.leaf], w.target,
                              spec.n_targets));
     }
-    leaf_weights[w.leaf].push_back({w.target, static_cast<T>(w.weight)});
+    leaf_weights[w.leaf].push_back({w.target, NarrowTo<T>(w.weight)});
   }
 
   std::vector<int32_t> flat(static_cast<size_t>(n), -1);
@@ -67,12 +68,12 @@ TreeEnsembleModel<T> BuildTreeEnsemble(const TreeEnsembleSpec& spec, const std::
       }
       f.feature = static_cast<int32_t>(feature);
       model.max_feature = std::max(model.max_feature, feature);
-      f.value = static_cast<T>(spec.thresholds[i]);
+      f.value = NarrowTo<T>(spec.thresholds[i]);
       f.missing_tracks_true = spec.missing_tracks_true[i];
       if (f.mode != NodeMode::kLeq || f.missing_tracks_true) model.all_leq = false;
       if (f.mode == NodeMode::kMember) {
         std::vector<T> set;
-        for (double v : spec.members[i]) set.push_back(static_cast<T>(v));
+        for (double v : spec.members[i]) set.push_back(NarrowTo<T>(v));
         std::sort(set.begin(), set.end());
         f.aux = static_cast<uint32_t>(model.member_sets.size());
         model.member_sets.push_back(std::move(set));

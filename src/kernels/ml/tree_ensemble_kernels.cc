@@ -225,13 +225,13 @@ void FinishRegression(const std::vector<double>& base, Aggregate aggregate, Post
   for (int64_t t = 0; t < nt; ++t) {
     T v = has[t] ? scores[t] : T(0);
     if (aggregate == Aggregate::kAverage) v /= static_cast<T>(n_trees);
-    if (use_base) v += static_cast<T>(base[t]);
+    if (use_base) v += ml::NarrowTo<T>(base[t]);
     // Of several targets, one no leaf reached scores 0 whatever its base value (ORT).
     if (nt > 1 && !has[t]) v = T(0);
     if (transform == PostTransform::kNone || (nt == 1 && transform != PostTransform::kProbit)) {
-      out[t] = static_cast<Out>(v);
+      out[t] = ml::NarrowTo<Out>(static_cast<double>(v));
     } else {
-      scratch[t] = static_cast<float>(v);
+      scratch[t] = ml::NarrowTo<float>(static_cast<double>(v));
     }
   }
   if (transform == PostTransform::kNone || (nt == 1 && transform != PostTransform::kProbit)) return;
@@ -484,14 +484,14 @@ class TreeEnsembleClassifierKernel final : public KernelBase {
         T s = has_in[k] ? scores_in[k] : T(0);
         bool has = has_in[k];
         if (!base_.empty()) {
-          s += static_cast<T>(base_[k]);
+          s += ml::NarrowTo<T>(base_[k]);
           has = true;
         }
         if (has && (best == -1 || s > best_score)) {
           best = k;
           best_score = s;
         }
-        z[k] = static_cast<float>(s);
+        z[k] = ml::NarrowTo<float>(static_cast<double>(s));
       }
       ml::ApplyPostTransform(transform_, std::span<float>(z, static_cast<size_t>(nc)));
       return best == -1 ? 0 : best;  // no tree voted and no base values: the first class
@@ -505,14 +505,14 @@ class TreeEnsembleClassifierKernel final : public KernelBase {
     int second = -1;  // how the single score becomes two (ORT's add_second_class)
     if (base_.size() == 2) {
       if (has1) {
-        s1 = static_cast<T>(base_[1]) + s0;
+        s1 = ml::NarrowTo<T>(base_[1]) + s0;
         s0 = -s1;
       } else {
-        s1 += static_cast<T>(base_[1]);
-        s0 += static_cast<T>(base_[0]);
+        s1 += ml::NarrowTo<T>(base_[1]);
+        s0 += ml::NarrowTo<T>(base_[0]);
       }
     } else if (base_.size() == 1) {
-      s0 += static_cast<T>(base_[0]);
+      s0 += ml::NarrowTo<T>(base_[0]);
       if (!has1) size = 1;
     } else {
       second = 3;
@@ -532,10 +532,10 @@ class TreeEnsembleClassifierKernel final : public KernelBase {
       label = pos > T(0) ? 1 : 0;
     }
     // ORT writes a score only for a class some leaf reached (or base values set): 0 otherwise.
-    const float v0 = has0 ? static_cast<float>(s0) : 0.0f;
+    const float v0 = has0 ? ml::NarrowTo<float>(static_cast<double>(s0)) : 0.0f;
     if (size == 2) {
       z[0] = v0;
-      z[1] = has1 ? static_cast<float>(s1) : 0.0f;
+      z[1] = has1 ? ml::NarrowTo<float>(static_cast<double>(s1)) : 0.0f;
       ml::ApplyPostTransform(transform_, std::span<float>(z, 2));
       return label;
     }
