@@ -57,7 +57,7 @@ TreeEnsembleModel<T> BuildTreeEnsemble(const TreeEnsembleSpec& spec, const std::
       model.weights.insert(model.weights.end(), ws.begin(), ws.end());
       if (ws.size() == 1) {
         f.value = ws[0].weight;
-        f.feature = static_cast<int32_t>(ws[0].target);
+        f.aux = static_cast<uint32_t>(ws[0].target);
       } else {
         model.single_weight_leaves = false;
       }
@@ -121,6 +121,32 @@ TreeEnsembleModel<T> BuildTreeEnsemble(const TreeEnsembleSpec& spec, const std::
     }
     model.roots.push_back(static_cast<uint32_t>(flat[root]));
   }
+
+  // Depths, children before parents: in depth-first preorder every child sits after its parent.
+  std::vector<uint32_t> depth(model.nodes.size(), 0);
+  for (size_t i = model.nodes.size(); i-- > 0;) {
+    const FlatNode<T>& f = model.nodes[i];
+    if (f.mode != NodeMode::kLeaf) depth[i] = 1 + std::max(depth[f.next[0]], depth[f.next[1]]);
+  }
+  for (uint32_t root : model.roots) model.depths.push_back(depth[root]);
+  // Leaves of one weight count K become self-loops (see FlatNode).
+  int64_t k = -1;
+  for (const FlatNode<T>& f : model.nodes) {
+    if (f.mode != NodeMode::kLeaf) continue;
+    if (k == -1) k = f.next[1];
+    if (k != f.next[1]) k = 0;
+  }
+  model.leaf_weights = k > 0 ? static_cast<uint32_t>(k) : 0;
+  model.single_weight_leaves = model.leaf_weights == 1;
+  if (model.leaf_weights > 0) {
+    for (size_t i = 0; i < model.nodes.size(); ++i) {
+      FlatNode<T>& f = model.nodes[i];
+      if (f.mode != NodeMode::kLeaf) continue;
+      if (model.leaf_weights > 1) f.aux = f.next[0];
+      f.feature = 0;
+      f.next[0] = f.next[1] = static_cast<uint32_t>(i);
+    }
+  }
   return model;
 }
 
@@ -171,6 +197,102 @@ inline void Accumulate(T* score, uint8_t* has, T value) {
   *has = 1;
 }
 
+/// One BRANCH_LEQ step. Both children are loaded before the comparison so the choice is a
+/// conditional move, not a load that waits for it; a single-weight leaf steps onto itself.
+template <typename T>
+inline const FlatNode<T>* Step(const FlatNode<T>* nodes, const FlatNode<T>* n, const T* row) {
+  const uint32_t t = n->next[0];
+  const uint32_t f = n->next[1];
+  return nodes + (row[n->feature] <= n->value ? t : f);
+}
+
+/// All-BRANCH_LEQ ensembles whose leaves hold K weights each: four walks advance in lockstep for a
+/// fixed number of steps (the deepest of the four), without a branch per level. Four trees of
+/// one row, or one tree of four rows, so the four dependent load chains overlap.
+template <typename T, Aggregate kAgg>
+void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, int64_t begin, int64_t end,
+                      T* scores, uint8_t* has_score) {
+  const FlatNode<T>* nodes = model.nodes.data();
+  const int64_t nt = model.n_targets;
+  const size_t n_trees = model.roots.size();
+  const uint32_t k = model.leaf_weights;
+  auto add = [&](int64_t r, const FlatNode<T>* leaf) {
+    if (k == 1) {
+      Accumulate<kAgg>(scores + r * nt + leaf->aux, has_score + r * nt + leaf->aux, leaf->value);
+      return;
+    }
+    const FlatWeight<T>* w = model.weights.data() + leaf->aux;
+    for (uint32_t i = 0; i < k; ++i) {
+      Accumulate<kAgg>(scores + r * nt + w[i].target, has_score + r * nt + w[i].target, w[i].weight);
+    }
+  };
+  if (end - begin < 4) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* row = x + r * cols;
+      size_t t = 0;
+      for (; t + 4 <= n_trees; t += 4) {
+        const FlatNode<T>* a = nodes + model.roots[t];
+        const FlatNode<T>* b = nodes + model.roots[t + 1];
+        const FlatNode<T>* c = nodes + model.roots[t + 2];
+        const FlatNode<T>* d = nodes + model.roots[t + 3];
+        const uint32_t steps = std::max(std::max(model.depths[t], model.depths[t + 1]),
+                                        std::max(model.depths[t + 2], model.depths[t + 3]));
+        for (uint32_t s = 0; s < steps; ++s) {
+          a = Step(nodes, a, row);
+          b = Step(nodes, b, row);
+          c = Step(nodes, c, row);
+          d = Step(nodes, d, row);
+        }
+        add(r, a);
+        add(r, b);
+        add(r, c);
+        add(r, d);
+      }
+      for (; t < n_trees; ++t) {
+        const FlatNode<T>* a = nodes + model.roots[t];
+        for (uint32_t s = 0; s < model.depths[t]; ++s) a = Step(nodes, a, row);
+        add(r, a);
+      }
+    }
+    return;
+  }
+  // Trees outer over a block of rows: one tree's nodes stay in cache while the rows walk it.
+  constexpr int64_t kBlock = 128;
+  for (int64_t block = begin; block < end; block += kBlock) {
+    const int64_t block_end = std::min(end, block + kBlock);
+    for (size_t t = 0; t < n_trees; ++t) {
+      const FlatNode<T>* root = nodes + model.roots[t];
+      const uint32_t steps = model.depths[t];
+      int64_t r = block;
+      for (; r + 4 <= block_end; r += 4) {
+        const T* r0 = x + r * cols;
+        const T* r1 = r0 + cols;
+        const T* r2 = r1 + cols;
+        const T* r3 = r2 + cols;
+        const FlatNode<T>* a = root;
+        const FlatNode<T>* b = root;
+        const FlatNode<T>* c = root;
+        const FlatNode<T>* d = root;
+        for (uint32_t s = 0; s < steps; ++s) {
+          a = Step(nodes, a, r0);
+          b = Step(nodes, b, r1);
+          c = Step(nodes, c, r2);
+          d = Step(nodes, d, r3);
+        }
+        add(r, a);
+        add(r + 1, b);
+        add(r + 2, c);
+        add(r + 3, d);
+      }
+      for (; r < block_end; ++r) {
+        const FlatNode<T>* a = root;
+        for (uint32_t s = 0; s < steps; ++s) a = Step(nodes, a, x + r * cols);
+        add(r, a);
+      }
+    }
+  }
+}
+
 template <typename T, bool kAllLeq, bool kSingle, Aggregate kAgg>
 void EvaluateRange(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, int64_t begin, int64_t end, T* scores,
                    uint8_t* has_score) {
@@ -183,10 +305,12 @@ void EvaluateRange(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, 
       for (int64_t r = block; r < block_end; ++r) {
         const FlatNode<T>* leaf = Walk<T, kAllLeq>(model, root, x + r * cols);
         if constexpr (kSingle) {
-          Accumulate<kAgg>(scores + r * nt + leaf->feature, has_score + r * nt + leaf->feature, leaf->value);
+          Accumulate<kAgg>(scores + r * nt + leaf->aux, has_score + r * nt + leaf->aux, leaf->value);
         } else {
-          const FlatWeight<T>* w = model.weights.data() + leaf->next[0];
-          for (uint32_t k = 0; k < leaf->next[1]; ++k) {
+          const bool uniform = model.leaf_weights > 0;
+          const FlatWeight<T>* w = model.weights.data() + (uniform ? leaf->aux : leaf->next[0]);
+          const uint32_t count = uniform ? model.leaf_weights : leaf->next[1];
+          for (uint32_t k = 0; k < count; ++k) {
             Accumulate<kAgg>(scores + r * nt + w[k].target, has_score + r * nt + w[k].target, w[k].weight);
           }
         }
@@ -198,6 +322,19 @@ void EvaluateRange(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, 
 template <typename T, bool kAllLeq, bool kSingle>
 void EvaluateRangeAgg(const TreeEnsembleModel<T>& model, Aggregate aggregate, const T* x, int64_t cols, int64_t begin,
                       int64_t end, T* scores, uint8_t* has_score) {
+  // The lockstep walk reads feature 0 at leaves: it needs a row of at least one feature.
+  if constexpr (kAllLeq) {
+    if (cols > 0 && model.leaf_weights > 0) {
+      switch (aggregate) {
+        case Aggregate::kMin:
+          return EvaluateLockstep<T, Aggregate::kMin>(model, x, cols, begin, end, scores, has_score);
+        case Aggregate::kMax:
+          return EvaluateLockstep<T, Aggregate::kMax>(model, x, cols, begin, end, scores, has_score);
+        default:
+          return EvaluateLockstep<T, Aggregate::kSum>(model, x, cols, begin, end, scores, has_score);
+      }
+    }
+  }
   switch (aggregate) {
     case Aggregate::kMin:
       return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kMin>(model, x, cols, begin, end, scores, has_score);

@@ -40,9 +40,12 @@ struct TreeEnsembleSpec {
 };
 
 /// One node of a flattened tree. A branch sends a row to `next[0]` (true) or `next[1]` (false),
-/// absolute indexes into the node array. A leaf with one weight keeps it in `value` and its
-/// target in `feature`; otherwise its weights are `weights[next[0] .. next[0] + next[1])`.
-/// `aux` indexes the member set of a BRANCH_MEMBER node.
+/// absolute indexes into the node array; `aux` indexes the member set of a BRANCH_MEMBER node.
+/// Leaves: when every leaf holds the same number K of weights (leaf_weights), a leaf has
+/// feature 0 and both `next` pointing to itself, so a walk may step past the leaf without
+/// leaving it; with K = 1 it keeps its weight in `value` and the target in `aux`, with K > 1 its
+/// weights are `weights[aux .. aux + K)`. Otherwise a leaf's weights are
+/// `weights[next[0] .. next[0] + next[1])`.
 template <typename T>
 struct FlatNode {
   T value;
@@ -65,12 +68,16 @@ template <typename T>
 struct TreeEnsembleModel {
   std::vector<FlatNode<T>> nodes;
   std::vector<uint32_t> roots;
+  /// Per tree: the longest root-to-leaf path, in branches.
+  std::vector<uint32_t> depths;
   std::vector<FlatWeight<T>> weights;
   std::vector<std::vector<T>> member_sets;  // sorted
   int64_t n_targets = 1;
   int64_t max_feature = -1;
   /// Every leaf holds exactly one weight (kept in the node itself).
   bool single_weight_leaves = true;
+  /// K when every leaf holds K >= 1 weights, else 0.
+  uint32_t leaf_weights = 0;
   /// Every branch is BRANCH_LEQ without missing-value tracking: the common fast path.
   bool all_leq = true;
   size_t n_trees() const { return roots.size(); }
