@@ -265,7 +265,14 @@ def test_tree_regressor_large_batch_uses_fast_path_and_threads():
     expected = run_ort(model, {"x": x})
     options = runtime.RuntimeSessionOptions(num_threads=2)
     assert_outputs(run_ours(model, {"x": x}, options=options), expected, rtol=1e-5, atol=1e-5)
+    assert "TreeEnsembleRegressor/float32/flat-leq-lockstep" in usage_of(model, {"x": x})
+    # Leaves of different weight counts (one leaf weighs a second target) leave the lockstep walk.
+    uneven = regressor_attrs(trees, leaves + [leaves[0][:2] + (1, 0.5)], 2)
+    model = ml_model("TreeEnsembleRegressor", x, uneven)
+    assert_outputs(run_ours(model, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
     assert "TreeEnsembleRegressor/float32/flat-leq" in usage_of(model, {"x": x})
+    mixed = ml_model("TreeEnsembleRegressor", x, regressor_attrs(*random_trees(5, 4, 8, ["BRANCH_LT"], seed=3), 1))
+    assert "TreeEnsembleRegressor/float32/flat" in usage_of(mixed, {"x": x})
 
 
 # ---- TreeEnsembleClassifier ---------------------------------------------------------------------

@@ -205,7 +205,8 @@ class TreeModels {
     std::vector<uint8_t> has(cells, 0);
     ml::EvaluateTrees<T>(model, aggregate, x.data, x.rows, x.cols, scores.data(), has.data(), rt.thread_pool());
     for (int64_t r = 0; r < x.rows; ++r) finish(r, scores.data() + r * nt, has.data() + r * nt);
-    return model.all_leq ? "flat-leq" : "flat";
+    if (!model.all_leq) return "flat";
+    return model.leaf_weights > 0 && x.cols > 0 ? "flat-leq-lockstep" : "flat-leq";
   }
 
   TreeEnsembleSpec spec_;
