@@ -242,11 +242,11 @@ def test_tree_regressor_one_row_and_1d_input():
     np.testing.assert_allclose(run_ours(model1, {"x": x1})[0], ours[0], rtol=1e-6)
 
 
-@pytest.mark.parametrize("rows", [1, 2, 3, 5, 6])
+@pytest.mark.parametrize("rows", [1, 2, 3, 7, 8, 11, 20])
 @pytest.mark.parametrize("n_targets", [1, 2])
 def test_tree_lockstep_walk_remainders(rows, n_targets):
-    # All-LEQ trees with K weights per leaf walk four at a time (four trees of a row below four
-    # rows, four rows of a tree otherwise); 7 trees and these row counts leave remainders.
+    # All-LEQ trees with K weights per leaf walk in lockstep (four trees of a row below eight
+    # rows, eight rows of a tree otherwise); 7 trees and these row counts leave remainders.
     trees, leaves = random_trees(7, 5, 4, ["BRANCH_LEQ"], seed=59 + rows, n_targets=n_targets)
     x = np.random.default_rng(rows).normal(size=(rows, 4)).astype(np.float32) * 2
     for aggregate in ("SUM", "MAX"):

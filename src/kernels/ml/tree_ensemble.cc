@@ -206,9 +206,10 @@ inline const FlatNode<T>* Step(const FlatNode<T>* nodes, const FlatNode<T>* n, c
   return nodes + (row[n->feature] <= n->value ? t : f);
 }
 
-/// All-BRANCH_LEQ ensembles whose leaves hold K weights each: four walks advance in lockstep for a
-/// fixed number of steps (the deepest of the four), without a branch per level. Four trees of
-/// one row, or one tree of four rows, so the four dependent load chains overlap.
+/// All-BRANCH_LEQ ensembles whose leaves hold K weights each: several walks advance in lockstep
+/// for a fixed number of steps (the deepest one's), without a branch per level, so their
+/// dependent load chains overlap: four trees of one row below kRows rows, kRows rows of one tree
+/// from there on.
 template <typename T, Aggregate kAgg>
 void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, int64_t begin, int64_t end,
                       T* scores, uint8_t* has_score) {
@@ -226,7 +227,8 @@ void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t col
       Accumulate<kAgg>(scores + r * nt + w[i].target, has_score + r * nt + w[i].target, w[i].weight);
     }
   };
-  if (end - begin < 4) {
+  constexpr int kRows = 8;  // rows walking one tree together, from this many rows on
+  if (end - begin < kRows) {
     for (int64_t r = begin; r < end; ++r) {
       const T* row = x + r * cols;
       size_t t = 0;
@@ -256,7 +258,8 @@ void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t col
     }
     return;
   }
-  // Trees outer over a block of rows: one tree's nodes stay in cache while the rows walk it.
+  // Trees outer over a block of rows: one tree's nodes stay in cache while the rows walk it,
+  // kRows rows at a time.
   constexpr int64_t kBlock = 128;
   for (int64_t block = begin; block < end; block += kBlock) {
     const int64_t block_end = std::min(end, block + kBlock);
@@ -264,25 +267,17 @@ void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t col
       const FlatNode<T>* root = nodes + model.roots[t];
       const uint32_t steps = model.depths[t];
       int64_t r = block;
-      for (; r + 4 <= block_end; r += 4) {
-        const T* r0 = x + r * cols;
-        const T* r1 = r0 + cols;
-        const T* r2 = r1 + cols;
-        const T* r3 = r2 + cols;
-        const FlatNode<T>* a = root;
-        const FlatNode<T>* b = root;
-        const FlatNode<T>* c = root;
-        const FlatNode<T>* d = root;
-        for (uint32_t s = 0; s < steps; ++s) {
-          a = Step(nodes, a, r0);
-          b = Step(nodes, b, r1);
-          c = Step(nodes, c, r2);
-          d = Step(nodes, d, r3);
+      for (; r + kRows <= block_end; r += kRows) {
+        const FlatNode<T>* at[kRows];
+        const T* rows[kRows];
+        for (int i = 0; i < kRows; ++i) {
+          at[i] = root;
+          rows[i] = x + (r + i) * cols;
         }
-        add(r, a);
-        add(r + 1, b);
-        add(r + 2, c);
-        add(r + 3, d);
+        for (uint32_t s = 0; s < steps; ++s) {
+          for (int i = 0; i < kRows; ++i) at[i] = Step(nodes, at[i], rows[i]);
+        }
+        for (int i = 0; i < kRows; ++i) add(r + i, at[i]);
       }
       for (; r < block_end; ++r) {
         const FlatNode<T>* a = root;
