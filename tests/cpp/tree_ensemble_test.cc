@@ -101,6 +101,21 @@ TEST(MlTreeEnsemble, SharedSubtreeIsFlattenedOnceAndEvaluated) {
   EXPECT_EQ(Evaluate(model, {-1, -1, -1, 1, 1, -1}, 2), (std::vector<float>{2, 20, 101}));
 }
 
+TEST(MlTreeEnsemble, TreeEnteringAnotherTreesSubtreeGetsItsFullDepth) {
+  // Tree 0 is node 1's subtree (x0 <= 0 ? (x1 <= 0 ? 1 : 10) : 100), flattened first; tree 1's
+  // root (node 0, x2 <= 0) leads into it: its depth is 3, not 1, or the lockstep walk would stop
+  // on a branch.
+  TreeEnsembleSpec spec = Leaves(8);
+  Branch(spec, 0, NodeMode::kLeq, 2, 0.0, 1, 7);
+  Branch(spec, 1, NodeMode::kLeq, 0, 0.0, 2, 3);
+  Branch(spec, 2, NodeMode::kLeq, 1, 0.0, 4, 5);
+  spec.roots = {1, 0};
+  spec.weights = {{3, 0, 100.0}, {4, 0, 1.0}, {5, 0, 10.0}, {7, 0, 1000.0}};
+  const auto model = BuildTreeEnsemble<float>(spec, "n");
+  EXPECT_EQ(model.depths, (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(Evaluate(model, {-1, -1, -1, -1, 1, -1, 1, 1, 1}, 3), (std::vector<float>{2, 20, 1100}));
+}
+
 TEST(MlTreeEnsemble, DeepChainBuildsWithoutRecursion) {
   // 200000 branches in a chain: the builder's walk is iterative, the evaluation a loop.
   const size_t depth = 200000;

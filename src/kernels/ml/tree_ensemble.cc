@@ -89,6 +89,9 @@ TreeEnsembleModel<T> BuildTreeEnsemble(const TreeEnsembleSpec& spec, const std::
     int stage;
   };
   std::vector<Frame> stack;
+  // Longest path below each flat node, in branches; set when the walk leaves the node, after
+  // both children (new ones or ones another tree reached first) are done.
+  std::vector<uint32_t> depth;
   for (int64_t root : spec.roots) {
     if (root < 0 || root >= n) Fail(node, fmt::format("tree root index {} is out of range [0, {})", root, n));
     if (color[root] == 0) {
@@ -99,6 +102,11 @@ TreeEnsembleModel<T> BuildTreeEnsemble(const TreeEnsembleSpec& spec, const std::
       const Frame frame = stack.back();
       if (spec.modes[frame.index] == NodeMode::kLeaf || frame.stage == 2) {
         color[frame.index] = 2;
+        const FlatNode<T>& f = model.nodes[flat[frame.index]];
+        depth.resize(model.nodes.size(), 0);
+        if (f.mode != NodeMode::kLeaf) {
+          depth[flat[frame.index]] = 1 + std::max(depth[f.next[0]], depth[f.next[1]]);
+        }
         stack.pop_back();
         continue;
       }
@@ -122,12 +130,7 @@ TreeEnsembleModel<T> BuildTreeEnsemble(const TreeEnsembleSpec& spec, const std::
     model.roots.push_back(static_cast<uint32_t>(flat[root]));
   }
 
-  // Depths, children before parents: in depth-first preorder every child sits after its parent.
-  std::vector<uint32_t> depth(model.nodes.size(), 0);
-  for (size_t i = model.nodes.size(); i-- > 0;) {
-    const FlatNode<T>& f = model.nodes[i];
-    if (f.mode != NodeMode::kLeaf) depth[i] = 1 + std::max(depth[f.next[0]], depth[f.next[1]]);
-  }
+  depth.resize(model.nodes.size(), 0);
   for (uint32_t root : model.roots) model.depths.push_back(depth[root]);
   // Leaves of one weight count K become self-loops (see FlatNode).
   int64_t k = -1;

@@ -356,7 +356,8 @@ class TreeEnsembleKernel final : public KernelBase {
     size_t member_pos = 0;
 
     // Branches keep their index; leaf j becomes node n + j.
-    const uint8_t* modes = modes_tensor.Contiguous(nullptr).data<uint8_t>();
+    const Tensor modes_values = modes_tensor.Contiguous(nullptr);
+    const uint8_t* modes = modes_values.data<uint8_t>();
     spec.modes.resize(n + leaves, NodeMode::kLeaf);
     spec.features.assign(n + leaves, 0);
     spec.thresholds.assign(n + leaves, 0.0);
