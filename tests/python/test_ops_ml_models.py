@@ -723,23 +723,30 @@ def test_normalizer_bad_norm():
 
 # ---- scikit-learn models converted with skl2onnx ------------------------------------------------
 
-sklearn = pytest.importorskip("sklearn", reason="scikit-learn is pinned in constraints.txt; setup.sh installs it")
-skl2onnx = pytest.importorskip("skl2onnx", reason="skl2onnx is pinned in constraints.txt; setup.sh installs it")
-
-from sklearn.datasets import make_classification, make_regression  # noqa: E402
+@pytest.fixture
+def skl2onnx():
+    # Only the model tests need them; the node tests above run without.
+    pytest.importorskip("sklearn", reason="scikit-learn is pinned in constraints.txt; setup.sh installs it")
+    return pytest.importorskip("skl2onnx", reason="skl2onnx is pinned in constraints.txt; setup.sh installs it")
 
 
 def classification_data(n_classes, seed=0):
+    from sklearn.datasets import make_classification
+
     x, y = make_classification(300, 10, n_informative=6, n_classes=n_classes, random_state=seed)
     return x.astype(np.float32), y
 
 
 def regression_data(seed=0):
+    from sklearn.datasets import make_regression
+
     x, y = make_regression(300, 10, n_informative=6, noise=0.5, random_state=seed)
     return x.astype(np.float32), y
 
 
 def convert(estimator, x, classifier):
+    import skl2onnx
+
     # ZipMap builds a sequence of maps, which the runtime does not have: classifiers are
     # converted with zipmap=False so the probabilities stay a tensor.
     options = {id(estimator): {"zipmap": False}} if classifier else None
@@ -753,19 +760,31 @@ def run_converted(model, x):
     return run_ours(model, {name: x}), run_ort(model, {name: x})
 
 
-def build_classifiers():
-    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.svm import SVC
-    from sklearn.tree import DecisionTreeClassifier
+CLASSIFIERS = {
+    "random_forest": ("sklearn.ensemble", "RandomForestClassifier",
+                      {"n_estimators": 20, "max_depth": 8, "random_state": 0}),
+    "gradient_boosting": ("sklearn.ensemble", "GradientBoostingClassifier",
+                          {"n_estimators": 20, "max_depth": 3, "random_state": 0}),
+    "decision_tree": ("sklearn.tree", "DecisionTreeClassifier", {"max_depth": 8, "random_state": 0}),
+    "logistic_regression": ("sklearn.linear_model", "LogisticRegression", {"max_iter": 1000}),
+    "svc": ("sklearn.svm", "SVC", {"probability": True, "random_state": 0}),
+}
+REGRESSORS = {
+    "random_forest": ("sklearn.ensemble", "RandomForestRegressor",
+                      {"n_estimators": 20, "max_depth": 8, "random_state": 0}),
+    "gradient_boosting": ("sklearn.ensemble", "GradientBoostingRegressor",
+                          {"n_estimators": 30, "max_depth": 3, "random_state": 0}),
+    "decision_tree": ("sklearn.tree", "DecisionTreeRegressor", {"max_depth": 8, "random_state": 0}),
+    "linear_regression": ("sklearn.linear_model", "LinearRegression", {}),
+    "svr": ("sklearn.svm", "SVR", {"C": 10.0}),
+}
 
-    return {
-        "random_forest": lambda: RandomForestClassifier(n_estimators=20, max_depth=8, random_state=0),
-        "gradient_boosting": lambda: GradientBoostingClassifier(n_estimators=20, max_depth=3, random_state=0),
-        "decision_tree": lambda: DecisionTreeClassifier(max_depth=8, random_state=0),
-        "logistic_regression": lambda: LogisticRegression(max_iter=1000),
-        "svc": lambda: SVC(probability=True, random_state=0),
-    }
+
+def make_estimator(spec):
+    import importlib
+
+    module, name, params = spec
+    return getattr(importlib.import_module(module), name)(**params)
 
 
 # Tolerances on probabilities: trees sum float32 weights (ORT sums in the same order; scikit-learn
@@ -776,10 +795,10 @@ SKLEARN_PROBA_TOL = {"random_forest": 1e-5, "gradient_boosting": 1e-4, "decision
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
-@pytest.mark.parametrize("name", list(build_classifiers()))
-def test_sklearn_classifiers(name, n_classes):
+@pytest.mark.parametrize("name", list(CLASSIFIERS))
+def test_sklearn_classifiers(name, n_classes, skl2onnx):
     x, y = classification_data(n_classes, seed=n_classes)
-    estimator = build_classifiers()[name]().fit(x, y)
+    estimator = make_estimator(CLASSIFIERS[name]).fit(x, y)
     model = convert(estimator, x, classifier=True)
     ours, ort_out = run_converted(model, x)
     np.testing.assert_array_equal(ours[0], ort_out[0])
@@ -797,25 +816,10 @@ def test_sklearn_classifiers(name, n_classes):
         np.testing.assert_array_equal(ours[0][~close], predicted[~close])
 
 
-def build_regressors():
-    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
-    from sklearn.linear_model import LinearRegression
-    from sklearn.svm import SVR
-    from sklearn.tree import DecisionTreeRegressor
-
-    return {
-        "random_forest": lambda: RandomForestRegressor(n_estimators=20, max_depth=8, random_state=0),
-        "gradient_boosting": lambda: GradientBoostingRegressor(n_estimators=30, max_depth=3, random_state=0),
-        "decision_tree": lambda: DecisionTreeRegressor(max_depth=8, random_state=0),
-        "linear_regression": lambda: LinearRegression(),
-        "svr": lambda: SVR(C=10.0),
-    }
-
-
-@pytest.mark.parametrize("name", list(build_regressors()))
-def test_sklearn_regressors(name):
+@pytest.mark.parametrize("name", list(REGRESSORS))
+def test_sklearn_regressors(name, skl2onnx):
     x, y = regression_data()
-    estimator = build_regressors()[name]().fit(x, y)
+    estimator = make_estimator(REGRESSORS[name]).fit(x, y)
     model = convert(estimator, x, classifier=False)
     ours, ort_out = run_converted(model, x)
     # Targets reach a few hundred: float32 sums agree with ORT to a few ulps of that.
@@ -823,7 +827,7 @@ def test_sklearn_regressors(name):
     np.testing.assert_allclose(ours[0].ravel(), estimator.predict(x), rtol=1e-4, atol=2e-3)
 
 
-def test_sklearn_linear_svc():
+def test_sklearn_linear_svc(skl2onnx):
     # skl2onnx writes LinearSVC as LinearClassifier followed by ArrayFeatureExtractor (another
     # family's operator); the LinearClassifier's own outputs are checked here: the label and the
     # decision function.
@@ -851,7 +855,7 @@ def test_sklearn_linear_svc():
             np.testing.assert_allclose(ours[1], decision, rtol=1e-4, atol=1e-4)
 
 
-def test_sklearn_hist_gradient_boosting_conversion_unavailable():
+def test_sklearn_hist_gradient_boosting_conversion_unavailable(skl2onnx):
     # skl2onnx 1.20 cannot convert scikit-learn 1.9's HistGradientBoosting models (it passes
     # numpy uint32 node ids that onnx.helper refuses). When a later pin converts them, this test
     # fails and is to be replaced by a comparison like the ones above.

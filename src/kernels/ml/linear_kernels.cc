@@ -142,10 +142,13 @@ class LinearRegressorKernel final : public KernelBase {
     // One target takes only PROBIT, as in ONNX Runtime (the tree regressors behave the same).
     if (transform_ != PostTransform::kNone && (targets_ > 1 || transform_ == PostTransform::kProbit)) {
       for (int64_t r = 0; r < x.rows; ++r) {
-        ml::ApplyPostTransform(transform_, std::span<float>(y.data<float>() + r * targets_, static_cast<size_t>(targets_)));
+        float* row = y.data<float>() + r * targets_;
+        ml::ApplyPostTransform(transform_, std::span<float>(row, static_cast<size_t>(targets_)));
       }
     }
-    if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("LinearRegressor", rt.Input(0).dtype(), "gemm"));
+    if (rt.kernel_usage_enabled()) {
+      rt.RecordKernelUsage(KernelUsageName("LinearRegressor", rt.Input(0).dtype(), "gemm"));
+    }
   }
 
  private:
