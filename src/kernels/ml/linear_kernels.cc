@@ -83,13 +83,13 @@ class LinearClassifierKernel final : public KernelBase {
         }
         std::copy(s, s + n, out + r * n);
       }
-      ml::ApplyPostTransform(transform_, std::span<float>(out + r * out_cols, static_cast<size_t>(out_cols)));
       if (string_labels_.empty()) {
         labels.data<int64_t>()[r] = int_labels_[best];
       } else {
         labels.data<std::string>()[r] = string_labels_[best];
       }
     }
+    ml::ApplyPostTransformRows(transform_, out, x.rows, out_cols);
     if (rt.kernel_usage_enabled()) {
       rt.RecordKernelUsage(KernelUsageName("LinearClassifier", rt.Input(0).dtype(), "gemm"));
     }
@@ -141,10 +141,7 @@ class LinearRegressorKernel final : public KernelBase {
     LinearScores(rt, x, coefficients_, intercepts_, targets_, y.data<float>());
     // One target takes only PROBIT, as in ONNX Runtime (the tree regressors behave the same).
     if (transform_ != PostTransform::kNone && (targets_ > 1 || transform_ == PostTransform::kProbit)) {
-      for (int64_t r = 0; r < x.rows; ++r) {
-        float* row = y.data<float>() + r * targets_;
-        ml::ApplyPostTransform(transform_, std::span<float>(row, static_cast<size_t>(targets_)));
-      }
+      ml::ApplyPostTransformRows(transform_, y.data<float>(), x.rows, targets_);
     }
     if (rt.kernel_usage_enabled()) {
       rt.RecordKernelUsage(KernelUsageName("LinearRegressor", rt.Input(0).dtype(), "gemm"));

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/elementwise/fast_math.h"
 #include "kernels/ml/ml_model_kernels.h"
 
 namespace onnx_light::runtime::ml {
@@ -64,6 +65,40 @@ void ApplyPostTransform(PostTransform transform, std::span<float> values) {
       return;
     case PostTransform::kProbit:
       for (float& v : values) v = Probit(v);
+      return;
+  }
+}
+
+void ApplyPostTransformRows(PostTransform transform, float* values, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  switch (transform) {
+    case PostTransform::kNone:
+      return;
+    case PostTransform::kLogistic:
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) values[i] = fast_math::Sigmoid(values[i]);
+      return;
+    case PostTransform::kSoftmax: {
+      for (int64_t r = 0; r < rows; ++r) {
+        float* v = values + r * cols;
+        float v_max = -std::numeric_limits<float>::max();
+        for (int64_t c = 0; c < cols; ++c) v_max = std::max(v_max, v[c]);
+        for (int64_t c = 0; c < cols; ++c) v[c] -= v_max;
+      }
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) values[i] = fast_math::ExpNonPositive(values[i]);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* v = values + r * cols;
+        float sum = 0;
+        for (int64_t c = 0; c < cols; ++c) sum += v[c];
+        for (int64_t c = 0; c < cols; ++c) v[c] /= sum;
+      }
+      return;
+    }
+    default:
+      for (int64_t r = 0; r < rows; ++r) {
+        ApplyPostTransform(transform, std::span<float>(values + r * cols, static_cast<size_t>(cols)));
+      }
       return;
   }
 }

@@ -69,6 +69,9 @@ T NarrowTo(double v) {
 
 /// Applies `transform` to one row of scores in place.
 void ApplyPostTransform(PostTransform transform, std::span<float> values);
+/// The same on `rows` rows of `cols` scores; LOGISTIC and SOFTMAX run the vectorised exp of
+/// kernels/elementwise/fast_math.h over the whole block (a few ulp from libm's).
+void ApplyPostTransformRows(PostTransform transform, float* values, int64_t rows, int64_t cols);
 
 /// The feature input X: [N, C], or [C] as one row. Integer inputs are converted to `T`; float
 /// inputs of type T are read in place.
