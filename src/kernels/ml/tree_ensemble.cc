@@ -233,27 +233,22 @@ void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t col
     }
   };
   constexpr int kRows = 8;  // rows walking one tree together, from this many rows on
+  constexpr int kTrees = 4;  // trees one row walks together below that (8 measured no faster)
   if (end - begin < kRows) {
     for (int64_t r = begin; r < end; ++r) {
       const T* row = x + r * cols;
       size_t t = 0;
-      for (; t + 4 <= n_trees; t += 4) {
-        const FlatNode<T>* a = nodes + model.roots[t];
-        const FlatNode<T>* b = nodes + model.roots[t + 1];
-        const FlatNode<T>* c = nodes + model.roots[t + 2];
-        const FlatNode<T>* d = nodes + model.roots[t + 3];
-        const uint32_t steps = std::max(std::max(model.depths[t], model.depths[t + 1]),
-                                        std::max(model.depths[t + 2], model.depths[t + 3]));
-        for (uint32_t s = 0; s < steps; ++s) {
-          a = Step(nodes, a, row);
-          b = Step(nodes, b, row);
-          c = Step(nodes, c, row);
-          d = Step(nodes, d, row);
+      for (; t + kTrees <= n_trees; t += kTrees) {
+        const FlatNode<T>* at[kTrees];
+        uint32_t steps = 0;
+        for (int i = 0; i < kTrees; ++i) {
+          at[i] = nodes + model.roots[t + i];
+          steps = std::max(steps, model.depths[t + i]);
         }
-        add(r, a);
-        add(r, b);
-        add(r, c);
-        add(r, d);
+        for (uint32_t s = 0; s < steps; ++s) {
+          for (int i = 0; i < kTrees; ++i) at[i] = Step(nodes, at[i], row);
+        }
+        for (int i = 0; i < kTrees; ++i) add(r, at[i]);
       }
       for (; t < n_trees; ++t) {
         const FlatNode<T>* a = nodes + model.roots[t];
