@@ -255,6 +255,21 @@ def test_tree_lockstep_walk_remainders(rows, n_targets):
         assert_outputs(run_ours(model, {"x": x}), run_reference(model, {"x": x}))
 
 
+@pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
+@pytest.mark.parametrize("modes", [["BRANCH_LEQ"], LEGACY_MODES])
+def test_tree_split_over_threads_for_few_rows(aggregate, modes):
+    # 150 trees and 1-3 rows on 2 threads: the trees are split between the threads, each summing
+    # into its own scores, merged afterwards (MIN/MAX by comparison, with the has-score flags).
+    import onnx_light.runtime as runtime
+
+    trees, leaves = random_trees(150, 4, 4, modes, seed=61, n_targets=2, leaf_targets=[0])
+    options = runtime.RuntimeSessionOptions(num_threads=2)
+    for rows in (1, 3):
+        x = integer_rows(rows, 4, 17 + rows)
+        model = ml_model("TreeEnsembleRegressor", x, regressor_attrs(trees, leaves, 2, aggregate, base=[0.5, 1.0]))
+        assert_outputs(run_ours(model, {"x": x}, options=options), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
+
+
 def test_tree_regressor_large_batch_uses_fast_path_and_threads():
     # Many rows over the thread pool, all-LEQ single-weight leaves: the fast path, same numbers.
     import onnx_light.runtime as runtime

@@ -217,10 +217,10 @@ inline const FlatNode<T>* Step(const FlatNode<T>* nodes, const FlatNode<T>* n, c
 /// from there on.
 template <typename T, Aggregate kAgg>
 void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, int64_t begin, int64_t end,
-                      T* scores, uint8_t* has_score) {
+                      size_t tree_begin, size_t tree_end, T* scores, uint8_t* has_score) {
   const FlatNode<T>* nodes = model.nodes.data();
   const int64_t nt = model.n_targets;
-  const size_t n_trees = model.roots.size();
+  const size_t n_trees = tree_end;
   const uint32_t k = model.leaf_weights;
   auto add = [&](int64_t r, const FlatNode<T>* leaf) {
     if (k == 1) {
@@ -237,7 +237,7 @@ void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t col
   if (end - begin < kRows) {
     for (int64_t r = begin; r < end; ++r) {
       const T* row = x + r * cols;
-      size_t t = 0;
+      size_t t = tree_begin;
       for (; t + kTrees <= n_trees; t += kTrees) {
         const FlatNode<T>* at[kTrees];
         uint32_t steps = 0;
@@ -263,7 +263,7 @@ void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t col
   constexpr int64_t kBlock = 128;
   for (int64_t block = begin; block < end; block += kBlock) {
     const int64_t block_end = std::min(end, block + kBlock);
-    for (size_t t = 0; t < n_trees; ++t) {
+    for (size_t t = tree_begin; t < n_trees; ++t) {
       const FlatNode<T>* root = nodes + model.roots[t];
       const uint32_t steps = model.depths[t];
       int64_t r = block;
@@ -289,14 +289,15 @@ void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t col
 }
 
 template <typename T, bool kAllLeq, bool kSingle, Aggregate kAgg>
-void EvaluateRange(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, int64_t begin, int64_t end, T* scores,
-                   uint8_t* has_score) {
+void EvaluateRange(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, int64_t begin, int64_t end,
+                   size_t tree_begin, size_t tree_end, T* scores, uint8_t* has_score) {
   // Trees outer, a block of rows inner: one tree's nodes stay in cache while the rows walk it.
   constexpr int64_t kBlock = 128;
   const int64_t nt = model.n_targets;
   for (int64_t block = begin; block < end; block += kBlock) {
     const int64_t block_end = std::min(end, block + kBlock);
-    for (uint32_t root : model.roots) {
+    for (size_t t = tree_begin; t < tree_end; ++t) {
+      const uint32_t root = model.roots[t];
       for (int64_t r = block; r < block_end; ++r) {
         const FlatNode<T>* leaf = Walk<T, kAllLeq>(model, root, x + r * cols);
         if constexpr (kSingle) {
@@ -316,27 +317,27 @@ void EvaluateRange(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, 
 
 template <typename T, bool kAllLeq, bool kSingle>
 void EvaluateRangeAgg(const TreeEnsembleModel<T>& model, Aggregate aggregate, const T* x, int64_t cols, int64_t begin,
-                      int64_t end, T* scores, uint8_t* has_score) {
+                      int64_t end, size_t tree_begin, size_t tree_end, T* scores, uint8_t* has_score) {
   // The lockstep walk reads feature 0 at leaves: it needs a row of at least one feature.
   if constexpr (kAllLeq) {
     if (cols > 0 && model.leaf_weights > 0) {
       switch (aggregate) {
         case Aggregate::kMin:
-          return EvaluateLockstep<T, Aggregate::kMin>(model, x, cols, begin, end, scores, has_score);
+          return EvaluateLockstep<T, Aggregate::kMin>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
         case Aggregate::kMax:
-          return EvaluateLockstep<T, Aggregate::kMax>(model, x, cols, begin, end, scores, has_score);
+          return EvaluateLockstep<T, Aggregate::kMax>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
         default:
-          return EvaluateLockstep<T, Aggregate::kSum>(model, x, cols, begin, end, scores, has_score);
+          return EvaluateLockstep<T, Aggregate::kSum>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
       }
     }
   }
   switch (aggregate) {
     case Aggregate::kMin:
-      return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kMin>(model, x, cols, begin, end, scores, has_score);
+      return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kMin>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
     case Aggregate::kMax:
-      return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kMax>(model, x, cols, begin, end, scores, has_score);
+      return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kMax>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
     default:
-      return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kSum>(model, x, cols, begin, end, scores, has_score);
+      return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kSum>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
   }
 }
 
@@ -345,21 +346,55 @@ void EvaluateRangeAgg(const TreeEnsembleModel<T>& model, Aggregate aggregate, co
 template <typename T>
 void EvaluateTrees(const TreeEnsembleModel<T>& model, Aggregate aggregate, const T* x, int64_t rows, int64_t cols,
                    T* scores, uint8_t* has_score, ThreadPool* pool) {
-  // About ten nodes a tree per row; a task should hold some 50k node visits.
-  const int64_t per_row = std::max<int64_t>(1, static_cast<int64_t>(model.n_trees()) * 10);
-  const int64_t min_rows = std::max<int64_t>(1, 50000 / per_row);
-  ParallelFor(pool, rows, min_rows, [&](int64_t begin, int64_t end) {
+  auto run = [&](int64_t begin, int64_t end, size_t tree_begin, size_t tree_end, T* out, uint8_t* has) {
     if (model.all_leq) {
       if (model.single_weight_leaves) {
-        EvaluateRangeAgg<T, true, true>(model, aggregate, x, cols, begin, end, scores, has_score);
+        EvaluateRangeAgg<T, true, true>(model, aggregate, x, cols, begin, end, tree_begin, tree_end, out, has);
       } else {
-        EvaluateRangeAgg<T, true, false>(model, aggregate, x, cols, begin, end, scores, has_score);
+        EvaluateRangeAgg<T, true, false>(model, aggregate, x, cols, begin, end, tree_begin, tree_end, out, has);
       }
     } else if (model.single_weight_leaves) {
-      EvaluateRangeAgg<T, false, true>(model, aggregate, x, cols, begin, end, scores, has_score);
+      EvaluateRangeAgg<T, false, true>(model, aggregate, x, cols, begin, end, tree_begin, tree_end, out, has);
     } else {
-      EvaluateRangeAgg<T, false, false>(model, aggregate, x, cols, begin, end, scores, has_score);
+      EvaluateRangeAgg<T, false, false>(model, aggregate, x, cols, begin, end, tree_begin, tree_end, out, has);
     }
+  };
+  const size_t n_trees = model.n_trees();
+  // About ten nodes a tree per row; a task should hold some 50k node visits.
+  const int64_t per_row = std::max<int64_t>(1, static_cast<int64_t>(n_trees) * 10);
+  const int64_t min_rows = std::max<int64_t>(1, 50000 / per_row);
+  const int64_t threads = pool == nullptr ? 1 : pool->num_threads();
+  // Too few rows to split but many trees (a single row of a large forest): the trees are split
+  // instead, each task summing into scores of its own, merged in task order afterwards.
+  constexpr size_t kMinTreesPerTask = 64;
+  if (threads > 1 && rows < 2 * min_rows && n_trees >= 2 * kMinTreesPerTask) {
+    const int64_t tasks = std::min<int64_t>(threads, static_cast<int64_t>(n_trees / kMinTreesPerTask));
+    const size_t cells = static_cast<size_t>(rows * model.n_targets);
+    std::vector<T> part_scores(cells * static_cast<size_t>(tasks), T(0));
+    std::vector<uint8_t> part_has(cells * static_cast<size_t>(tasks), 0);
+    ParallelFor(pool, tasks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t task = first; task < last; ++task) {
+        const size_t t0 = n_trees * static_cast<size_t>(task) / static_cast<size_t>(tasks);
+        const size_t t1 = n_trees * static_cast<size_t>(task + 1) / static_cast<size_t>(tasks);
+        run(0, rows, t0, t1, part_scores.data() + cells * task, part_has.data() + cells * task);
+      }
+    });
+    for (int64_t task = 0; task < tasks; ++task) {
+      const T* ps = part_scores.data() + cells * task;
+      const uint8_t* ph = part_has.data() + cells * task;
+      for (size_t i = 0; i < cells; ++i) {
+        if (!ph[i]) continue;
+        switch (aggregate) {
+          case Aggregate::kMin: Accumulate<Aggregate::kMin>(scores + i, has_score + i, ps[i]); break;
+          case Aggregate::kMax: Accumulate<Aggregate::kMax>(scores + i, has_score + i, ps[i]); break;
+          default: Accumulate<Aggregate::kSum>(scores + i, has_score + i, ps[i]); break;
+        }
+      }
+    }
+    return;
+  }
+  ParallelFor(pool, rows, min_rows, [&](int64_t begin, int64_t end) {
+    run(begin, end, 0, n_trees, scores, has_score);
   });
 }
 
