@@ -352,6 +352,21 @@ def test_tree_classifier_binary_two_class_ids_matches_ort():
         assert_outputs(*run_all(model, x))
 
 
+def test_tree_classifier_as_tensor_attributes():
+    # ai.onnx.ml 3: class weights, thresholds and base values as tensors.
+    trees, leaves = random_trees(3, 3, 4, ["BRANCH_LEQ", "BRANCH_GTE"], seed=67, n_targets=3)
+    attrs = classifier_attrs(trees, leaves, [1, 2, 3], "SOFTMAX", base=[0.1, 0.2, 0.3])
+    attrs["class_weights_as_tensor"] = numpy_helper.from_array(np.array(attrs.pop("class_weights"), np.float32))
+    attrs["nodes_values_as_tensor"] = numpy_helper.from_array(np.array(attrs.pop("nodes_values"), np.float32))
+    attrs["base_values_as_tensor"] = numpy_helper.from_array(np.array(attrs.pop("base_values"), np.float32))
+    x = integer_rows(30, 4, 21)
+    model = ml_model("TreeEnsembleClassifier", x, attrs, outputs=("label", "scores"))
+    assert_outputs(*run_all(model, x))
+    both = dict(attrs, base_values=[0.0, 0.0, 0.0])
+    expect_build_or_run_error(ml_model("TreeEnsembleClassifier", x, both, outputs=("l", "s")), x,
+                              "'base_values' and 'base_values_as_tensor' are both given")
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.int32])
 def test_tree_classifier_input_types(dtype):
     trees, leaves = random_trees(3, 4, 4, LEGACY_MODES, seed=41, n_targets=3)
