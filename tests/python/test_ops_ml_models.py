@@ -244,11 +244,16 @@ def test_tree_regressor_one_row_and_1d_input():
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 7, 8, 11, 20])
 @pytest.mark.parametrize("n_targets", [1, 2])
-def test_tree_lockstep_walk_remainders(rows, n_targets):
-    # All-LEQ trees with K weights per leaf walk in lockstep (four trees of a row below eight
-    # rows, eight rows of a tree otherwise); 7 trees and these row counts leave remainders.
-    trees, leaves = random_trees(7, 5, 4, ["BRANCH_LEQ"], seed=59 + rows, n_targets=n_targets)
+@pytest.mark.parametrize("mode", ["BRANCH_LEQ", "BRANCH_LT"])
+def test_tree_lockstep_walk_remainders(rows, n_targets, mode):
+    # Single-mode trees with K weights per leaf walk in lockstep (four trees of a row below eight
+    # rows, eight rows of a tree otherwise); 7 trees and these row counts leave remainders. The
+    # BRANCH_LT trees track missing values, and NaN is fed.
+    missing = mode == "BRANCH_LT"
+    trees, leaves = random_trees(7, 5, 4, [mode], seed=59 + rows, n_targets=n_targets, missing=missing)
     x = np.random.default_rng(rows).normal(size=(rows, 4)).astype(np.float32) * 2
+    if missing:
+        x[np.random.default_rng(rows + 1).random(x.shape) < 0.2] = np.nan
     for aggregate in ("SUM", "MAX"):
         model = ml_model("TreeEnsembleRegressor", x, regressor_attrs(trees, leaves, n_targets, aggregate))
         assert_outputs(*run_all(model, x))
@@ -286,7 +291,15 @@ def test_tree_regressor_large_batch_uses_fast_path_and_threads():
     model = ml_model("TreeEnsembleRegressor", x, uneven)
     assert_outputs(run_ours(model, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
     assert "TreeEnsembleRegressor/float32/flat-leq" in usage_of(model, {"x": x})
-    mixed = ml_model("TreeEnsembleRegressor", x, regressor_attrs(*random_trees(5, 4, 8, ["BRANCH_LT"], seed=3), 1))
+    # All BRANCH_LT (as XGBoost writes) with missing-value tracking: the lockstep walk too.
+    lt = ml_model("TreeEnsembleRegressor", x,
+                  regressor_attrs(*random_trees(5, 4, 8, ["BRANCH_LT"], seed=3, missing=True), 1))
+    x_nan = x.copy()
+    x_nan[::7, ::3] = np.nan
+    assert "TreeEnsembleRegressor/float32/flat-lockstep" in usage_of(lt, {"x": x_nan})
+    assert_outputs(run_ours(lt, {"x": x_nan}, options=options), run_ort(lt, {"x": x_nan}), rtol=1e-5, atol=1e-5)
+    mixed = ml_model("TreeEnsembleRegressor", x,
+                     regressor_attrs(*random_trees(5, 4, 8, ["BRANCH_LEQ", "BRANCH_GT"], seed=3), 1))
     assert "TreeEnsembleRegressor/float32/flat" in usage_of(mixed, {"x": x})
 
 

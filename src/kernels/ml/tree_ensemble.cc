@@ -140,6 +140,25 @@ TreeEnsembleModel<T> BuildTreeEnsemble(const TreeEnsembleSpec& spec, const std::
     if (k != f.next[1]) k = 0;
   }
   model.leaf_weights = k > 0 ? static_cast<uint32_t>(k) : 0;
+  // One comparison for every branch (LEQ, or LT as XGBoost writes), missing-value tracking
+  // allowed: the lockstep walk.
+  bool all_leq = true;
+  bool all_lt = true;
+  bool missing = false;
+  for (const FlatNode<T>& f : model.nodes) {
+    if (f.mode == NodeMode::kLeaf) continue;
+    all_leq = all_leq && f.mode == NodeMode::kLeq;
+    all_lt = all_lt && f.mode == NodeMode::kLt;
+    missing = missing || f.missing_tracks_true;
+  }
+  using Lockstep = typename TreeEnsembleModel<T>::Lockstep;
+  if (model.leaf_weights > 0) {
+    if (all_leq) {
+      model.lockstep = missing ? Lockstep::kLeqMissing : Lockstep::kLeq;
+    } else if (all_lt) {
+      model.lockstep = missing ? Lockstep::kLtMissing : Lockstep::kLt;
+    }
+  }
   model.single_weight_leaves = model.leaf_weights == 1;
   if (model.leaf_weights > 0) {
     for (size_t i = 0; i < model.nodes.size(); ++i) {
@@ -200,14 +219,17 @@ inline void Accumulate(T* score, uint8_t* has, T value) {
   *has = 1;
 }
 
-/// One BRANCH_LEQ step; a leaf steps onto itself. Both children are loaded before the
-/// comparison and one is picked with a mask: no load waits for the comparison, and no branch
-/// (GCC turns `cond ? t : f` here into a jump, mispredicted on half the steps).
-template <typename T>
+/// One BRANCH_LEQ (or BRANCH_LT) step; a leaf steps onto itself. Both children are loaded
+/// before the comparison and one is picked with a mask: no load waits for the comparison, and
+/// no branch (GCC turns `cond ? t : f` here into a jump, mispredicted on half the steps). With
+/// kMissing, a NaN goes to the true child where the node tracks missing values (v != v).
+template <typename T, NodeMode kMode, bool kMissing>
 inline const FlatNode<T>* Step(const FlatNode<T>* nodes, const FlatNode<T>* n, const T* row) {
   const uint32_t t = n->next[0];
   const uint32_t f = n->next[1];
-  const uint32_t go = static_cast<uint32_t>(row[n->feature] <= n->value);
+  const T v = row[n->feature];
+  uint32_t go = kMode == NodeMode::kLeq ? static_cast<uint32_t>(v <= n->value) : static_cast<uint32_t>(v < n->value);
+  if constexpr (kMissing) go |= static_cast<uint32_t>(v != v) & n->missing_tracks_true;
   return nodes + (f ^ ((t ^ f) & (0u - go)));
 }
 
@@ -215,7 +237,7 @@ inline const FlatNode<T>* Step(const FlatNode<T>* nodes, const FlatNode<T>* n, c
 /// for a fixed number of steps (the deepest one's), without a branch per level, so their
 /// dependent load chains overlap: four trees of one row below kRows rows, kRows rows of one tree
 /// from there on.
-template <typename T, Aggregate kAgg>
+template <typename T, Aggregate kAgg, NodeMode kMode, bool kMissing>
 void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, int64_t begin, int64_t end,
                       size_t tree_begin, size_t tree_end, T* scores, uint8_t* has_score) {
   const FlatNode<T>* nodes = model.nodes.data();
@@ -246,13 +268,13 @@ void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t col
           steps = std::max(steps, model.depths[t + i]);
         }
         for (uint32_t s = 0; s < steps; ++s) {
-          for (int i = 0; i < kTrees; ++i) at[i] = Step(nodes, at[i], row);
+          for (int i = 0; i < kTrees; ++i) at[i] = Step<T, kMode, kMissing>(nodes, at[i], row);
         }
         for (int i = 0; i < kTrees; ++i) add(r, at[i]);
       }
       for (; t < n_trees; ++t) {
         const FlatNode<T>* a = nodes + model.roots[t];
-        for (uint32_t s = 0; s < model.depths[t]; ++s) a = Step(nodes, a, row);
+        for (uint32_t s = 0; s < model.depths[t]; ++s) a = Step<T, kMode, kMissing>(nodes, a, row);
         add(r, a);
       }
     }
@@ -275,13 +297,13 @@ void EvaluateLockstep(const TreeEnsembleModel<T>& model, const T* x, int64_t col
           rows[i] = x + (r + i) * cols;
         }
         for (uint32_t s = 0; s < steps; ++s) {
-          for (int i = 0; i < kRows; ++i) at[i] = Step(nodes, at[i], rows[i]);
+          for (int i = 0; i < kRows; ++i) at[i] = Step<T, kMode, kMissing>(nodes, at[i], rows[i]);
         }
         for (int i = 0; i < kRows; ++i) add(r + i, at[i]);
       }
       for (; r < block_end; ++r) {
         const FlatNode<T>* a = root;
-        for (uint32_t s = 0; s < steps; ++s) a = Step(nodes, a, x + r * cols);
+        for (uint32_t s = 0; s < steps; ++s) a = Step<T, kMode, kMissing>(nodes, a, x + r * cols);
         add(r, a);
       }
     }
@@ -318,19 +340,6 @@ void EvaluateRange(const TreeEnsembleModel<T>& model, const T* x, int64_t cols, 
 template <typename T, bool kAllLeq, bool kSingle>
 void EvaluateRangeAgg(const TreeEnsembleModel<T>& model, Aggregate aggregate, const T* x, int64_t cols, int64_t begin,
                       int64_t end, size_t tree_begin, size_t tree_end, T* scores, uint8_t* has_score) {
-  // The lockstep walk reads feature 0 at leaves: it needs a row of at least one feature.
-  if constexpr (kAllLeq) {
-    if (cols > 0 && model.leaf_weights > 0) {
-      switch (aggregate) {
-        case Aggregate::kMin:
-          return EvaluateLockstep<T, Aggregate::kMin>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
-        case Aggregate::kMax:
-          return EvaluateLockstep<T, Aggregate::kMax>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
-        default:
-          return EvaluateLockstep<T, Aggregate::kSum>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
-      }
-    }
-  }
   switch (aggregate) {
     case Aggregate::kMin:
       return EvaluateRange<T, kAllLeq, kSingle, Aggregate::kMin>(model, x, cols, begin, end, tree_begin, tree_end, scores, has_score);
@@ -341,12 +350,58 @@ void EvaluateRangeAgg(const TreeEnsembleModel<T>& model, Aggregate aggregate, co
   }
 }
 
+template <typename T, NodeMode kMode, bool kMissing>
+void LockstepAgg(const TreeEnsembleModel<T>& model, Aggregate aggregate, const T* x, int64_t cols, int64_t begin,
+                 int64_t end, size_t tree_begin, size_t tree_end, T* scores, uint8_t* has_score) {
+  switch (aggregate) {
+    case Aggregate::kMin:
+      return EvaluateLockstep<T, Aggregate::kMin, kMode, kMissing>(model, x, cols, begin, end, tree_begin, tree_end,
+                                                                   scores, has_score);
+    case Aggregate::kMax:
+      return EvaluateLockstep<T, Aggregate::kMax, kMode, kMissing>(model, x, cols, begin, end, tree_begin, tree_end,
+                                                                   scores, has_score);
+    default:
+      return EvaluateLockstep<T, Aggregate::kSum, kMode, kMissing>(model, x, cols, begin, end, tree_begin, tree_end,
+                                                                   scores, has_score);
+  }
+}
+
+/// The lockstep walk when it applies (it reads feature 0 at leaves, so it needs at least one
+/// feature); false otherwise.
+template <typename T>
+bool RunLockstep(const TreeEnsembleModel<T>& model, Aggregate aggregate, const T* x, int64_t cols, int64_t begin,
+                 int64_t end, size_t tree_begin, size_t tree_end, T* scores, uint8_t* has_score) {
+  using Lockstep = typename TreeEnsembleModel<T>::Lockstep;
+  if (cols <= 0) return false;
+  switch (model.lockstep) {
+    case Lockstep::kLeq:
+      LockstepAgg<T, NodeMode::kLeq, false>(model, aggregate, x, cols, begin, end, tree_begin, tree_end, scores,
+                                            has_score);
+      return true;
+    case Lockstep::kLt:
+      LockstepAgg<T, NodeMode::kLt, false>(model, aggregate, x, cols, begin, end, tree_begin, tree_end, scores,
+                                           has_score);
+      return true;
+    case Lockstep::kLeqMissing:
+      LockstepAgg<T, NodeMode::kLeq, true>(model, aggregate, x, cols, begin, end, tree_begin, tree_end, scores,
+                                           has_score);
+      return true;
+    case Lockstep::kLtMissing:
+      LockstepAgg<T, NodeMode::kLt, true>(model, aggregate, x, cols, begin, end, tree_begin, tree_end, scores,
+                                          has_score);
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 template <typename T>
 void EvaluateTrees(const TreeEnsembleModel<T>& model, Aggregate aggregate, const T* x, int64_t rows, int64_t cols,
                    T* scores, uint8_t* has_score, ThreadPool* pool) {
   auto run = [&](int64_t begin, int64_t end, size_t tree_begin, size_t tree_end, T* out, uint8_t* has) {
+    if (RunLockstep(model, aggregate, x, cols, begin, end, tree_begin, tree_end, out, has)) return;
     if (model.all_leq) {
       if (model.single_weight_leaves) {
         EvaluateRangeAgg<T, true, true>(model, aggregate, x, cols, begin, end, tree_begin, tree_end, out, has);

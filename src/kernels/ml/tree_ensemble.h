@@ -80,6 +80,10 @@ struct TreeEnsembleModel {
   uint32_t leaf_weights = 0;
   /// Every branch is BRANCH_LEQ without missing-value tracking: the common fast path.
   bool all_leq = true;
+  /// The lockstep walk applies: every branch BRANCH_LEQ, or every branch BRANCH_LT (with or
+  /// without missing-value tracking), and every leaf holds leaf_weights >= 1 weights.
+  enum class Lockstep : uint8_t { kNone, kLeq, kLt, kLeqMissing, kLtMissing };
+  Lockstep lockstep = Lockstep::kNone;
   size_t n_trees() const { return roots.size(); }
 };
 

@@ -205,8 +205,11 @@ class TreeModels {
     std::vector<uint8_t> has(cells, 0);
     ml::EvaluateTrees<T>(model, aggregate, x.data, x.rows, x.cols, scores.data(), has.data(), rt.thread_pool());
     for (int64_t r = 0; r < x.rows; ++r) finish(r, scores.data() + r * nt, has.data() + r * nt);
-    if (!model.all_leq) return "flat";
-    return model.leaf_weights > 0 && x.cols > 0 ? "flat-leq-lockstep" : "flat-leq";
+    using Lockstep = typename ml::TreeEnsembleModel<T>::Lockstep;
+    if (model.lockstep != Lockstep::kNone && x.cols > 0) {
+      return model.lockstep == Lockstep::kLeq ? "flat-leq-lockstep" : "flat-lockstep";
+    }
+    return model.all_leq ? "flat-leq" : "flat";
   }
 
   TreeEnsembleSpec spec_;
