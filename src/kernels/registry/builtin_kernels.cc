@@ -68,6 +68,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterStringConcatKernels(r);
     RegisterRegexFullMatchKernels(r);
     RegisterTfIdfVectorizerKernels(r);
+    RegisterMlModelKernels(r);
     return r;
   }();
   return registry;

@@ -80,5 +80,7 @@ void RegisterStringSplitKernels(KernelRegistry& registry);
 void RegisterStringConcatKernels(KernelRegistry& registry);
 void RegisterRegexFullMatchKernels(KernelRegistry& registry);
 void RegisterTfIdfVectorizerKernels(KernelRegistry& registry);
+// ai.onnx.ml model operators (trees, linear models, SVM, Normalizer)
+void RegisterMlModelKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
