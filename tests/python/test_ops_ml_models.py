@@ -908,3 +908,54 @@ def test_sklearn_hist_gradient_boosting_conversion_unavailable(skl2onnx):
     estimator = HistGradientBoostingRegressor(max_iter=5).fit(x, y)
     with pytest.raises(Exception, match="Unable to create node"):
         convert(estimator, x, classifier=False)
+
+
+def test_sklearn_linear_svc_whole_model(skl2onnx):
+    # The whole converted graph: LinearClassifier, then ArrayFeatureExtractor picking the score
+    # column (preprocessing family), as a user runs it.
+    from sklearn.svm import LinearSVC
+
+    for n_classes in (2, 3):
+        x, y = classification_data(n_classes, seed=5)
+        estimator = LinearSVC(random_state=0).fit(x, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = skl2onnx.to_onnx(estimator, x[:1], target_opset={"": 17, "ai.onnx.ml": 3})
+        ours, ort_out = run_converted(model, x)
+        np.testing.assert_array_equal(ours[0], ort_out[0])
+        np.testing.assert_array_equal(ours[0], estimator.predict(x))
+        for a, b in zip(ours[1:], ort_out[1:]):
+            assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["scaled_logistic", "encoded_forest"])
+def test_sklearn_pipelines_across_both_ml_families(kind, skl2onnx):
+    # Pipelines whose graphs mix the preprocessing operators (Scaler, OneHotEncoder,
+    # ArrayFeatureExtractor, ...) with the model operators, converted as users convert them.
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    x, y = classification_data(3, seed=7)
+    if kind == "scaled_logistic":
+        estimator = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(x, y)
+        tol = 1e-5
+    else:
+        # Two columns turned into small integer categories, one-hot encoded beside the rest.
+        x = x.copy()
+        x[:, :2] = np.floor(np.abs(x[:, :2]) * 2).clip(0, 4)
+        prep = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), [0, 1]),
+                                  ("num", StandardScaler(), list(range(2, x.shape[1])))])
+        estimator = make_pipeline(prep, RandomForestClassifier(n_estimators=15, max_depth=6,
+                                                               random_state=0)).fit(x, y)
+        tol = 1e-5
+    options = {id(estimator.steps[-1][1]): {"zipmap": False}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = skl2onnx.to_onnx(estimator, x[:1], options=options, target_opset={"": 17, "ai.onnx.ml": 3})
+    ours, ort_out = run_converted(model, x)
+    np.testing.assert_array_equal(ours[0], ort_out[0])
+    assert_close(ours[1], ort_out[1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours[1], estimator.predict_proba(x), atol=tol)
