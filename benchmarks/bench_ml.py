@@ -10,7 +10,6 @@ constraints.txt).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import warnings
@@ -18,7 +17,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_vs_ort import compare  # noqa: E402
+from bench_vs_ort import run_case_table  # noqa: E402
 
 
 def convert(estimator, x, classifier):
@@ -75,26 +74,7 @@ def logreg_cases(rng):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--cases", default="rf,gbr,logreg")
-    args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    wanted = set(args.cases.split(","))
-    cases = []
-    if "rf" in wanted:
-        cases.extend(rf_cases(rng))
-    if "gbr" in wanted:
-        cases.extend(gbr_cases(rng))
-    if "logreg" in wanted:
-        cases.extend(logreg_cases(rng))
-    print(f"threads: {args.threads}\n")
-    print("| case | ours (ms) | ORT (ms) | ours / ORT |")
-    print("|---|---:|---:|---:|")
-    for name, model, feeds in cases:
-        ours, theirs = compare(model, feeds, args.threads, args.repeat)
-        print(f"| {name} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | {ours / theirs:.2f} |", flush=True)
+    run_case_table(__doc__.splitlines()[0], {"rf": rf_cases, "gbr": gbr_cases, "logreg": logreg_cases}, digits=3)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ faster). Uses the alternating-block timing of bench_vs_ort.py.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -17,7 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_vs_ort import compare  # noqa: E402
+from bench_vs_ort import run_case_table  # noqa: E402
 
 
 def one_node_model(op, inputs, attrs, opset, constants=None):
@@ -62,26 +61,7 @@ def mel_case(rng):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--cases", default="dft,stft,mel")
-    args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    wanted = set(args.cases.split(","))
-    cases = []
-    if "dft" in wanted:
-        cases.extend(dft_cases(rng))
-    if "stft" in wanted:
-        cases.append(stft_case(rng))
-    if "mel" in wanted:
-        cases.append(mel_case(rng))
-    print(f"threads: {args.threads}\n")
-    print("| case | ours (ms) | ORT (ms) | ours / ORT |")
-    print("|---|---:|---:|---:|")
-    for name, model, feeds in cases:
-        ours, theirs = compare(model, feeds, args.threads, args.repeat)
-        print(f"| {name} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | {ours / theirs:.2f} |", flush=True)
+    run_case_table(__doc__.splitlines()[0], {"dft": dft_cases, "stft": stft_case, "mel": mel_case}, digits=3)
 
 
 if __name__ == "__main__":

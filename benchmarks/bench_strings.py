@@ -10,7 +10,6 @@ time the conversions as well as the kernels, as a Python caller sees them.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -19,7 +18,7 @@ import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_vs_ort import compare  # noqa: E402
+from bench_vs_ort import run_case_table  # noqa: E402
 
 WORDS = np.array(["the", "a", "cat", "dog", "sat", "on", "mat", "The", "Quick", "brown", "fox", "jumps", "over",
                   "lazy", "été", "naïve", "x1", "y22", "hello", "world"], dtype=object)
@@ -87,28 +86,7 @@ def concat_case(rng):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--cases", default="tfidf,normsplit,regex,concat")
-    args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    wanted = set(args.cases.split(","))
-    cases = []
-    if "tfidf" in wanted:
-        cases.extend(tfidf_cases(rng))
-    if "normsplit" in wanted:
-        cases.append(normalize_split_case(rng))
-    if "regex" in wanted:
-        cases.append(regex_case(rng))
-    if "concat" in wanted:
-        cases.append(concat_case(rng))
-    print(f"threads: {args.threads}\n")
-    print("| case | ours (ms) | ORT (ms) | ours / ORT |")
-    print("|---|---:|---:|---:|")
-    for name, model, feeds in cases:
-        ours, theirs = compare(model, feeds, args.threads, args.repeat)
-        print(f"| {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ours / theirs:.2f} |", flush=True)
+    run_case_table(__doc__.splitlines()[0], {"tfidf": tfidf_cases, "normsplit": normalize_split_case, "regex": regex_case, "concat": concat_case}, digits=2)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ faster). Uses the alternating-block timing of bench_vs_ort.py.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -17,7 +16,7 @@ import onnx
 from onnx import helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_vs_ort import compare  # noqa: E402
+from bench_vs_ort import run_case_table  # noqa: E402
 
 # The opsets below are the newest ONNX Runtime 1.32 implements for each operator.
 OPSET = 22
@@ -85,32 +84,7 @@ def deformconv_case(rng):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--cases", default="nms,ssd,roialign,gridsample,lrn,deformconv")
-    args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    wanted = set(args.cases.split(","))
-    cases = []
-    if "nms" in wanted:
-        cases.append(nms_case(rng))
-    if "ssd" in wanted:
-        cases.append(ssd_case(rng))
-    if "roialign" in wanted:
-        cases.append(roialign_case(rng))
-    if "gridsample" in wanted:
-        cases.extend(gridsample_cases(rng))
-    if "lrn" in wanted:
-        cases.append(lrn_case(rng))
-    if "deformconv" in wanted:
-        cases.append(deformconv_case(rng))
-    print(f"threads: {args.threads}\n")
-    print("| case | ours (ms) | ORT (ms) | ours / ORT |")
-    print("|---|---:|---:|---:|")
-    for name, model, feeds in cases:
-        ours, theirs = compare(model, feeds, args.threads, args.repeat)
-        print(f"| {name} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {ours / theirs:.2f} |", flush=True)
+    run_case_table(__doc__.splitlines()[0], {"nms": nms_case, "ssd": ssd_case, "roialign": roialign_case, "gridsample": gridsample_cases, "lrn": lrn_case, "deformconv": deformconv_case}, digits=2)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,31 @@ def compare(model, feeds, threads, repeat, rounds=5, opset=23):
     return statistics.median(ours_samples), statistics.median(ort_samples)
 
 
+def run_case_table(description, families, repeat=30, digits=2):
+    """The command line of the one-node family benchmarks (bench_signal, bench_strings, bench_ml,
+    bench_vision): --threads, --repeat and --cases (names of `families`, a dict of name ->
+    function(rng) returning one (name, model, feeds) case or a list of them, in table order); prints
+    the Markdown table of `compare` for each case."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--cases", default=",".join(families))
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    wanted = set(args.cases.split(","))
+    cases = []
+    for name, make in families.items():
+        if name in wanted:
+            made = make(rng)
+            cases.extend([made] if isinstance(made, tuple) else made)
+    print(f"threads: {args.threads}\n")
+    print("| case | ours (ms) | ORT (ms) | ours / ORT |")
+    print("|---|---:|---:|---:|")
+    for name, model, feeds in cases:
+        ours, theirs = compare(model, feeds, args.threads, args.repeat)
+        print(f"| {name} | {ours * 1e3:.{digits}f} | {theirs * 1e3:.{digits}f} | {ours / theirs:.2f} |", flush=True)
+
+
 def chain_model(length=500, size=16):
     ops = ["Add", "Mul", "Sub", "Relu", "Neg"]
     nodes, x = [], "x"
