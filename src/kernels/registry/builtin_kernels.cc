@@ -61,6 +61,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterRandomKernels(r);
     RegisterOptimizerKernels(r);
     RegisterFunctionActivationKernels(r);
+    RegisterQuantizationKernels(r);
     return r;
   }();
   return registry;

@@ -70,5 +70,8 @@ void RegisterShrinkKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterOptimizerKernels(KernelRegistry& registry);
 void RegisterFunctionActivationKernels(KernelRegistry& registry);
+// quantization family (kernels/quantization/): QuantizeLinear, DequantizeLinear,
+// DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void RegisterQuantizationKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime

@@ -1,0 +1,344 @@
+"""Quantization operators against onnx.reference (bit-exact) and ONNX Runtime.
+
+QuantizeLinear / DequantizeLinear for every version, type, granularity and saturate mode;
+DynamicQuantizeLinear; MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv; models quantized
+by onnxruntime.quantization (dynamic and static QDQ) compared with ORT.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from node_check import expect_error, make_model, node_model, run_ort, run_ours, run_reference, usage_of
+
+INT_TYPES = {
+    10: [np.int8, np.uint8],
+    21: [np.int16, np.uint16, ml_dtypes.int4, ml_dtypes.uint4],
+    25: [ml_dtypes.int2, ml_dtypes.uint2],
+}
+FLOAT8_TYPES = [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz]
+QUANTIZE_VERSIONS = [10, 13, 19, 21, 23, 24, 25, 28]
+
+
+def bits(a: np.ndarray) -> np.ndarray:
+    """The stored value of every element as an integer, so NaN payloads, -0 and float8 codes compare."""
+    a = np.asarray(a)
+    if a.dtype.kind in "iu":
+        return a.astype(np.int64)
+    if a.dtype.itemsize == 1:
+        return a.view(np.uint8).astype(np.int64)
+    if a.dtype in (np.dtype(ml_dtypes.float4_e2m1fn), np.dtype(ml_dtypes.float6_e2m3fn), np.dtype(ml_dtypes.float6_e3m2fn)):
+        return a.view(np.uint8).astype(np.int64)
+    return a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint32).astype(np.int64)
+
+
+def assert_same_bits(ours, expected):
+    assert ours.dtype == expected.dtype, (ours.dtype, expected.dtype)
+    assert ours.shape == expected.shape, (ours.shape, expected.shape)
+    np.testing.assert_array_equal(bits(ours), bits(expected))
+
+
+def awkward_floats(shape, seed, scale=100.0, huge=True):
+    """Random values plus every .5 tie in [-10, 10], signed zeros and values near the type limits.
+
+    `huge` adds +-1e6, which overflow float16 to +-Inf: onnx.reference then converts Inf to int32
+    (undefined in numpy; it gives INT_MIN), where we saturate (see the NaN/Inf test below)."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * scale).astype(np.float32)
+    special = np.concatenate([np.arange(-10.5, 10.6, 0.5), [0.0, -0.0, 127.5, 128.5, -128.5, 255.5],
+                              [1e6, -1e6] if huge else [1000.5, -1000.5]])
+    flat = x.reshape(-1)
+    n = min(flat.size, special.size)
+    flat[:n] = special[:n]
+    return x
+
+
+def quantize(x, scale, zero_point=None, attrs=None, opset=21):
+    feeds = {"x": x, "scale": np.asarray(scale)}
+    if zero_point is not None:
+        feeds["zero_point"] = np.asarray(zero_point)
+    return node_model("QuantizeLinear", feeds, attrs, opset=opset), feeds
+
+
+def dequantize(x, scale, zero_point=None, attrs=None, opset=21):
+    feeds = {"x": x, "scale": np.asarray(scale)}
+    if zero_point is not None:
+        feeds["zero_point"] = np.asarray(zero_point)
+    return node_model("DequantizeLinear", feeds, attrs, opset=opset), feeds
+
+
+def check_exact(model_feeds):
+    model, feeds = model_feeds
+    ours = run_ours(model, feeds)[0]
+    reference_model = model
+    if model.graph.node[0].op_type == "DequantizeLinear" and model.opset_import[0].version < 19:
+        # onnx.reference has no DequantizeLinear before 19; 19 computes the same for these types.
+        reference_model = onnx.ModelProto()
+        reference_model.CopyFrom(model)
+        reference_model.opset_import[0].version = 19
+    expected = run_reference(reference_model, feeds)[0]
+    assert_same_bits(ours, expected)
+    return ours
+
+
+def int_types_for(opset):
+    return [t for since, types in INT_TYPES.items() if since <= opset for t in types]
+
+
+def type_range(t):
+    info = ml_dtypes.iinfo(t)
+    return int(info.min), int(info.max)
+
+
+# ---- QuantizeLinear ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", QUANTIZE_VERSIONS)
+def test_quantize_integer_types_every_version(opset):
+    x = awkward_floats((3, 4, 37), seed=opset)
+    for t in int_types_for(opset):
+        lo, hi = type_range(t)
+        zp = np.array(min(hi, 1 + lo + (hi - lo) // 2), t)
+        check_exact(quantize(x, np.float32(0.37), zp, opset=opset))
+        if opset >= 13:
+            rng = np.random.default_rng(1)
+            scales = (rng.random(4) + 0.25).astype(np.float32)
+            zps = rng.integers(lo, hi, 4, endpoint=True).astype(t)
+            check_exact(quantize(x, scales, zps, {"axis": 1}, opset))
+            scales = (rng.random(37) + 0.25).astype(np.float32)
+            zps = rng.integers(lo, hi, 37, endpoint=True).astype(t)
+            check_exact(quantize(x, scales, zps, {"axis": -1}, opset))
+    # No zero point: uint8.
+    assert check_exact(quantize(x, np.float32(2.0), opset=opset)).dtype == np.uint8
+
+
+@pytest.mark.parametrize("opset", [21, 23, 25, 28])
+@pytest.mark.parametrize("axis,block", [(0, 2), (1, 3), (2, 8), (-1, 37), (2, 5)])
+def test_quantize_blocked(opset, axis, block):
+    x = awkward_floats((4, 6, 37), seed=5)
+    rng = np.random.default_rng(block)
+    shape = list(x.shape)
+    shape[axis] = -(-shape[axis] // block)
+    for t in int_types_for(opset):
+        lo, hi = type_range(t)
+        scale = (rng.random(shape) + 0.1).astype(np.float32)
+        zp = rng.integers(lo, hi, shape, endpoint=True).astype(t)
+        check_exact(quantize(x, scale, zp, {"axis": axis, "block_size": block}, opset))
+        if opset >= 23:  # before 23 the scale has x's type
+            check_exact(quantize(x, scale.astype(np.float16), zp, {"axis": axis, "block_size": block}, opset))
+
+
+@pytest.mark.parametrize("t", FLOAT8_TYPES)
+@pytest.mark.parametrize("saturate", [0, 1])
+@pytest.mark.parametrize("opset", [19, 21, 23, 25])
+def test_quantize_float8_saturate(t, saturate, opset):
+    x = awkward_floats((2, 3, 50), seed=3, scale=1000.0)
+    x.reshape(-1)[-8:] = [np.nan, np.inf, -np.inf, 1e30, -1e30, 448.0, 500.0, 60000.0]
+    check_exact(quantize(x, np.float32(0.75), np.zeros((), t), {"saturate": saturate}, opset))
+    check_exact(quantize(x, np.array([1.0, 2.0, 0.5], np.float32), np.zeros(3, t), {"saturate": saturate, "axis": 1},
+                         opset))
+
+
+@pytest.mark.parametrize("opset", [23, 25, 28])
+def test_quantize_small_floats(opset):
+    x = awkward_floats((3, 40), seed=8, scale=4.0)
+    x.reshape(-1)[-4:] = [np.nan, np.inf, -np.inf, -0.0]
+    types = [ml_dtypes.float4_e2m1fn] + ([ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn] if opset >= 28 else [])
+    for t in types:
+        check_exact(quantize(x, np.float32(0.5), np.zeros((), t), opset=opset))
+        check_exact(quantize(x, np.float32(1.5), None, {"output_dtype": helper.np_dtype_to_tensor_dtype(np.dtype(t))},
+                             opset))
+
+
+@pytest.mark.parametrize("x_type", [np.float32, np.float16, ml_dtypes.bfloat16, np.int32])
+@pytest.mark.parametrize("scale_type", [np.float32, np.float16, ml_dtypes.bfloat16, np.int32])
+def test_quantize_mixed_input_and_scale_types(x_type, scale_type):
+    rng = np.random.default_rng(2)
+    x = (awkward_floats((5, 30), seed=9, huge=False) if x_type != np.int32 else rng.integers(-3000, 3000, (5, 30))).astype(x_type)
+    scale = np.array(3 if scale_type == np.int32 else 0.37, scale_type)
+    for zp in (np.array(-3, np.int8), np.array(40000, np.uint16), np.zeros((), ml_dtypes.float8_e4m3fn)):
+        check_exact(quantize(x, scale, zp, opset=23))
+
+
+@pytest.mark.parametrize("precision", [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16])
+def test_quantize_precision_attribute(precision):
+    x = awkward_floats((4, 33), seed=10, huge=False)
+    for scale in (np.float32(0.3), np.float16(0.3)):
+        check_exact(quantize(x, scale, np.array(5, np.int8), {"precision": precision}, 23))
+        check_exact(quantize(x.astype(np.float16), scale, np.array(5, np.uint8), {"precision": precision}, 23))
+
+
+def test_quantize_e8m0_scale():
+    x = awkward_floats((4, 33), seed=11)
+    scale = np.array([2.0**-3], ml_dtypes.float8_e8m0fnu).reshape(())
+    check_exact(quantize(x, scale, np.array(5, np.int8), opset=24))
+
+
+def test_quantize_version_10_and_19_scalar_only_semantics():
+    x = awkward_floats((2, 5), seed=12)
+    check_exact(quantize(x, np.array([0.5], np.float32), np.array([3], np.uint8), opset=10))
+    check_exact(quantize(x.astype(np.float16), np.float16(0.5), np.array(3, np.int8), opset=19))
+
+
+def test_quantize_nan_inf_and_huge_values_saturate_like_ort():
+    # onnx.reference converts to int32 first (undefined beyond its range: +Inf comes out as the
+    # minimum); we saturate, as the spec says and ONNX Runtime does. NaN gives the minimum.
+    x = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 2.5, 3.5, -2.5, 1e10], np.float32)
+    for zp in (np.array(3, np.int8), np.array(3, np.uint8)):
+        model, feeds = quantize(x, np.array(1, np.float32), zp, opset=21)
+        ours = run_ours(model, feeds)[0]
+        lo, hi = type_range(zp.dtype)
+        np.testing.assert_array_equal(ours, np.array([lo, hi, lo, hi, lo, 5, 7, 1, hi]).astype(zp.dtype))
+        np.testing.assert_array_equal(ours, run_ort(model, feeds)[0])
+    # The generic path (int16, float16 input) follows the same rule.
+    model, feeds = quantize(x.astype(np.float16), np.float16(1), np.array(3, np.int16), opset=21)
+    np.testing.assert_array_equal(run_ours(model, feeds)[0], [-32768, 32767, -32768, 32767, -32768, 5, 7, 1, 32767])
+
+
+@pytest.mark.parametrize("zp_type", [np.int8, np.uint8])
+def test_quantize_matches_ort(zp_type):
+    x = awkward_floats((8, 16, 33), seed=13)
+    model, feeds = quantize(x, np.array([0.5, 0.25, 1.5, 3.0] * 4, np.float32), np.arange(16).astype(zp_type),
+                            {"axis": 1}, 21)
+    np.testing.assert_array_equal(run_ours(model, feeds)[0], run_ort(model, feeds)[0])
+
+
+def test_quantize_vector_and_generic_paths_record_usage():
+    x = awkward_floats((64, 64), seed=14)
+    model, feeds = quantize(x, np.float32(0.5), np.array(1, np.int8), opset=21)
+    assert "QuantizeLinear/int8/per-tensor-vector" in usage_of(model, feeds)
+    model, feeds = quantize(x, np.float16(0.5), np.array(1, np.int8), opset=23)
+    assert any(u.startswith("QuantizeLinear/int8/generic") for u in usage_of(model, feeds))
+
+
+def test_quantize_vector_path_long_rows_exact():
+    # Lengths around the 32-wide vector step, every tie, per tensor and per axis on the last axis.
+    for n in (1, 31, 32, 33, 95, 1000):
+        x = (np.arange(n, dtype=np.float32) - n / 2) * 0.5
+        for zp in (np.array(-7, np.int8), np.array(200, np.uint8)):
+            check_exact(quantize(x.reshape(1, n), np.float32(0.5), zp, opset=13))
+            scales = np.linspace(0.2, 3.0, n).astype(np.float32)
+            check_exact(quantize(x.reshape(1, n), scales, np.full(n, zp, zp.dtype), {"axis": 1}, 13))
+
+
+# ---- DequantizeLinear ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opset", QUANTIZE_VERSIONS)
+def test_dequantize_integer_types_every_version(opset):
+    rng = np.random.default_rng(opset)
+    types = int_types_for(opset) + [np.int32]
+    for t in types:
+        lo, hi = type_range(t) if t != np.int32 else (-(2**31), 2**31 - 1)
+        x = rng.integers(lo, hi, (3, 4, 37), endpoint=True).astype(t)
+        check_exact(dequantize(x, np.float32(0.37), np.array(lo // 2 + 1, t), opset=opset))
+        check_exact(dequantize(x, np.float32(0.37), None, opset=opset))
+        if opset >= 13:
+            check_exact(dequantize(x, (rng.random(4) + 0.1).astype(np.float32),
+                                   rng.integers(lo, hi, 4, endpoint=True).astype(t), {"axis": 1}, opset))
+            check_exact(dequantize(x, (rng.random(37) + 0.1).astype(np.float32),
+                                   rng.integers(lo, hi, 37, endpoint=True).astype(t), {"axis": 2}, opset))
+        if opset >= 19:
+            for st in (np.float16, ml_dtypes.bfloat16):
+                check_exact(dequantize(x, np.array(0.37, st), np.array(1, t), opset=opset))
+        if opset >= 21:
+            scale = (rng.random((3, 4, 5)) + 0.1).astype(np.float32)
+            zp = rng.integers(lo, hi, (3, 4, 5), endpoint=True).astype(t)
+            check_exact(dequantize(x, scale, zp, {"axis": 2, "block_size": 8}, opset))
+            check_exact(dequantize(x, scale.astype(np.float16), zp, {"axis": -1, "block_size": 8}, opset))
+        if opset >= 23:
+            check_exact(dequantize(x, np.float16(0.37), np.array(1, t), {"output_dtype": TensorProto.FLOAT}, opset))
+            check_exact(dequantize(x, np.float32(0.37), None, {"output_dtype": TensorProto.BFLOAT16}, opset))
+
+
+@pytest.mark.parametrize("opset", [19, 21, 23, 25, 28])
+def test_dequantize_low_precision_floats(opset):
+    codes = np.arange(256, dtype=np.uint8).reshape(4, 64)
+    for t in FLOAT8_TYPES:
+        x = codes.view(t)
+        check_exact(dequantize(x, np.float32(0.37), np.zeros((), t), opset=opset))
+        check_exact(dequantize(x, np.float16(3.0), None, opset=opset))
+        check_exact(dequantize(x, np.array([1, 2, 0.5, 4], np.float32), None, {"axis": 0}, opset))
+    small = []
+    if opset >= 23:
+        small.append(ml_dtypes.float4_e2m1fn)
+    if opset >= 28:
+        small += [ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn]
+    for t in small:
+        every = np.array([float(v) for v in np.arange(64 if t != ml_dtypes.float4_e2m1fn else 16, dtype=np.uint8)
+                          .view(np.uint8)], np.float32)
+        x = np.frombuffer(np.arange(16 if t == ml_dtypes.float4_e2m1fn else 64, dtype=np.uint8).tobytes(),
+                          dtype=t).reshape(2, -1)
+        del every
+        check_exact(dequantize(x, np.float32(0.37), np.zeros((), t), opset=opset))
+
+
+def test_dequantize_e8m0_scale_needs_output_dtype():
+    x = np.arange(-64, 64, dtype=np.int8).reshape(4, 32)
+    scale = np.array([2.0**-4, 1.0, 8.0, 2.0**20], np.float32).astype(ml_dtypes.float8_e8m0fnu)
+    check_exact(dequantize(x, scale, None, {"axis": 0, "output_dtype": TensorProto.FLOAT}, 24))
+    model, feeds = dequantize(x, scale, None, {"axis": 0}, 24)
+    expect_error(model, feeds, "output_dtype")
+
+
+def test_dequantize_matches_ort():
+    rng = np.random.default_rng(3)
+    for t in (np.int8, np.uint8, np.int32):
+        x = rng.integers(-100, 100, (16, 64)).astype(t) if t != np.uint8 else rng.integers(0, 255, (16, 64)).astype(t)
+        model, feeds = dequantize(x, (rng.random(64) + 0.1).astype(np.float32), np.arange(64).astype(t), {"axis": 1}, 21)
+        np.testing.assert_array_equal(run_ours(model, feeds)[0], run_ort(model, feeds)[0])
+
+
+def test_dequantize_vector_path_lengths():
+    for n in (1, 7, 8, 9, 100):
+        x = np.arange(n, dtype=np.int64).astype(np.int8)
+        check_exact(dequantize(x.reshape(1, n), np.float32(0.1), np.array(-3, np.int8), opset=13))
+        check_exact(dequantize(x.reshape(1, n).astype(np.uint8), np.linspace(0.1, 2, n).astype(np.float32),
+                               np.full(n, 7, np.uint8), {"axis": 1}, 13))
+
+
+# ---- errors --------------------------------------------------------------------------------------
+
+def test_quantize_errors():
+    x = awkward_floats((4, 6), seed=1)
+    model, feeds = quantize(x, np.ones(5, np.float32), np.zeros(5, np.uint8), {"axis": 1}, 21)
+    expect_error(model, feeds, "QuantizeLinear", "must have 6 elements")
+    model, feeds = quantize(x, np.ones(6, np.float32), np.zeros(5, np.uint8), {"axis": 1}, 21)
+    expect_error(model, feeds, "zero point", "[6]", "[5]")
+    model, feeds = quantize(x, np.ones((4, 2), np.float32), None, {"axis": 1, "block_size": 2}, 21)
+    expect_error(model, feeds, "ceil(6 / block_size 2) = 3", "[4, 2]")
+    model, feeds = quantize(x, np.ones((4,), np.float32), None, {"axis": 1, "block_size": 2}, 21)
+    expect_error(model, feeds, "rank of input 0")
+    model, feeds = quantize(x, np.ones(6, np.float32), np.zeros(6, np.uint8), {"axis": 2}, 21)
+    expect_error(model, feeds, "axis")
+    model, feeds = quantize(x, np.float32(1), np.array(1, np.int8), {"output_dtype": TensorProto.UINT8}, 21)
+    expect_error(model, feeds, "output_dtype", "int8")
+    model, feeds = quantize(x, np.float32(1), np.array(1, np.int16), opset=19)
+    expect_error(model, feeds, "int16", "QuantizeLinear-19")
+    model, feeds = quantize(x, np.float32(1), None, {"output_dtype": TensorProto.FLOAT}, 21)
+    expect_error(model, feeds, "output_dtype")
+    model, feeds = quantize(x, np.ones(6, np.float32), None, {}, 10)
+    expect_error(model, feeds, "scalar")
+    model, feeds = quantize(x, np.float16(1), None, {}, 21)
+    expect_error(model, feeds, "y_scale", "float16")
+    model, feeds = quantize(x, np.float32(1), None, {"block_size": -1}, 21)
+    expect_error(model, feeds, "block_size")
+
+
+def test_dequantize_errors():
+    x = np.zeros((4, 6), np.int8)
+    model, feeds = dequantize(x, np.float32(1), np.array(0, np.uint8), opset=21)
+    expect_error(model, feeds, "x_zero_point", "int8", "uint8")
+    model, feeds = dequantize(x, np.ones((4, 3), np.float32), np.zeros((4, 2), np.int8), {"axis": 1, "block_size": 2}, 21)
+    expect_error(model, feeds, "zero point")
+    model, feeds = dequantize(x, np.ones((4, 2), np.float32), None, {"axis": 1, "block_size": 2}, 21)
+    expect_error(model, feeds, "ceil(6 / block_size 2) = 3")
+    model, feeds = dequantize(x.astype(np.int16), np.float32(1), None, {}, 19)
+    expect_error(model, feeds, "int16")
+    f8 = np.zeros((2, 2), ml_dtypes.float8_e4m3fn)
+    model, feeds = dequantize(f8, np.float32(1), np.ones((), ml_dtypes.float8_e4m3fn), opset=21)
+    expect_error(model, feeds, "must be zero")
+    model, feeds = dequantize(x, np.float32(1), None, {"output_dtype": TensorProto.INT8}, 23)
+    expect_error(model, feeds, "output_dtype")
