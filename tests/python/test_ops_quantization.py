@@ -342,3 +342,177 @@ def test_dequantize_errors():
     expect_error(model, feeds, "must be zero")
     model, feeds = dequantize(x, np.float32(1), None, {"output_dtype": TensorProto.INT8}, 23)
     expect_error(model, feeds, "output_dtype")
+
+
+# ---- MatMulInteger and QLinearMatMul -------------------------------------------------------------
+
+MATMUL_SHAPES = [((5, 7), (7, 9)), ((2, 3, 5, 40), (40, 33)), ((3, 1, 4, 17), (2, 17, 6)), ((17,), (17, 5)),
+                 ((4, 17), (17,)), ((1, 0, 8), (8, 3)), ((3, 0), (0, 4)), ((6, 33), (33, 50))]
+BYTE_PAIRS = [(np.uint8, np.int8), (np.int8, np.int8), (np.uint8, np.uint8), (np.int8, np.uint8)]
+
+
+def random_bytes(rng, t, shape):
+    info = np.iinfo(t)
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(t)
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES)
+@pytest.mark.parametrize("types", BYTE_PAIRS)
+def test_matmul_integer_against_reference(shapes, types):
+    rng = np.random.default_rng(len(shapes[0]) * 10 + len(shapes[1]))
+    a, b = random_bytes(rng, types[0], shapes[0]), random_bytes(rng, types[1], shapes[1])
+    az, bz = random_bytes(rng, types[0], ()), random_bytes(rng, types[1], ())
+    feeds = {"a": a, "b": b, "az": az, "bz": bz}
+    model = node_model("MatMulInteger", feeds, opset=10)
+    expected = run_reference(model, feeds)[0]
+    np.testing.assert_array_equal(run_ours(model, feeds)[0], expected)
+    assert run_ours(model, feeds)[0].shape == expected.shape
+    # Constant B and zero point: packed when the session is built.
+    constant = node_model("MatMulInteger", {"a": a}, opset=10, initializers={"b": b, "az": az, "bz": bz})
+    np.testing.assert_array_equal(run_ours(constant, {"a": a})[0], expected)
+    # No zero points.
+    bare = node_model("MatMulInteger", {"a": a, "b": b}, opset=10)
+    np.testing.assert_array_equal(run_ours(bare, {"a": a, "b": b})[0], run_reference(bare, {"a": a, "b": b})[0])
+
+
+def test_matmul_integer_matches_ort_and_records_prepacked():
+    rng = np.random.default_rng(4)
+    # uint8 x int8 on AVX2 in ORT adds pairs of products in saturating int16 (vpmaddubsw), exact
+    # only while |B| < 64 (what its reduce_range mode guarantees); ours is exact on all values.
+    a, b = random_bytes(rng, np.uint8, (2, 64, 96)), rng.integers(-64, 64, (96, 80)).astype(np.int8)
+    model = node_model("MatMulInteger", {"a": a}, opset=10, initializers={"b": b, "az": np.array(128, np.uint8)})
+    np.testing.assert_array_equal(run_ours(model, {"a": a})[0], run_ort(model, {"a": a})[0])
+    b = random_bytes(rng, np.int8, (96, 80))
+    model = node_model("MatMulInteger", {"a": a}, opset=10, initializers={"b": b, "az": np.array(128, np.uint8)})
+    np.testing.assert_array_equal(run_ours(model, {"a": a})[0], (a.astype(np.int32) - 128) @ b.astype(np.int32))
+    assert any(u.startswith("MatMulInteger/uint8/int16") and u.endswith("-prepacked") for u in usage_of(model, {"a": a}))
+
+
+def test_matmul_integer_per_row_and_per_column_zero_points():
+    # The spec's layouts: a_zero_point per row of A ([M] or [..., M, 1]), b_zero_point per column
+    # of B ([N] or [..., 1, N]). onnx.reference broadcasts a 1-D a_zero_point along K instead, so
+    # the oracle is the formula in numpy.
+    rng = np.random.default_rng(5)
+    a, b = random_bytes(rng, np.uint8, (2, 6, 11)), random_bytes(rng, np.int8, (11, 9))
+    az, bz = random_bytes(rng, np.uint8, (6,)), random_bytes(rng, np.int8, (9,))
+    expected = (a.astype(np.int32) - az[:, None]) @ (b.astype(np.int32) - bz[None, :])
+    for a_zp, b_zp in ((az, bz), (az.reshape(6, 1), bz.reshape(1, 9)), (az.reshape(1, 6, 1), bz)):
+        feeds = {"a": a, "b": b, "az": a_zp, "bz": b_zp}
+        np.testing.assert_array_equal(run_ours(node_model("MatMulInteger", feeds, opset=10), feeds)[0], expected)
+    model = node_model("MatMulInteger", {"a": a}, opset=10, initializers={"b": b, "az": az, "bz": bz})
+    np.testing.assert_array_equal(run_ours(model, {"a": a})[0], expected)
+
+
+def test_matmul_integer_errors():
+    a, b = np.zeros((3, 4), np.uint8), np.zeros((4, 5), np.int8)
+    feeds = {"a": a, "b": b, "az": np.array(1, np.int8)}
+    expect_error(node_model("MatMulInteger", feeds, opset=10), feeds, "input 2", "uint8", "int8")
+    feeds = {"a": a, "b": b, "az": np.zeros(4, np.uint8)}
+    expect_error(node_model("MatMulInteger", feeds, opset=10), feeds, "input 2", "row of A", "[4]")
+    feeds = {"a": a, "b": b, "az": np.array(1, np.uint8), "bz": np.zeros(4, np.int8)}
+    expect_error(node_model("MatMulInteger", feeds, opset=10), feeds, "input 3", "column of B")
+    feeds = {"a": a, "b": np.zeros((3, 5), np.int8)}
+    expect_error(node_model("MatMulInteger", feeds, opset=10), feeds, "cannot be multiplied")
+    feeds = {"a": np.zeros((2, 3, 4), np.uint8), "b": np.zeros((3, 4, 5), np.int8)}
+    expect_error(node_model("MatMulInteger", feeds, opset=10), feeds, "MatMulInteger")
+
+
+def qlinear_matmul_feeds(rng, at, bt, yt, shapes, scale_type=np.float32):
+    return {
+        "a": random_bytes(rng, at, shapes[0]), "a_scale": np.array(0.0173, scale_type),
+        "a_zp": random_bytes(rng, at, ()), "b": random_bytes(rng, bt, shapes[1]),
+        "b_scale": np.array(0.0091, scale_type), "b_zp": random_bytes(rng, bt, ()),
+        "y_scale": np.array(0.21, scale_type), "y_zp": random_bytes(rng, yt, ()),
+    }
+
+
+@pytest.mark.parametrize("opset", [10, 21])
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES[:6])
+@pytest.mark.parametrize("types", BYTE_PAIRS)
+def test_qlinear_matmul_against_reference(opset, shapes, types):
+    rng = np.random.default_rng(7)
+    scale_types = [np.float32] + ([np.float16, ml_dtypes.bfloat16] if opset >= 21 else [])
+    for st in scale_types:
+        for yt in (np.int8, np.uint8):
+            feeds = qlinear_matmul_feeds(rng, types[0], types[1], yt, shapes, st)
+            model = node_model("QLinearMatMul", feeds, opset=opset)
+            assert_same_bits(run_ours(model, feeds)[0], run_reference(model, feeds)[0])
+
+
+def test_qlinear_matmul_constant_b_and_ort():
+    rng = np.random.default_rng(8)
+    feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((4, 32, 48), (48, 24)))
+    feeds["b"] = rng.integers(-64, 64, (48, 24)).astype(np.int8)  # ORT's u8s8 is exact for |B| < 64
+    constant = {k: feeds.pop(k) for k in ("b", "b_scale", "b_zp")}
+    names = ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"]
+    node = helper.make_node("QLinearMatMul", names, ["y"])
+    model = make_model([node], feeds, ["y"], initializers=constant, opset=10)
+    ours = run_ours(model, feeds)[0]
+    all_feeds = {**feeds, **constant}
+    np.testing.assert_array_equal(ours, run_reference(node_model("QLinearMatMul", {n: all_feeds[n] for n in names},
+                                                                 opset=10), {n: all_feeds[n] for n in names})[0])
+    # ORT rounds through float32 multipliers: at most one step apart on rare ties.
+    assert np.abs(ours.astype(np.int32) - run_ort(model, feeds)[0].astype(np.int32)).max() <= 1
+
+
+def test_qlinear_matmul_per_column_scales():
+    rng = np.random.default_rng(9)
+    feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.int8, ((5, 12), (12, 7)))
+    feeds["b_scale"] = (rng.random(7) * 0.02 + 0.001).astype(np.float32)
+    feeds["b_zp"] = random_bytes(rng, np.int8, (7,))
+    acc = (feeds["a"].astype(np.int32) - feeds["a_zp"]) @ (feeds["b"].astype(np.int32) - feeds["b_zp"])
+    multiplier = (feeds["a_scale"] * feeds["b_scale"] / feeds["y_scale"]).astype(np.float32)
+    expected = np.clip(np.rint(acc * multiplier.astype(np.float64) + feeds["y_zp"]), -128, 127).astype(np.int8)
+    model = node_model("QLinearMatMul", feeds, opset=10)
+    np.testing.assert_array_equal(run_ours(model, feeds)[0], expected)
+
+
+def test_qlinear_matmul_errors():
+    rng = np.random.default_rng(10)
+    feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((3, 4), (4, 5)), np.float16)
+    expect_error(node_model("QLinearMatMul", feeds, opset=10), feeds, "input 1", "float16")
+    feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((3, 4), (4, 5)))
+    feeds["y_scale"] = np.array(1.0, np.float16)
+    expect_error(node_model("QLinearMatMul", feeds, opset=21), feeds, "input 6", "float32", "float16")
+    feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((3, 4), (4, 5)))
+    feeds["y_scale"] = np.ones(2, np.float32)
+    expect_error(node_model("QLinearMatMul", feeds, opset=10), feeds, "y_scale", "one value")
+    feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((3, 4), (4, 5)))
+    feeds["a"] = np.zeros((3, 4), ml_dtypes.float8_e4m3fn)
+    feeds["a_zp"] = np.zeros((), ml_dtypes.float8_e4m3fn)
+    expect_error(node_model("QLinearMatMul", feeds, opset=21), feeds, "float8e4m3fn")
+
+
+def test_portable_paths_without_avx2(tmp_path):
+    """The loops used when the CPU lacks AVX2 (ONNX_LIGHT_DISABLE_AVX2=1), in a fresh process."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "portable.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from node_check import node_model, run_ours, run_reference\n"
+        "rng = np.random.default_rng(0)\n"
+        "x = (rng.standard_normal((3, 70)) * 50).astype(np.float32)\n"
+        "x[0, :8] = [0.5, 1.5, 2.5, -0.5, -1.5, np.nan, 1e30, -0.0]\n"
+        "for zp in (np.array(3, np.int8), np.array(3, np.uint8)):\n"
+        "    f = {'x': x, 's': np.array(0.5, np.float32), 'z': zp}\n"
+        "    q = run_ours(node_model('QuantizeLinear', f, opset=13), f)[0]\n"
+        "    f2 = {'q': q, 's': np.array(0.5, np.float32), 'z': zp}\n"
+        "    d = run_ours(node_model('DequantizeLinear', f2, opset=19), f2)[0]\n"
+        "    assert np.array_equal(d, run_reference(node_model('DequantizeLinear', f2, opset=19), f2)[0])\n"
+        "    lo, hi = np.iinfo(zp.dtype).min, np.iinfo(zp.dtype).max\n"
+        "    ref = np.clip(np.rint(x / np.float32(0.5)) + zp.astype(np.float32), lo, hi)\n"
+        "    ref[np.isnan(ref)] = lo\n"
+        "    assert np.array_equal(q, ref.astype(zp.dtype)), (q, ref)\n"
+        "a = rng.integers(0, 255, (9, 37)).astype(np.uint8); b = rng.integers(-128, 127, (37, 21)).astype(np.int8)\n"
+        "f = {'a': a, 'b': b, 'az': np.array(9, np.uint8), 'bz': np.array(-2, np.int8)}\n"
+        "m = node_model('MatMulInteger', f, opset=10)\n"
+        "assert np.array_equal(run_ours(m, f)[0], run_reference(m, f)[0])\n"
+        "print('ok')\n")
+    env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX2="1")
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(__file__), env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-W", "ignore", str(script)], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

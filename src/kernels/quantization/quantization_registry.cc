@@ -7,6 +7,8 @@ namespace onnx_light::runtime {
 void RegisterQuantizationKernels(KernelRegistry& registry) {
   RegisterQuantizeLinearKernels(registry);
   RegisterDequantizeLinearKernels(registry);
+  RegisterMatMulIntegerKernels(registry);
+  RegisterQLinearMatMulKernels(registry);
 }
 
 }  // namespace onnx_light::runtime

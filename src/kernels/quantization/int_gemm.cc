@@ -1,0 +1,165 @@
+#include "kernels/quantization/int_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/thread_pool.h"
+#include "kernels/quantization/linear_rows.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+constexpr int64_t kPanel = 16;  // columns per packed panel
+constexpr int64_t kRows = 4;    // rows per micro-tile
+
+// Packs with `get(row, col)` returning the int16 value of B'.
+template <typename Get>
+void PackWith(int64_t k, int64_t n, PackedIntB* out, Get get) {
+  out->k = k;
+  out->n = n;
+  out->k_pairs = (k + 1) / 2;
+  out->panels = (n + kPanel - 1) / kPanel;
+  out->data.assign(static_cast<size_t>(out->panels * out->k_pairs * 2 * kPanel), 0);
+  for (int64_t p = 0; p < out->panels; ++p) {
+    int16_t* panel = out->data.data() + p * out->k_pairs * 2 * kPanel;
+    const int64_t c0 = p * kPanel, cols = std::min(kPanel, n - c0);
+    for (int64_t r = 0; r < k; ++r) {
+      int16_t* dst = panel + (r / 2) * 2 * kPanel + (r % 2);
+      for (int64_t c = 0; c < cols; ++c) dst[2 * c] = get(r, c0 + c);
+    }
+  }
+}
+
+// Portable tile: rows x 16 columns of one panel.
+void TileScalar(const int16_t* a, int64_t lda, int64_t rows, const int16_t* panel, int64_t k_pairs,
+                int32_t* acc /* rows x 16 */) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint32_t sum[kPanel] = {};
+    const int16_t* ar = a + r * lda;
+    for (int64_t p = 0; p < k_pairs; ++p) {
+      const int32_t a0 = ar[2 * p], a1 = ar[2 * p + 1];
+      const int16_t* b = panel + p * 2 * kPanel;
+      for (int64_t c = 0; c < kPanel; ++c) {
+        // Each pair fits int32; the running sum wraps like the reference's int32.
+        sum[c] += static_cast<uint32_t>(a0 * b[2 * c] + a1 * b[2 * c + 1]);
+      }
+    }
+    for (int64_t c = 0; c < kPanel; ++c) acc[r * kPanel + c] = static_cast<int32_t>(sum[c]);
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ONNX_LIGHT_INT_GEMM_AVX2 1
+
+template <int R>
+__attribute__((target("avx2"))) void TileAvx2(const int16_t* a, int64_t lda, const int16_t* panel, int64_t k_pairs,
+                                              int32_t* acc) {
+  __m256i c0[R], c1[R];
+  for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm256_setzero_si256();
+  for (int64_t p = 0; p < k_pairs; ++p) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32 + 16));
+    for (int r = 0; r < R; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, a + r * lda + 2 * p, sizeof(pair));
+      const __m256i av = _mm256_set1_epi32(pair);
+      c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(av, b0));
+      c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(av, b1));
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kPanel), c0[r]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kPanel + 8), c1[r]);
+  }
+}
+
+void TileDispatchAvx2(const int16_t* a, int64_t lda, int64_t rows, const int16_t* panel, int64_t k_pairs,
+                      int32_t* acc) {
+  switch (rows) {
+    case 4: return TileAvx2<4>(a, lda, panel, k_pairs, acc);
+    case 3: return TileAvx2<3>(a, lda, panel, k_pairs, acc);
+    case 2: return TileAvx2<2>(a, lda, panel, k_pairs, acc);
+    default: return TileAvx2<1>(a, lda, panel, k_pairs, acc);
+  }
+}
+#endif
+
+}  // namespace
+
+bool IntGemmUsesAvx2() {
+#ifdef ONNX_LIGHT_INT_GEMM_AVX2
+  return QuantRowsUseAvx2();
+#else
+  return false;
+#endif
+}
+
+void PackInt8B(const void* b, bool is_signed, int64_t k, int64_t n, int64_t ldb, const int32_t* zero_point,
+               bool per_column, PackedIntB* out) {
+  if (is_signed) {
+    const auto* s = static_cast<const int8_t*>(b);
+    PackWith(k, n, out, [&](int64_t r, int64_t c) {
+      return static_cast<int16_t>(s[r * ldb + c] - zero_point[per_column ? c : 0]);
+    });
+  } else {
+    const auto* u = static_cast<const uint8_t*>(b);
+    PackWith(k, n, out, [&](int64_t r, int64_t c) {
+      return static_cast<int16_t>(u[r * ldb + c] - zero_point[per_column ? c : 0]);
+    });
+  }
+}
+
+void PackInt16B(const int16_t* b, int64_t k, int64_t n, int64_t ldb, PackedIntB* out) {
+  PackWith(k, n, out, [&](int64_t r, int64_t c) { return b[r * ldb + c]; });
+}
+
+void WidenInt8A(const void* a, bool is_signed, int64_t m, int64_t k, int64_t lda, const int32_t* zero_point,
+                bool per_row, int16_t* out) {
+  const int64_t kp = PaddedDepth(k);
+  for (int64_t r = 0; r < m; ++r) {
+    const int32_t zp = zero_point[per_row ? r : 0];
+    int16_t* dst = out + r * kp;
+    if (is_signed) {
+      const int8_t* src = static_cast<const int8_t*>(a) + r * lda;
+      for (int64_t j = 0; j < k; ++j) dst[j] = static_cast<int16_t>(src[j] - zp);
+    } else {
+      const uint8_t* src = static_cast<const uint8_t*>(a) + r * lda;
+      for (int64_t j = 0; j < k; ++j) dst[j] = static_cast<int16_t>(src[j] - zp);
+    }
+    if (kp != k) dst[k] = 0;
+  }
+}
+
+void IntGemm(int64_t m, const int16_t* a, const PackedIntB& b, int32_t* c, int64_t ldc, ThreadPool* pool) {
+  if (m == 0 || b.n == 0) return;
+  const int64_t lda = 2 * b.k_pairs;
+  const bool avx2 = IntGemmUsesAvx2();
+  // Enough panels per task that a task does at least ~64k multiply-adds.
+  const int64_t per_panel = std::max<int64_t>(1, m * b.k_pairs * 2 * kPanel);
+  const int64_t min_panels = std::max<int64_t>(1, (int64_t{1} << 16) / per_panel);
+  ParallelFor(pool, b.panels, min_panels, [&](int64_t first, int64_t last) {
+    alignas(32) int32_t acc[kRows * kPanel];
+    for (int64_t p = first; p < last; ++p) {
+      const int16_t* panel = b.data.data() + p * b.k_pairs * 2 * kPanel;
+      const int64_t c0 = p * kPanel, cols = std::min(kPanel, b.n - c0);
+      for (int64_t r0 = 0; r0 < m; r0 += kRows) {
+        const int64_t rows = std::min(kRows, m - r0);
+#ifdef ONNX_LIGHT_INT_GEMM_AVX2
+        if (avx2) {
+          TileDispatchAvx2(a + r0 * lda, lda, rows, panel, b.k_pairs, acc);
+        } else {
+          TileScalar(a + r0 * lda, lda, rows, panel, b.k_pairs, acc);
+        }
+#else
+        TileScalar(a + r0 * lda, lda, rows, panel, b.k_pairs, acc);
+#endif
+        for (int64_t r = 0; r < rows; ++r) std::memcpy(c + (r0 + r) * ldc + c0, acc + r * kPanel, cols * sizeof(int32_t));
+      }
+    }
+  });
+}
+
+}  // namespace onnx_light::runtime
