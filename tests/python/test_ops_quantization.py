@@ -516,3 +516,42 @@ def test_portable_paths_without_avx2(tmp_path):
     out = subprocess.run([sys.executable, "-W", "ignore", str(script)], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# ---- DynamicQuantizeLinear -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["mixed", "positive", "negative", "constant", "zeros", "ties", "large"])
+def test_dynamic_quantize_linear(case):
+    rng = np.random.default_rng(11)
+    x = {
+        "mixed": rng.standard_normal((7, 45)) * 3,
+        "positive": rng.random((5, 33)) * 10 + 1,
+        "negative": -rng.random((100,)) * 4 - 0.5,
+        "constant": np.full((3, 3), 2.5),
+        "zeros": np.zeros((4, 4)),
+        "ties": np.arange(-127.5, 128.0, 0.5).reshape(-1, 1) * (2.0 / 255.0),
+        "large": rng.standard_normal((64, 1000)) * 1e4,
+    }[case].astype(np.float32)
+    model = node_model("DynamicQuantizeLinear", {"x": x}, n_outputs=3, opset=11)
+    ours = run_ours(model, {"x": x})
+    expected = run_reference(model, {"x": x})
+    for a, e in zip(ours, expected):
+        assert_same_bits(np.asarray(a), np.asarray(e))
+    if case != "zeros":
+        # ORT gives scale 1 when min == max; the reference and the spec's formula divide it by 255.
+        for a, e in zip(ours, run_ort(model, {"x": x})):
+            np.testing.assert_array_equal(a, e)
+    assert "DynamicQuantizeLinear/float32/" in "".join(usage_of(model, {"x": x}))
+
+
+def test_dynamic_quantize_linear_empty_and_nan():
+    model = node_model("DynamicQuantizeLinear", {"x": np.zeros((0, 3), np.float32)}, n_outputs=3, opset=11)
+    y, scale, zp = run_ours(model, {"x": np.zeros((0, 3), np.float32)})
+    assert y.shape == (0, 3) and scale == np.float32(1.0 / 255.0) and zp == 0
+    # NaN is left out of the range and quantizes to 0 (our definition; the reference yields a NaN scale).
+    x = np.array([np.nan, -1.0, 2.0], np.float32)
+    model = node_model("DynamicQuantizeLinear", {"x": x}, n_outputs=3, opset=11)
+    y, scale, zp = run_ours(model, {"x": x})
+    ref = run_reference(model, {"x": x[1:]})
+    assert scale == ref[1] and zp == ref[2]
+    np.testing.assert_array_equal(y, np.concatenate([[0], ref[0]]).astype(np.uint8))

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace onnx_light::runtime {
@@ -184,12 +185,13 @@ void DequantizeRowToF32PerElement(const void* x, bool is_signed, int64_t n, cons
 }
 
 void MinMaxF32(const float* x, int64_t n, float* min_value, float* max_value) {
-  float lo = x[0], hi = x[0];
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
 #pragma omp simd reduction(min : lo) reduction(max : hi)
-  for (int64_t i = 1; i < n; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     lo = std::fmin(lo, x[i]);
     hi = std::fmax(hi, x[i]);
   }
+  if (lo > hi) lo = hi = std::numeric_limits<float>::quiet_NaN();  // every element is NaN
   *min_value = lo;
   *max_value = hi;
 }

@@ -22,7 +22,7 @@ void QuantizeRowF32PerElement(const float* x, int64_t n, const float* scale, con
 void DequantizeRowToF32(const void* x, bool is_signed, int64_t n, float scale, float zero_point, float* y);
 void DequantizeRowToF32PerElement(const void* x, bool is_signed, int64_t n, const float* scale,
                                   const float* zero_point, float* y);
-/// Minimum and maximum of `n` > 0 floats (NaN ignored unless all are NaN, as fmin/fmax).
+/// Minimum and maximum of `n` > 0 floats, NaN elements ignored (both NaN when all are).
 void MinMaxF32(const float* x, int64_t n, float* min_value, float* max_value);
 
 /// True when the AVX2 loops are used (the CPU has AVX2 and ONNX_LIGHT_DISABLE_AVX2 is unset).

@@ -7,6 +7,7 @@ namespace onnx_light::runtime {
 void RegisterQuantizationKernels(KernelRegistry& registry) {
   RegisterQuantizeLinearKernels(registry);
   RegisterDequantizeLinearKernels(registry);
+  RegisterDynamicQuantizeLinearKernels(registry);
   RegisterMatMulIntegerKernels(registry);
   RegisterQLinearMatMulKernels(registry);
 }
