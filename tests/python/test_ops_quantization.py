@@ -555,3 +555,114 @@ def test_dynamic_quantize_linear_empty_and_nan():
     ref = run_reference(model, {"x": x[1:]})
     assert scale == ref[1] and zp == ref[2]
     np.testing.assert_array_equal(y, np.concatenate([[0], ref[0]]).astype(np.uint8))
+
+
+# ---- ConvInteger and QLinearConv -----------------------------------------------------------------
+
+CONV_CASES = [
+    # x shape, w shape, attributes
+    ((1, 3, 9, 11), (4, 3, 3, 3), {}),
+    ((2, 4, 8, 8), (6, 2, 3, 3), {"group": 2, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ((1, 3, 7, 7), (5, 3, 1, 1), {}),
+    ((1, 2, 10, 9), (3, 2, 3, 2), {"dilations": [2, 1], "pads": [0, 1, 2, 0], "strides": [1, 2]}),
+    ((2, 4, 6, 6), (4, 1, 3, 3), {"group": 4, "auto_pad": "SAME_UPPER"}),
+    ((1, 3, 13), (2, 3, 4), {"pads": [2, 1]}),
+    ((1, 2, 4, 5, 6), (3, 2, 2, 3, 2), {"strides": [1, 2, 2]}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CONV_CASES)))
+@pytest.mark.parametrize("types", BYTE_PAIRS)
+def test_conv_integer_against_reference(case, types):
+    xs, ws, attrs = CONV_CASES[case]
+    rng = np.random.default_rng(case)
+    x, w = random_bytes(rng, types[0], xs), random_bytes(rng, types[1], ws)
+    xz = random_bytes(rng, types[0], ())
+    for wz in (random_bytes(rng, types[1], ()), random_bytes(rng, types[1], (ws[0],))):
+        feeds = {"x": x, "w": w, "xz": xz, "wz": wz}
+        model = node_model("ConvInteger", feeds, attrs, opset=10)
+        if wz.ndim == 1 and len(xs) != 4:
+            # onnx.reference expands a per-channel w_zero_point for 2-D convolutions only: the
+            # oracle is its float64 Conv of the adjusted operands (exact at these magnitudes).
+            wz_b = wz.reshape((-1,) + (1,) * (len(ws) - 1)).astype(np.float64)
+            f = {"x": x.astype(np.float64) - float(xz), "w": w.astype(np.float64) - wz_b}
+            expected = run_reference(node_model("Conv", f, attrs, opset=11), f)[0].astype(np.int32)
+        else:
+            expected = run_reference(model, feeds)[0]
+        np.testing.assert_array_equal(run_ours(model, feeds)[0], expected)
+        constant = node_model("ConvInteger", {"x": x}, attrs, opset=10, initializers={"w": w, "xz": xz, "wz": wz})
+        np.testing.assert_array_equal(run_ours(constant, {"x": x})[0], expected)
+    bare = node_model("ConvInteger", {"x": x, "w": w}, attrs, opset=10)
+    np.testing.assert_array_equal(run_ours(bare, {"x": x, "w": w})[0], run_reference(bare, {"x": x, "w": w})[0])
+
+
+def test_conv_integer_matches_ort():
+    rng = np.random.default_rng(12)
+    x, w = random_bytes(rng, np.uint8, (2, 8, 12, 12)), random_bytes(rng, np.uint8, (16, 8, 3, 3))
+    feeds = {"x": x, "w": w, "xz": np.array(120, np.uint8), "wz": np.array(131, np.uint8)}
+    model = node_model("ConvInteger", feeds, {"pads": [1, 1, 1, 1]}, opset=10)
+    np.testing.assert_array_equal(run_ours(model, feeds)[0], run_ort(model, feeds)[0])
+    assert any(u.startswith("ConvInteger/uint8/im2col-int16") for u in usage_of(model, feeds))
+
+
+def qlinear_conv_feeds(rng, xt, wt, yt, xs, ws, per_channel, bias):
+    feeds = {
+        "x": random_bytes(rng, xt, xs), "x_scale": np.array(0.021, np.float32), "x_zp": random_bytes(rng, xt, ()),
+        "w": random_bytes(rng, wt, ws),
+        "w_scale": ((rng.random(ws[0]) * 0.01 + 0.001) if per_channel else np.array(0.0043)).astype(np.float32),
+        "w_zp": random_bytes(rng, wt, (ws[0],) if per_channel else ()),
+        "y_scale": np.array(0.17, np.float32), "y_zp": random_bytes(rng, yt, ()),
+    }
+    if bias:
+        feeds["b"] = rng.integers(-5000, 5000, ws[0]).astype(np.int32)
+    return feeds
+
+
+@pytest.mark.parametrize("case", range(len(CONV_CASES) - 1))  # onnx.reference's QLinearConv is 2-D only for per-channel
+@pytest.mark.parametrize("types", [(np.uint8, np.int8, np.uint8), (np.int8, np.int8, np.int8), (np.uint8, np.uint8, np.int8)])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qlinear_conv_against_reference(case, types, per_channel):
+    xs, ws, attrs = CONV_CASES[case]
+    if per_channel and len(xs) != 4:
+        return  # the reference expands a per-channel w_scale over (0, 2, 3): 2-D only
+    rng = np.random.default_rng(case + 100)
+    for bias in (False, True):
+        feeds = qlinear_conv_feeds(rng, *types, xs, ws, per_channel, bias)
+        model = node_model("QLinearConv", feeds, attrs, opset=10)
+        assert_same_bits(run_ours(model, feeds)[0], run_reference(model, feeds)[0])
+
+
+def test_qlinear_conv_constant_weights_and_ort():
+    rng = np.random.default_rng(13)
+    feeds = qlinear_conv_feeds(rng, np.uint8, np.int8, np.uint8, (1, 8, 10, 10), (16, 8, 3, 3), True, True)
+    feeds["w"] = rng.integers(-64, 64, (16, 8, 3, 3)).astype(np.int8)  # ORT's u8s8 is exact for |W| < 64
+    feeds["w_zp"] = np.zeros(16, np.int8)  # ORT requires symmetric per-channel int8 weights
+    constant = {k: feeds.pop(k) for k in ("w", "w_scale", "w_zp")}
+    bias = feeds.pop("b")
+    names = ["x", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "b"]
+    node = helper.make_node("QLinearConv", names, ["y"], pads=[1, 1, 1, 1])
+    model = make_model([node], feeds, ["y"], initializers={**constant, "b": bias}, opset=10)
+    ours = run_ours(model, feeds)[0]
+    assert_same_bits(ours, run_reference(model, feeds)[0])
+    assert np.abs(ours.astype(np.int32) - run_ort(model, feeds)[0].astype(np.int32)).max() <= 1
+
+
+def test_conv_integer_errors():
+    x, w = np.zeros((1, 4, 5, 5), np.uint8), np.zeros((3, 4, 3, 3), np.uint8)
+    feeds = {"x": x, "w": w, "xz": np.zeros(2, np.uint8)}
+    expect_error(node_model("ConvInteger", feeds, opset=10), feeds, "input 2", "one value")
+    feeds = {"x": x, "w": w, "xz": np.array(0, np.uint8), "wz": np.zeros(2, np.uint8)}
+    expect_error(node_model("ConvInteger", feeds, opset=10), feeds, "input 3", "output channel ([3])")
+    feeds = {"x": x, "w": w, "xz": np.array(0, np.int8)}
+    expect_error(node_model("ConvInteger", feeds, opset=10), feeds, "input 2", "uint8", "int8")
+    feeds = {"x": x, "w": np.zeros((3, 2, 3, 3), np.uint8)}
+    expect_error(node_model("ConvInteger", feeds, opset=10), feeds, "4 channels")
+    feeds = {"x": x.reshape(4, 5, 5), "w": w}
+    expect_error(node_model("ConvInteger", feeds, opset=10), feeds, "rank")
+    rng = np.random.default_rng(1)
+    feeds = qlinear_conv_feeds(rng, np.uint8, np.int8, np.uint8, (1, 4, 5, 5), (3, 4, 3, 3), False, True)
+    feeds["b"] = np.zeros(3, np.float32)
+    expect_error(node_model("QLinearConv", feeds, opset=10), feeds, "input 8", "int32")
+    feeds = qlinear_conv_feeds(rng, np.uint8, np.int8, np.uint8, (1, 4, 5, 5), (3, 4, 3, 3), False, False)
+    feeds["w_scale"] = np.ones(2, np.float32)
+    expect_error(node_model("QLinearConv", feeds, opset=10), feeds, "w_scale", "[3]")

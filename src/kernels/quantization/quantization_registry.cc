@@ -10,6 +10,8 @@ void RegisterQuantizationKernels(KernelRegistry& registry) {
   RegisterDynamicQuantizeLinearKernels(registry);
   RegisterMatMulIntegerKernels(registry);
   RegisterQLinearMatMulKernels(registry);
+  RegisterConvIntegerKernels(registry);
+  RegisterQLinearConvKernels(registry);
 }
 
 }  // namespace onnx_light::runtime
