@@ -778,3 +778,16 @@ def test_quantize_static_qdq_cnn_matches_ort(tmp_path, per_channel):
     # requantization in float32); we are no further from it than that.
     assert np.abs(ours - ort_fused).max() <= np.abs(ort_plain - ort_fused).max() + step
     np.testing.assert_allclose(ours, float_out, rtol=0, atol=0.2)
+
+
+def test_empty_inputs():
+    x = np.zeros((3, 0, 5), np.float32)
+    for attrs, scale in (({}, np.float32(1)), ({"axis": 2}, np.ones(5, np.float32)),
+                         ({"axis": 1, "block_size": 2}, np.ones((3, 0, 5), np.float32))):
+        model, feeds = quantize(x, scale, None, attrs, 21)
+        out = run_ours(model, feeds)[0]
+        assert out.shape == (3, 0, 5) and out.dtype == np.uint8
+        model, feeds = dequantize(out, scale, None, attrs, 21)
+        assert run_ours(model, feeds)[0].shape == (3, 0, 5)
+    feeds = {"x": np.zeros((0, 2, 5, 5), np.uint8), "w": np.zeros((3, 2, 3, 3), np.uint8)}
+    assert run_ours(node_model("ConvInteger", feeds, opset=10), feeds)[0].shape == (0, 3, 3, 3)

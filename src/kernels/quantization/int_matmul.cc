@@ -2,6 +2,7 @@
 
 #include <absl/container/inlined_vector.h>
 
+#include "core/checked_math.h"
 #include "kernels/registry/kernel_utils.h"
 
 namespace onnx_light::runtime {
@@ -40,7 +41,10 @@ IntMatMulShape ResolveIntMatMul(const RuntimeContext& rt, const Tensor& a, size_
   s.out_shape = batch;
   if (a.rank() > 1) s.out_shape.push_back(s.m);
   if (b.rank() > 1) s.out_shape.push_back(s.n);
-  for (int64_t d : batch) s.batch_count *= d;
+  s.batch_count = CheckedElementCount(batch, "MatMul batch");
+  CheckedElementCount(s.out_shape, "MatMul output");
+  // Nothing is read when the output is empty; the offsets are not needed (nor bounded) then.
+  if (s.batch_count == 0 || s.m == 0 || s.n == 0) return s;
   const Shape a_strides = BroadcastStrides(a_batch, batch), b_strides = BroadcastStrides(b_batch, batch);
   s.a_offsets.resize(static_cast<size_t>(s.batch_count));
   s.b_offsets.resize(static_cast<size_t>(s.batch_count));

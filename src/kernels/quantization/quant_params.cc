@@ -113,9 +113,16 @@ QuantGranularity ResolveQuantGranularity(const RuntimeContext& rt, std::span<con
   }
   QuantGranularity g;
   const int64_t rank = static_cast<int64_t>(x_shape.size());
+  // With a zero dimension the other products may exceed int64 (nothing is read then).
+  const bool empty = std::find(x_shape.begin(), x_shape.end(), 0) != x_shape.end();
   auto split_at = [&](int64_t a) {
     g.outer = 1;
     g.inner = 1;
+    if (empty) {
+      g.outer = g.inner = 0;
+      g.dim = x_shape[a];
+      return;
+    }
     for (int64_t d = 0; d < a; ++d) g.outer *= x_shape[d];
     g.dim = x_shape[a];
     for (int64_t d = a + 1; d < rank; ++d) g.inner *= x_shape[d];
@@ -124,7 +131,7 @@ QuantGranularity ResolveQuantGranularity(const RuntimeContext& rt, std::span<con
     if (scale.rank() == 0 || (scale.rank() == 1 && scale.dim(0) == 1)) {
       g.kind = QuantGranularity::Kind::kTensor;
       int64_t n = 1;
-      for (int64_t d : x_shape) n *= d;
+      for (int64_t d : x_shape) n = empty ? 0 : n * d;
       g.inner = n;
       return g;
     }
