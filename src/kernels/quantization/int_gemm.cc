@@ -76,10 +76,49 @@ __attribute__((target("avx2"))) void TileAvx2(const int16_t* a, int64_t lda, con
   }
 }
 
+// The full 4-row tile with named accumulators: the array form above makes GCC copy every
+// accumulator once per step (8 extra moves in a 20-instruction loop).
+__attribute__((target("avx2"))) void Tile4Avx2(const int16_t* a, int64_t lda, const int16_t* panel, int64_t k_pairs,
+                                               int32_t* acc) {
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  const auto* a0 = reinterpret_cast<const uint8_t*>(a);
+  const uint8_t* a1 = a0 + 2 * lda;
+  const uint8_t* a2 = a1 + 2 * lda;
+  const uint8_t* a3 = a2 + 2 * lda;
+  for (int64_t p = 0; p < k_pairs; ++p) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32 + 16));
+    int32_t v0, v1, v2, v3;
+    std::memcpy(&v0, a0 + 4 * p, 4);
+    std::memcpy(&v1, a1 + 4 * p, 4);
+    std::memcpy(&v2, a2 + 4 * p, 4);
+    std::memcpy(&v3, a3 + 4 * p, 4);
+    const __m256i x0 = _mm256_set1_epi32(v0), x1 = _mm256_set1_epi32(v1);
+    const __m256i x2 = _mm256_set1_epi32(v2), x3 = _mm256_set1_epi32(v3);
+    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(x0, b0));
+    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(x0, b1));
+    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(x1, b0));
+    c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(x1, b1));
+    c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(x2, b0));
+    c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(x2, b1));
+    c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(x3, b0));
+    c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(x3, b1));
+  }
+  auto* out = reinterpret_cast<__m256i*>(acc);
+  _mm256_storeu_si256(out + 0, c00);
+  _mm256_storeu_si256(out + 1, c01);
+  _mm256_storeu_si256(out + 2, c10);
+  _mm256_storeu_si256(out + 3, c11);
+  _mm256_storeu_si256(out + 4, c20);
+  _mm256_storeu_si256(out + 5, c21);
+  _mm256_storeu_si256(out + 6, c30);
+  _mm256_storeu_si256(out + 7, c31);
+}
+
 void TileDispatchAvx2(const int16_t* a, int64_t lda, int64_t rows, const int16_t* panel, int64_t k_pairs,
                       int32_t* acc) {
   switch (rows) {
-    case 4: return TileAvx2<4>(a, lda, panel, k_pairs, acc);
+    case 4: return Tile4Avx2(a, lda, panel, k_pairs, acc);
     case 3: return TileAvx2<3>(a, lda, panel, k_pairs, acc);
     case 2: return TileAvx2<2>(a, lda, panel, k_pairs, acc);
     default: return TileAvx2<1>(a, lda, panel, k_pairs, acc);
