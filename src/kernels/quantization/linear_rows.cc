@@ -186,10 +186,12 @@ void DequantizeRowToF32PerElement(const void* x, bool is_signed, int64_t n, cons
 
 void MinMaxF32(const float* x, int64_t n, float* min_value, float* max_value) {
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  // Compare-and-select (minps/maxps), not fmin/fmax, which GCC leaves as a call per element.
+  // A NaN element compares false and is skipped.
 #pragma omp simd reduction(min : lo) reduction(max : hi)
   for (int64_t i = 0; i < n; ++i) {
-    lo = std::fmin(lo, x[i]);
-    hi = std::fmax(hi, x[i]);
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
   }
   if (lo > hi) lo = hi = std::numeric_limits<float>::quiet_NaN();  // every element is NaN
   *min_value = lo;
