@@ -791,3 +791,13 @@ def test_empty_inputs():
         assert run_ours(model, feeds)[0].shape == (3, 0, 5)
     feeds = {"x": np.zeros((0, 2, 5, 5), np.uint8), "w": np.zeros((3, 2, 3, 3), np.uint8)}
     assert run_ours(node_model("ConvInteger", feeds, opset=10), feeds)[0].shape == (0, 3, 3, 3)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 7])
+def test_matmul_integer_few_rows_int8_panels(m):
+    # Symmetric int8 B (zero point 0) keeps int8 panels, read by the one-to-three-row tiles.
+    rng = np.random.default_rng(m)
+    for k in (1, 2, 3, 33, 768):
+        a, b = random_bytes(rng, np.uint8, (m, k)), random_bytes(rng, np.int8, (k, 37))
+        model = node_model("MatMulInteger", {"a": a}, opset=10, initializers={"b": b, "az": np.array(100, np.uint8)})
+        np.testing.assert_array_equal(run_ours(model, {"a": a})[0], (a.astype(np.int32) - 100) @ b.astype(np.int32))

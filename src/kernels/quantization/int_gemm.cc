@@ -31,6 +31,9 @@ void PackWith(int64_t k, int64_t n, PackedIntB* out, Get get) {
       for (int64_t c = 0; c < cols; ++c) dst[2 * c] = get(r, c0 + c);
     }
   }
+  const bool fits = std::all_of(out->data.begin(), out->data.end(), [](int16_t v) { return v >= -128 && v <= 127; });
+  out->narrow.clear();
+  if (fits) out->narrow.assign(out->data.begin(), out->data.end());
 }
 
 // Portable tile: rows x 16 columns of one panel.
@@ -115,6 +118,38 @@ __attribute__((target("avx2"))) void Tile4Avx2(const int16_t* a, int64_t lda, co
   _mm256_storeu_si256(out + 7, c31);
 }
 
+// One to three rows against the int8 panels, widened to int16 as they are loaded.
+template <int R>
+__attribute__((target("avx2"))) void TileNarrowAvx2(const int16_t* a, int64_t lda, const int8_t* panel,
+                                                    int64_t k_pairs, int32_t* acc) {
+  __m256i c0[R], c1[R];
+  for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm256_setzero_si256();
+  for (int64_t p = 0; p < k_pairs; ++p) {
+    const __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + p * 32)));
+    const __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + p * 32 + 16)));
+    for (int r = 0; r < R; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, a + r * lda + 2 * p, sizeof(pair));
+      const __m256i av = _mm256_set1_epi32(pair);
+      c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(av, b0));
+      c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(av, b1));
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kPanel), c0[r]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kPanel + 8), c1[r]);
+  }
+}
+
+void TileNarrowDispatchAvx2(const int16_t* a, int64_t lda, int64_t rows, const int8_t* panel, int64_t k_pairs,
+                            int32_t* acc) {
+  switch (rows) {
+    case 3: return TileNarrowAvx2<3>(a, lda, panel, k_pairs, acc);
+    case 2: return TileNarrowAvx2<2>(a, lda, panel, k_pairs, acc);
+    default: return TileNarrowAvx2<1>(a, lda, panel, k_pairs, acc);
+  }
+}
+
 void TileDispatchAvx2(const int16_t* a, int64_t lda, int64_t rows, const int16_t* panel, int64_t k_pairs,
                       int32_t* acc) {
   switch (rows) {
@@ -187,7 +222,10 @@ void IntGemm(int64_t m, const int16_t* a, const PackedIntB& b, int32_t* c, int64
       for (int64_t r0 = 0; r0 < m; r0 += kRows) {
         const int64_t rows = std::min(kRows, m - r0);
 #ifdef ONNX_LIGHT_INT_GEMM_AVX2
-        if (avx2) {
+        if (avx2 && rows < kRows && !b.narrow.empty()) {
+          TileNarrowDispatchAvx2(a + r0 * lda, lda, rows, b.narrow.data() + p * b.k_pairs * 2 * kPanel, b.k_pairs,
+                                 acc);
+        } else if (avx2) {
           TileDispatchAvx2(a + r0 * lda, lda, rows, panel, b.k_pairs, acc);
         } else {
           TileScalar(a + r0 * lda, lda, rows, panel, b.k_pairs, acc);

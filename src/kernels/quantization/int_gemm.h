@@ -21,6 +21,9 @@ struct PackedIntB {
   int64_t k_pairs = 0;  // ceil(k / 2)
   int64_t panels = 0;   // ceil(n / 16)
   std::vector<int16_t> data;
+  // The same panels as int8 when every value fits (symmetric int8 weights): products of one to
+  // three rows read these, half the bytes, where streaming B is what costs.
+  std::vector<int8_t> narrow;
 };
 
 /// The row length of an A' buffer for depth k: k rounded up to even.
