@@ -39,7 +39,8 @@ def quantize_cases(rng):
     for name, params, attrs in (("per tensor", per_tensor, {}), ("per axis (last, 4096)", per_axis, {"axis": 1})):
         node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], **attrs)
         yield f"QuantizeLinear f32->int8 4M, {name}", model_of([node], {"x": x}, params, 21), {"x": x}
-    per_row = {"s": (rng.random(1024) * 0.1 + 0.01).astype(np.float32), "z": rng.integers(120, 136, 1024).astype(np.uint8)}
+    per_row = {"s": (rng.random(1024) * 0.1 + 0.01).astype(np.float32),
+               "z": rng.integers(120, 136, 1024).astype(np.uint8)}
     node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=0)
     yield "QuantizeLinear f32->uint8 4M, per axis (first, 1024)", model_of([node], {"x": x}, per_row, 21), {"x": x}
 

@@ -31,8 +31,6 @@ def bits(a: np.ndarray) -> np.ndarray:
         return a.astype(np.int64)
     if a.dtype.itemsize == 1:
         return a.view(np.uint8).astype(np.int64)
-    if a.dtype in (np.dtype(ml_dtypes.float4_e2m1fn), np.dtype(ml_dtypes.float6_e2m3fn), np.dtype(ml_dtypes.float6_e3m2fn)):
-        return a.view(np.uint8).astype(np.int64)
     return a.view(np.uint16 if a.dtype.itemsize == 2 else np.uint32).astype(np.int64)
 
 
@@ -157,7 +155,10 @@ def test_quantize_small_floats(opset):
 @pytest.mark.parametrize("scale_type", [np.float32, np.float16, ml_dtypes.bfloat16, np.int32])
 def test_quantize_mixed_input_and_scale_types(x_type, scale_type):
     rng = np.random.default_rng(2)
-    x = (awkward_floats((5, 30), seed=9, huge=False) if x_type != np.int32 else rng.integers(-3000, 3000, (5, 30))).astype(x_type)
+    if x_type == np.int32:
+        x = rng.integers(-3000, 3000, (5, 30)).astype(x_type)
+    else:
+        x = awkward_floats((5, 30), seed=9, huge=False).astype(x_type)
     scale = np.array(3 if scale_type == np.int32 else 0.37, scale_type)
     for zp in (np.array(-3, np.int8), np.array(40000, np.uint16), np.zeros((), ml_dtypes.float8_e4m3fn)):
         check_exact(quantize(x, scale, zp, opset=23))
@@ -267,11 +268,9 @@ def test_dequantize_low_precision_floats(opset):
     if opset >= 28:
         small += [ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn]
     for t in small:
-        every = np.array([float(v) for v in np.arange(64 if t != ml_dtypes.float4_e2m1fn else 16, dtype=np.uint8)
-                          .view(np.uint8)], np.float32)
+        # Every code of the format (ml_dtypes keeps one element per byte).
         x = np.frombuffer(np.arange(16 if t == ml_dtypes.float4_e2m1fn else 64, dtype=np.uint8).tobytes(),
                           dtype=t).reshape(2, -1)
-        del every
         check_exact(dequantize(x, np.float32(0.37), np.zeros((), t), opset=opset))
 
 
@@ -287,7 +286,8 @@ def test_dequantize_matches_ort():
     rng = np.random.default_rng(3)
     for t in (np.int8, np.uint8, np.int32):
         x = rng.integers(-100, 100, (16, 64)).astype(t) if t != np.uint8 else rng.integers(0, 255, (16, 64)).astype(t)
-        model, feeds = dequantize(x, (rng.random(64) + 0.1).astype(np.float32), np.arange(64).astype(t), {"axis": 1}, 21)
+        scale = (rng.random(64) + 0.1).astype(np.float32)
+        model, feeds = dequantize(x, scale, np.arange(64).astype(t), {"axis": 1}, 21)
         np.testing.assert_array_equal(run_ours(model, feeds)[0], run_ort(model, feeds)[0])
 
 
@@ -331,7 +331,8 @@ def test_dequantize_errors():
     x = np.zeros((4, 6), np.int8)
     model, feeds = dequantize(x, np.float32(1), np.array(0, np.uint8), opset=21)
     expect_error(model, feeds, "x_zero_point", "int8", "uint8")
-    model, feeds = dequantize(x, np.ones((4, 3), np.float32), np.zeros((4, 2), np.int8), {"axis": 1, "block_size": 2}, 21)
+    model, feeds = dequantize(x, np.ones((4, 3), np.float32), np.zeros((4, 2), np.int8),
+                              {"axis": 1, "block_size": 2}, 21)
     expect_error(model, feeds, "zero point")
     model, feeds = dequantize(x, np.ones((4, 2), np.float32), None, {"axis": 1, "block_size": 2}, 21)
     expect_error(model, feeds, "ceil(6 / block_size 2) = 3")
@@ -385,7 +386,8 @@ def test_matmul_integer_matches_ort_and_records_prepacked():
     b = random_bytes(rng, np.int8, (96, 80))
     model = node_model("MatMulInteger", {"a": a}, opset=10, initializers={"b": b, "az": np.array(128, np.uint8)})
     np.testing.assert_array_equal(run_ours(model, {"a": a})[0], (a.astype(np.int32) - 128) @ b.astype(np.int32))
-    assert any(u.startswith("MatMulInteger/uint8/int16") and u.endswith("-prepacked") for u in usage_of(model, {"a": a}))
+    usage = usage_of(model, {"a": a})
+    assert any(u.startswith("MatMulInteger/uint8/int16") and u.endswith("-prepacked") for u in usage)
 
 
 def test_matmul_integer_per_row_and_per_column_zero_points():
@@ -619,7 +621,8 @@ def qlinear_conv_feeds(rng, xt, wt, yt, xs, ws, per_channel, bias):
 
 
 @pytest.mark.parametrize("case", range(len(CONV_CASES) - 1))  # onnx.reference's QLinearConv is 2-D only for per-channel
-@pytest.mark.parametrize("types", [(np.uint8, np.int8, np.uint8), (np.int8, np.int8, np.int8), (np.uint8, np.uint8, np.int8)])
+@pytest.mark.parametrize("types", [(np.uint8, np.int8, np.uint8), (np.int8, np.int8, np.int8),
+                                   (np.uint8, np.uint8, np.int8)])
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_qlinear_conv_against_reference(case, types, per_channel):
     xs, ws, attrs = CONV_CASES[case]

@@ -105,7 +105,8 @@ class DequantizeLinearKernel final : public KernelBase {
       if (dtype != 0) {
         const auto type = static_cast<DataType>(dtype);
         if (!IsHalfOrFloat(type)) {
-          ThrowInvalid(info, "attribute 'output_dtype' must be float (1), float16 (10) or bfloat16 (16), got {}", dtype);
+          ThrowInvalid(info, "attribute 'output_dtype' must be float (1), float16 (10) or bfloat16 (16), got {}",
+                       dtype);
         }
         output_dtype_ = type;
       }

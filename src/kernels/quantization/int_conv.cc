@@ -85,8 +85,8 @@ Shape IntConv::Resolve(const RuntimeContext& rt, const Tensor& x, size_t x_index
   const std::span<const int64_t> kernel(w.shape().data() + 2, w.shape().size() - 2);
   if (!attrs_.kernel_shape.empty() &&
       !std::equal(kernel.begin(), kernel.end(), attrs_.kernel_shape.begin(), attrs_.kernel_shape.end())) {
-    ThrowInvalid(rt, "attribute kernel_shape {} does not match W's spatial shape {}", ShapeToString(attrs_.kernel_shape),
-                 ShapeToString(kernel));
+    ThrowInvalid(rt, "attribute kernel_shape {} does not match W's spatial shape {}",
+                 ShapeToString(attrs_.kernel_shape), ShapeToString(kernel));
   }
   *g = ResolveWindow(rt, attrs_, spatial, kernel);
   Shape out{x.dim(0), m};

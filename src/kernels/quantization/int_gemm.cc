@@ -233,7 +233,9 @@ void IntGemm(int64_t m, const int16_t* a, const PackedIntB& b, int32_t* c, int64
 #else
         TileScalar(a + r0 * lda, lda, rows, panel, b.k_pairs, acc);
 #endif
-        for (int64_t r = 0; r < rows; ++r) std::memcpy(c + (r0 + r) * ldc + c0, acc + r * kPanel, cols * sizeof(int32_t));
+        for (int64_t r = 0; r < rows; ++r) {
+          std::memcpy(c + (r0 + r) * ldc + c0, acc + r * kPanel, cols * sizeof(int32_t));
+        }
       }
     }
   });

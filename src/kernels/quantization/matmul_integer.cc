@@ -25,7 +25,8 @@ class MatMulIntegerKernel final : public KernelBase {
     const bool use_packed = packed_b_ != nullptr && b_in.rank() == 2;
     RunIntMatMul(rt, a, b, shape, a_zp, b_zp, use_packed ? packed_b_.get() : nullptr, y.data<int32_t>());
     if (rt.kernel_usage_enabled()) {
-      const std::string impl = std::string(IntGemmUsesAvx2() ? "int16-avx2" : "int16") + (use_packed ? "-prepacked" : "");
+      const std::string impl =
+          std::string(IntGemmUsesAvx2() ? "int16-avx2" : "int16") + (use_packed ? "-prepacked" : "");
       rt.RecordKernelUsage(KernelUsageName("MatMulInteger", a_in.dtype(), impl));
     }
   }

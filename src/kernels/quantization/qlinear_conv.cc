@@ -85,7 +85,8 @@ class QLinearConvKernel final : public KernelBase {
       }
     }
     if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName("QLinearConv", x.dtype(), IntGemmUsesAvx2() ? "im2col-int16-avx2" : "im2col-int16"));
+      const char* impl = IntGemmUsesAvx2() ? "im2col-int16-avx2" : "im2col-int16";
+      rt.RecordKernelUsage(KernelUsageName("QLinearConv", x.dtype(), impl));
     }
   }
 

@@ -82,7 +82,8 @@ class QLinearMatMulKernel final : public KernelBase {
       }
     }
     if (rt.kernel_usage_enabled()) {
-      const std::string impl = std::string(IntGemmUsesAvx2() ? "int16-avx2" : "int16") + (use_packed ? "-prepacked" : "");
+      const std::string impl =
+          std::string(IntGemmUsesAvx2() ? "int16-avx2" : "int16") + (use_packed ? "-prepacked" : "");
       rt.RecordKernelUsage(KernelUsageName("QLinearMatMul", a_in.dtype(), impl));
     }
   }

@@ -154,7 +154,9 @@ QuantGranularity ResolveQuantGranularity(const RuntimeContext& rt, std::span<con
     return g;
   }
   if (scale.rank() != rank || rank == 0) {
-    ThrowInvalid(rt, "input {} ('{}', the scale) must have the rank of input 0 ({}) for blocked quantization, got shape {}",
+    ThrowInvalid(rt,
+                 "input {} ('{}', the scale) must have the rank of input 0 ({}) for blocked quantization, "
+                 "got shape {}",
                  scale_index, rt.input_name(scale_index), ShapeToString(x_shape), ShapeToString(scale.shape()));
   }
   const int64_t a = NormalizeAxis(rt, axis, rank);
@@ -162,7 +164,8 @@ QuantGranularity ResolveQuantGranularity(const RuntimeContext& rt, std::span<con
     const int64_t expected = d == a ? (x_shape[d] + block_size - 1) / block_size : x_shape[d];
     if (scale.dim(d) != expected) {
       ThrowInvalid(rt,
-                   "input {} ('{}', the scale) must have shape {} with dimension {} = ceil({} / block_size {}) = {}, got {}",
+                   "input {} ('{}', the scale) must have shape {} with dimension {} = ceil({} / block_size {}) = {}, "
+                   "got {}",
                    scale_index, rt.input_name(scale_index), ShapeToString(x_shape), a, x_shape[a], block_size,
                    (x_shape[a] + block_size - 1) / block_size, ShapeToString(scale.shape()));
     }
