@@ -804,3 +804,11 @@ def test_matmul_integer_few_rows_int8_panels(m):
         a, b = random_bytes(rng, np.uint8, (m, k)), random_bytes(rng, np.int8, (k, 37))
         model = node_model("MatMulInteger", {"a": a}, opset=10, initializers={"b": b, "az": np.array(100, np.uint8)})
         np.testing.assert_array_equal(run_ours(model, {"a": a})[0], (a.astype(np.int32) - 100) @ b.astype(np.int32))
+
+
+def test_dequantize_results_beyond_float32_become_infinity():
+    # int32 x (float64 arithmetic in the reference) times a large scale: +-Inf after rounding to
+    # float32, exactly as numpy's astype gives (and no undefined conversion here).
+    x = np.array([2**31 - 1, -(2**31), 5, 0], np.int32)
+    check_exact(dequantize(x, np.float32(3e38), np.array(-7, np.int32), opset=21))
+    check_exact(dequantize(x, np.float32(3e38), np.array(-7, np.int32), {"output_dtype": TensorProto.FLOAT16}, 23))

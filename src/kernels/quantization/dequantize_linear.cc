@@ -55,13 +55,13 @@ bool IsHalfOrFloat(DataType type) {
 void StoreFloat(DataType type, void* data, int64_t i, double v) {
   switch (type) {
     case DataType::kFloat:
-      static_cast<float*>(data)[i] = static_cast<float>(v);
+      static_cast<float*>(data)[i] = NarrowToFloat(v);
       return;
     case DataType::kFloat16:
-      static_cast<Float16*>(data)[i] = Float16(static_cast<float>(v));
+      static_cast<Float16*>(data)[i] = Float16(NarrowToFloat(v));
       return;
     default:
-      static_cast<BFloat16*>(data)[i] = BFloat16(static_cast<float>(v));
+      static_cast<BFloat16*>(data)[i] = BFloat16(NarrowToFloat(v));
       return;
   }
 }

@@ -5,6 +5,7 @@
 // of that type exactly.
 
 #include <cmath>
+#include <limits>
 
 #include "onnx_light/runtime/data_type.h"
 #include "onnx_light/runtime/float16.h"
@@ -28,16 +29,25 @@ inline DataType PromoteForArithmetic(DataType a, DataType b) {
   return DataType::kFloat;
 }
 
+/// `v` rounded to the nearest float32 (ties to even), +-Inf beyond the range, as numpy's
+/// astype(float32) gives; a plain cast is undefined behaviour there.
+inline float NarrowToFloat(double v) {
+  constexpr double kOverflow = 0x1.ffffffp+127;  // FLT_MAX plus half an ulp: rounds to Inf
+  if (v >= kOverflow) return std::numeric_limits<float>::infinity();
+  if (v <= -kOverflow) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(v);
+}
+
 /// `v` rounded (to nearest even) to `type` (kFloat, kFloat16, kBFloat16 or kDouble). Half types
 /// round from the float32 value, as numpy computes their arithmetic in float32.
 inline double RoundToType(DataType type, double v) {
   switch (type) {
     case DataType::kFloat:
-      return static_cast<float>(v);
+      return NarrowToFloat(v);
     case DataType::kFloat16:
-      return static_cast<float>(Float16(static_cast<float>(v)));
+      return static_cast<float>(Float16(NarrowToFloat(v)));
     case DataType::kBFloat16:
-      return static_cast<float>(BFloat16(static_cast<float>(v)));
+      return static_cast<float>(BFloat16(NarrowToFloat(v)));
     default:
       return v;
   }

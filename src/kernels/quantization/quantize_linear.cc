@@ -248,13 +248,13 @@ class QuantizeLinearKernel final : public KernelBase {
             const double v = zp[p] != 0.0 ? q + zp[p] : q;
             static_cast<uint8_t*>(out)[index] = compute == DataType::kDouble
                                                     ? DoubleToLowPrecision(out_type, v, saturate_)
-                                                    : FloatToLowPrecision(out_type, static_cast<float>(v), saturate_);
+                                                    : FloatToLowPrecision(out_type, NarrowToFloat(v), saturate_);
           } else {
             // The reference adds the zero point only when there is one (-0 + 0 is +0).
             const double v = zero_point != nullptr ? AddIn(add_type, q, zp[p]) : q;
             const uint8_t code = add_type == DataType::kDouble
                                      ? DoubleToLowPrecision(out_type, v, true)
-                                     : FloatToLowPrecision(out_type, static_cast<float>(v), true);
+                                     : FloatToLowPrecision(out_type, NarrowToFloat(v), true);
             WritePackedCode(out, index, bits, code);
           }
         }
