@@ -812,3 +812,18 @@ def test_dequantize_results_beyond_float32_become_infinity():
     x = np.array([2**31 - 1, -(2**31), 5, 0], np.int32)
     check_exact(dequantize(x, np.float32(3e38), np.array(-7, np.int32), opset=21))
     check_exact(dequantize(x, np.float32(3e38), np.array(-7, np.int32), {"output_dtype": TensorProto.FLOAT16}, 23))
+
+
+def test_integer_products_split_over_threads():
+    import onnx_light.runtime as runtime
+
+    rng = np.random.default_rng(30)
+    a, b = random_bytes(rng, np.uint8, (3, 70, 200)), random_bytes(rng, np.int8, (200, 300))
+    model = node_model("MatMulInteger", {"a": a}, opset=10, initializers={"b": b, "az": np.array(7, np.uint8)})
+    options = runtime.RuntimeSessionOptions(num_threads=2)
+    np.testing.assert_array_equal(run_ours(model, {"a": a}, options=options)[0],
+                                  (a.astype(np.int32) - 7) @ b.astype(np.int32))
+    x, w = random_bytes(rng, np.uint8, (2, 16, 20, 20)), random_bytes(rng, np.int8, (32, 16, 3, 3))
+    feeds = {"x": x, "w": w, "xz": np.array(3, np.uint8)}
+    model = node_model("ConvInteger", feeds, {"pads": [1, 1, 1, 1]}, opset=10)
+    np.testing.assert_array_equal(run_ours(model, feeds, options=options)[0], run_reference(model, feeds)[0])
