@@ -549,7 +549,9 @@ def test_dynamic_quantize_linear(case):
 def test_dynamic_quantize_linear_empty_and_nan():
     model = node_model("DynamicQuantizeLinear", {"x": np.zeros((0, 3), np.float32)}, n_outputs=3, opset=11)
     y, scale, zp = run_ours(model, {"x": np.zeros((0, 3), np.float32)})
-    assert y.shape == (0, 3) and scale == np.float32(1.0 / 255.0) and zp == 0
+    assert y.shape == (0, 3) and scale == np.float32(1.0) and zp == 0  # ORT's values
+    for a, e in zip((y, scale, zp), run_ort(model, {"x": np.zeros((0, 3), np.float32)})):
+        np.testing.assert_array_equal(a, e)
     # NaN is left out of the range and quantizes to 0 (our definition; the reference yields a NaN scale).
     x = np.array([np.nan, -1.0, 2.0], np.float32)
     model = node_model("DynamicQuantizeLinear", {"x": x}, n_outputs=3, opset=11)
@@ -827,3 +829,13 @@ def test_integer_products_split_over_threads():
     feeds = {"x": x, "w": w, "xz": np.array(3, np.uint8)}
     model = node_model("ConvInteger", feeds, {"pads": [1, 1, 1, 1]}, opset=10)
     np.testing.assert_array_equal(run_ours(model, feeds, options=options)[0], run_reference(model, feeds)[0])
+
+
+def test_one_element_scale_of_any_rank_is_per_tensor_from_21():
+    x = awkward_floats((3, 4), seed=31)
+    scale, zp = np.full((1, 1), 0.3, np.float32), np.full((1, 1), 4, np.int8)
+    for opset in (21, 25):
+        q = check_exact(quantize(x, scale, zp, opset=opset))
+        check_exact(dequantize(q, scale, zp, opset=opset))
+    model, feeds = quantize(x, scale, zp, opset=19)  # the scale is a scalar or 1-D before 21
+    expect_error(model, feeds, "must be a scalar or a 1-D tensor")

@@ -137,7 +137,7 @@ class DequantizeLinearKernel final : public KernelBase {
                    DataTypeName(x_type), DataTypeName(zero_point->dtype()));
     }
     const QuantGranularity g = ResolveQuantGranularity(rt, x_in.shape(), scale, 1, zero_point, 2, axis_, block_size_,
-                                                       version_ >= 13);
+                                                       version_ >= 13, version_ >= 21);
     std::vector<double> zp(static_cast<size_t>(scale.size()), 0.0);
     if (zero_point != nullptr) {
       zp = ReadQuantValues(rt, *zero_point);

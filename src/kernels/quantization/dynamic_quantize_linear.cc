@@ -3,7 +3,8 @@
 //   min = min(0, min(x)), max = max(0, max(x)), scale = (max == min ? 1 : max - min) / 255,
 //   zero_point = rint(clip(0 - min / scale, 0, 255)), y = clip(rint(x / scale) + zero_point).
 // NaN elements are ignored by the range (the reference would propagate NaN into the scale) and
-// quantize to 0; an empty x gives scale 1 and zero point 0 (the reference cannot reduce it).
+// quantize to 0; an empty x gives scale 1 and zero point 0, as ONNX Runtime does (the reference
+// cannot reduce an empty array).
 #include <cmath>
 
 #include "kernels/quantization/linear_rows.h"
@@ -30,7 +31,7 @@ class DynamicQuantizeLinearKernel final : public KernelBase {
       lo = std::fmin(lo, 0.0f);
       hi = std::fmax(hi, 0.0f);
     }
-    const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+    const float scale = x.size() == 0 ? 1.0f : (hi == lo ? 1.0f : hi - lo) / 255.0f;
     const float initial = 0.0f - lo / scale;
     const float zero_point = std::nearbyint(std::fmax(0.0f, std::fmin(255.0f, initial)));
     QuantizeRowF32(x.data<float>(), x.size(), scale, zero_point, false, y.raw_data());

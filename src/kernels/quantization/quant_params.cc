@@ -102,9 +102,10 @@ bool IsSmallFloatType(DataType type) {
 
 QuantGranularity ResolveQuantGranularity(const RuntimeContext& rt, std::span<const int64_t> x_shape,
                                          const Tensor& scale, size_t scale_index, const Tensor* zero_point,
-                                         size_t zero_index, int64_t axis, int64_t block_size, bool allow_axis) {
+                                         size_t zero_index, int64_t axis, int64_t block_size, bool allow_axis,
+                                         bool any_rank_scalar) {
   // A scalar and a one-element 1-D tensor both mean "per tensor" (the conformance cases mix them).
-  auto per_tensor = [](const Tensor& t) { return t.rank() == 0 || (t.rank() == 1 && t.dim(0) == 1); };
+  auto per_tensor = [&](const Tensor& t) { return t.size() == 1 && (any_rank_scalar || t.rank() <= 1); };
   if (zero_point != nullptr && zero_point->shape() != scale.shape() &&
       !(block_size == 0 && per_tensor(scale) && per_tensor(*zero_point))) {
     ThrowInvalid(rt, "input {} ('{}', the zero point) must have the shape of input {} ('{}', the scale) {}, got {}",
@@ -128,7 +129,8 @@ QuantGranularity ResolveQuantGranularity(const RuntimeContext& rt, std::span<con
     for (int64_t d = a + 1; d < rank; ++d) g.inner *= x_shape[d];
   };
   if (block_size == 0) {
-    if (scale.rank() == 0 || (scale.rank() == 1 && scale.dim(0) == 1)) {
+    // One element of any rank: per tensor (as onnx.reference reads it).
+    if (per_tensor(scale)) {
       g.kind = QuantGranularity::Kind::kTensor;
       int64_t n = 1;
       for (int64_t d : x_shape) n = empty ? 0 : n * d;

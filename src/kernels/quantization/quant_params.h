@@ -37,10 +37,13 @@ struct QuantGranularity {
 /// Checks `scale` (input `scale_index`) and the optional `zero_point` (input `zero_index`)
 /// against `x_shape` for `axis` (not yet normalised) and `block_size` (0: not blocked), as the
 /// QuantizeLinear/DequantizeLinear specs require; throws naming the node and input otherwise.
-/// `allow_axis` is false for version 10, whose scale is a scalar.
+/// `allow_axis` is false for version 10, whose scale is a scalar. A one-element scale means per
+/// tensor: at rank 0 or 1 always, at any rank when `any_rank_scalar` (version 21 on, where the
+/// scale may have x's rank).
 QuantGranularity ResolveQuantGranularity(const RuntimeContext& rt, std::span<const int64_t> x_shape,
                                          const Tensor& scale, size_t scale_index, const Tensor* zero_point,
-                                         size_t zero_index, int64_t axis, int64_t block_size, bool allow_axis);
+                                         size_t zero_index, int64_t axis, int64_t block_size, bool allow_axis,
+                                         bool any_rank_scalar);
 
 /// The scale values as doubles (exact for every allowed type: float32, float16, bfloat16,
 /// int32, float8e8m0). Throws for another type.

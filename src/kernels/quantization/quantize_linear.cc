@@ -152,7 +152,7 @@ class QuantizeLinearKernel final : public KernelBase {
       }
     }
     const QuantGranularity g = ResolveQuantGranularity(rt, x_in.shape(), scale, 1, zero_point, 2, axis_, block_size_,
-                                                       version_ >= 13);
+                                                       version_ >= 13, version_ >= 21);
     const Tensor x = x_in.Contiguous(rt.allocator());
     Tensor& y = rt.AllocateOutput(0, out_type, x.shape());
     if (x.size() == 0) return Record(rt, out_type, "empty");
