@@ -8,6 +8,7 @@
 
 #include "core/low_precision.h"
 #include "core/packed_bits.h"
+#include "core/thread_pool.h"
 #include "kernels/quantization/linear_rows.h"
 #include "kernels/quantization/quant_arith.h"
 #include "kernels/quantization/quant_params.h"
@@ -179,7 +180,9 @@ class DequantizeLinearKernel final : public KernelBase {
     const int64_t row = g.dim * g.inner;
     switch (g.kind) {
       case QuantGranularity::Kind::kTensor:
-        return DequantizeRowToF32(in, is_signed, x.size(), scale[0], zp[0], out);
+        return ParallelFor(rt.thread_pool(), x.size(), int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+          DequantizeRowToF32(in + begin, is_signed, end - begin, scale[0], zp[0], out + begin);
+        });
       case QuantGranularity::Kind::kAxis:
         for (int64_t o = 0; o < g.outer; ++o) {
           if (g.inner == 1) {

@@ -11,6 +11,7 @@
 
 #include "core/low_precision.h"
 #include "core/packed_bits.h"
+#include "core/thread_pool.h"
 #include "kernels/quantization/linear_rows.h"
 #include "kernels/quantization/quant_arith.h"
 #include "kernels/quantization/quant_params.h"
@@ -188,7 +189,10 @@ class QuantizeLinearKernel final : public KernelBase {
     const int64_t row = g.dim * g.inner;
     switch (g.kind) {
       case QuantGranularity::Kind::kTensor:
-        return QuantizeRowF32(in, x.size(), scale[0], zp[0], is_signed, out);
+        // Ranges of at least 64k elements per thread: below that a split costs more than it saves.
+        return ParallelFor(rt.thread_pool(), x.size(), int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+          QuantizeRowF32(in + begin, end - begin, scale[0], zp[0], is_signed, out + begin);
+        });
       case QuantGranularity::Kind::kAxis:
         for (int64_t o = 0; o < g.outer; ++o) {
           if (g.inner == 1) {
