@@ -829,6 +829,13 @@ def test_integer_products_split_over_threads():
     feeds = {"x": x, "w": w, "xz": np.array(3, np.uint8)}
     model = node_model("ConvInteger", feeds, {"pads": [1, 1, 1, 1]}, opset=10)
     np.testing.assert_array_equal(run_ours(model, feeds, options=options)[0], run_reference(model, feeds)[0])
+    # Per-tensor QuantizeLinear / DequantizeLinear split ranges of 64k elements.
+    x = awkward_floats((3, 100_000), seed=32)
+    model, feeds = quantize(x, np.float32(0.7), np.array(-5, np.int8), opset=21)
+    q = run_ours(model, feeds, options=options)[0]
+    assert_same_bits(q, run_reference(model, feeds)[0])
+    model, feeds = dequantize(q, np.float32(0.7), np.array(-5, np.int8), opset=21)
+    assert_same_bits(run_ours(model, feeds, options=options)[0], run_reference(model, feeds)[0])
 
 
 def test_one_element_scale_of_any_rank_is_per_tensor_from_21():
