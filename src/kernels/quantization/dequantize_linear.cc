@@ -214,10 +214,7 @@ class DequantizeLinearKernel final : public KernelBase {
     // numpy: float32(x) - zero_point is float32, except with an int32 zero point (float64).
     const bool subtract = has_zero_point && !IsFloat8Type(x_type);
     const DataType diff_type = subtract && x_type == DataType::kInt32 ? DataType::kDouble : DataType::kFloat;
-    const DataType product_type =
-        PromoteForArithmetic(subtract ? diff_type : DataType::kFloat, scale_t.dtype() == DataType::kFloat8E8M0
-                                                                          ? DataType::kFloat8E8M0
-                                                                          : scale_t.dtype());
+    const DataType product_type = PromoteForArithmetic(diff_type, scale_t.dtype());
     const void* in = x.raw_data();
     void* out = y.raw_data();
     int64_t index = 0;
