@@ -16,8 +16,10 @@ constexpr int64_t kPanel = 16;  // columns per packed panel
 constexpr int64_t kRows = 4;    // rows per micro-tile
 
 // Packs with `get(row, col)` returning the int16 value of B'.
+// `narrow`: also keep the int8 copy when every value fits (B of a matmul; a convolution's
+// per-run columns skip the extra pass).
 template <typename Get>
-void PackWith(int64_t k, int64_t n, PackedIntB* out, Get get) {
+void PackWith(int64_t k, int64_t n, PackedIntB* out, bool narrow, Get get) {
   out->k = k;
   out->n = n;
   out->k_pairs = (k + 1) / 2;
@@ -31,8 +33,9 @@ void PackWith(int64_t k, int64_t n, PackedIntB* out, Get get) {
       for (int64_t c = 0; c < cols; ++c) dst[2 * c] = get(r, c0 + c);
     }
   }
-  const bool fits = std::all_of(out->data.begin(), out->data.end(), [](int16_t v) { return v >= -128 && v <= 127; });
   out->narrow.clear();
+  if (!narrow) return;
+  const bool fits = std::all_of(out->data.begin(), out->data.end(), [](int16_t v) { return v >= -128 && v <= 127; });
   if (fits) out->narrow.assign(out->data.begin(), out->data.end());
 }
 
@@ -175,19 +178,19 @@ void PackInt8B(const void* b, bool is_signed, int64_t k, int64_t n, int64_t ldb,
                bool per_column, PackedIntB* out) {
   if (is_signed) {
     const auto* s = static_cast<const int8_t*>(b);
-    PackWith(k, n, out, [&](int64_t r, int64_t c) {
+    PackWith(k, n, out, true, [&](int64_t r, int64_t c) {
       return static_cast<int16_t>(s[r * ldb + c] - zero_point[per_column ? c : 0]);
     });
   } else {
     const auto* u = static_cast<const uint8_t*>(b);
-    PackWith(k, n, out, [&](int64_t r, int64_t c) {
+    PackWith(k, n, out, true, [&](int64_t r, int64_t c) {
       return static_cast<int16_t>(u[r * ldb + c] - zero_point[per_column ? c : 0]);
     });
   }
 }
 
 void PackInt16B(const int16_t* b, int64_t k, int64_t n, int64_t ldb, PackedIntB* out) {
-  PackWith(k, n, out, [&](int64_t r, int64_t c) { return b[r * ldb + c]; });
+  PackWith(k, n, out, false, [&](int64_t r, int64_t c) { return b[r * ldb + c]; });
 }
 
 void WidenInt8A(const void* a, bool is_signed, int64_t m, int64_t k, int64_t lda, const int32_t* zero_point,

@@ -33,7 +33,8 @@ inline int64_t PaddedDepth(int64_t k) { return (k + 1) & ~int64_t{1}; }
 /// `zero_point` has n entries (per column) or 1 (`per_column` false).
 void PackInt8B(const void* b, bool is_signed, int64_t k, int64_t n, int64_t ldb, const int32_t* zero_point,
                bool per_column, PackedIntB* out);
-/// Packs an int16 [k, n] matrix (already zero-point adjusted) with row stride `ldb`.
+/// Packs an int16 [k, n] matrix (already zero-point adjusted) with row stride `ldb` (no int8
+/// copy: these are a convolution's columns, packed on every run).
 void PackInt16B(const int16_t* b, int64_t k, int64_t n, int64_t ldb, PackedIntB* out);
 
 /// A' rows: out[r * PaddedDepth(k) + j] = a[r * lda + j] - zero_point[per_row ? r : 0], zero padded.
