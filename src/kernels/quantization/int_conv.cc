@@ -121,8 +121,11 @@ void IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, in
       std::all_of(g.stride.begin(), g.stride.end(), [](int64_t s) { return s == 1; }) &&
       std::all_of(g.pad_begin.begin(), g.pad_begin.end(), [](int64_t p) { return p == 0; }) &&
       std::all_of(g.pad_end.begin(), g.pad_end.end(), [](int64_t p) { return p == 0; });
-  std::vector<int16_t> image(static_cast<size_t>(cg * in_size));
-  std::vector<int16_t> col(pointwise ? 0 : static_cast<size_t>(kc * out_size));
+  // Scratch from the run's allocator, which keeps freed blocks: no fresh pages on every run.
+  Tensor image_t = Tensor::Allocate(DataType::kInt16, {cg * in_size}, rt.allocator());
+  Tensor col_t = Tensor::Allocate(DataType::kInt16, {pointwise ? 0 : kc * out_size}, rt.allocator());
+  int16_t* image = image_t.data<int16_t>();
+  int16_t* col = col_t.data<int16_t>();
   PackedIntB packed;
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t gi = 0; gi < group_; ++gi) {
@@ -134,10 +137,10 @@ void IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, in
         const uint8_t* src = x.data<uint8_t>() + first;
         for (int64_t i = 0; i < cg * in_size; ++i) image[i] = static_cast<int16_t>(src[i] - x_zp);
       }
-      const int16_t* columns = image.data();
+      const int16_t* columns = image;
       if (!pointwise) {
-        Im2Col<int16_t>(image.data(), cg, g, col.data());
-        columns = col.data();
+        Im2Col<int16_t>(image, cg, g, col);
+        columns = col;
       }
       PackInt16B(columns, kc, out_size, out_size, &packed);
       IntGemm(mg, weights->data() + gi * mg * kp, packed, out + (b * m + gi * mg) * out_size, out_size,

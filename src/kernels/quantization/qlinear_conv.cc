@@ -63,8 +63,9 @@ class QLinearConvKernel final : public KernelBase {
 
     Tensor& y = rt.AllocateOutput(0, out_type, out_shape);
     const int64_t out_size = g.output_size();
-    std::vector<int32_t> acc(static_cast<size_t>(y.size()));
-    conv_.Run(rt, x, w, x_zp[0], w_zp, g, acc.data());
+    Tensor acc_t = Tensor::Allocate(DataType::kInt32, {y.size()}, rt.allocator());
+    int32_t* acc = acc_t.data<int32_t>();
+    conv_.Run(rt, x, w, x_zp[0], w_zp, g, acc);
     std::vector<int32_t> bias_values;
     if (bias != nullptr) {
       const Tensor bc = bias->Contiguous(rt.allocator());
@@ -75,7 +76,7 @@ class QLinearConvKernel final : public KernelBase {
     const int64_t n = x.dim(0);
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t ch = 0; ch < m; ++ch) {
-        int32_t* plane = acc.data() + (b * m + ch) * out_size;
+        int32_t* plane = acc + (b * m + ch) * out_size;
         if (!bias_values.empty()) {
           const auto add = static_cast<uint32_t>(bias_values[ch]);  // wraps like numpy's int32
           for (int64_t i = 0; i < out_size; ++i) plane[i] = static_cast<int32_t>(static_cast<uint32_t>(plane[i]) + add);
