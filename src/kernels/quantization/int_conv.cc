@@ -127,6 +127,7 @@ void IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, in
   int16_t* image = image_t.data<int16_t>();
   int16_t* col = col_t.data<int16_t>();
   PackedIntB packed;
+  Tensor packed_t = Tensor::Allocate(DataType::kInt16, {PackedIntBSize(kc, out_size)}, rt.allocator());
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t gi = 0; gi < group_; ++gi) {
       const int64_t first = (b * c + gi * cg) * in_size;
@@ -142,7 +143,7 @@ void IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, in
         Im2Col<int16_t>(image, cg, g, col);
         columns = col;
       }
-      PackInt16B(columns, kc, out_size, out_size, &packed);
+      PackInt16B(columns, kc, out_size, out_size, &packed, packed_t.data<int16_t>());
       IntGemm(mg, weights->data() + gi * mg * kp, packed, out + (b * m + gi * mg) * out_size, out_size,
               rt.thread_pool());
     }

@@ -19,14 +19,23 @@ constexpr int64_t kRows = 4;    // rows per micro-tile
 // `narrow`: also keep the int8 copy when every value fits (B of a matmul; a convolution's
 // per-run columns skip the extra pass).
 template <typename Get>
-void PackWith(int64_t k, int64_t n, PackedIntB* out, bool narrow, Get get) {
+void PackWith(int64_t k, int64_t n, PackedIntB* out, bool narrow, int16_t* storage, Get get) {
   out->k = k;
   out->n = n;
   out->k_pairs = (k + 1) / 2;
   out->panels = (n + kPanel - 1) / kPanel;
-  out->data.assign(static_cast<size_t>(out->panels * out->k_pairs * 2 * kPanel), 0);
+  const int64_t size = out->panels * out->k_pairs * 2 * kPanel;
+  if (storage == nullptr) {
+    out->data.assign(static_cast<size_t>(size), 0);
+    storage = out->data.data();
+  } else {
+    out->data.clear();
+    std::fill(storage, storage + size, int16_t{0});
+    narrow = false;
+  }
+  out->panels_data = storage;
   for (int64_t p = 0; p < out->panels; ++p) {
-    int16_t* panel = out->data.data() + p * out->k_pairs * 2 * kPanel;
+    int16_t* panel = storage + p * out->k_pairs * 2 * kPanel;
     const int64_t c0 = p * kPanel, cols = std::min(kPanel, n - c0);
     for (int64_t r = 0; r < k; ++r) {
       int16_t* dst = panel + (r / 2) * 2 * kPanel + (r % 2);
@@ -175,22 +184,22 @@ bool IntGemmUsesAvx2() {
 }
 
 void PackInt8B(const void* b, bool is_signed, int64_t k, int64_t n, int64_t ldb, const int32_t* zero_point,
-               bool per_column, PackedIntB* out) {
+               bool per_column, PackedIntB* out, int16_t* storage) {
   if (is_signed) {
     const auto* s = static_cast<const int8_t*>(b);
-    PackWith(k, n, out, true, [&](int64_t r, int64_t c) {
+    PackWith(k, n, out, true, storage, [&](int64_t r, int64_t c) {
       return static_cast<int16_t>(s[r * ldb + c] - zero_point[per_column ? c : 0]);
     });
   } else {
     const auto* u = static_cast<const uint8_t*>(b);
-    PackWith(k, n, out, true, [&](int64_t r, int64_t c) {
+    PackWith(k, n, out, true, storage, [&](int64_t r, int64_t c) {
       return static_cast<int16_t>(u[r * ldb + c] - zero_point[per_column ? c : 0]);
     });
   }
 }
 
-void PackInt16B(const int16_t* b, int64_t k, int64_t n, int64_t ldb, PackedIntB* out) {
-  PackWith(k, n, out, false, [&](int64_t r, int64_t c) { return b[r * ldb + c]; });
+void PackInt16B(const int16_t* b, int64_t k, int64_t n, int64_t ldb, PackedIntB* out, int16_t* storage) {
+  PackWith(k, n, out, false, storage, [&](int64_t r, int64_t c) { return b[r * ldb + c]; });
 }
 
 void WidenInt8A(const void* a, bool is_signed, int64_t m, int64_t k, int64_t lda, const int32_t* zero_point,
@@ -220,7 +229,7 @@ void IntGemm(int64_t m, const int16_t* a, const PackedIntB& b, int32_t* c, int64
   ParallelFor(pool, b.panels, min_panels, [&](int64_t first, int64_t last) {
     alignas(32) int32_t acc[kRows * kPanel];
     for (int64_t p = first; p < last; ++p) {
-      const int16_t* panel = b.data.data() + p * b.k_pairs * 2 * kPanel;
+      const int16_t* panel = b.panels_data + p * b.k_pairs * 2 * kPanel;
       const int64_t c0 = p * kPanel, cols = std::min(kPanel, b.n - c0);
       for (int64_t r0 = 0; r0 < m; r0 += kRows) {
         const int64_t rows = std::min(kRows, m - r0);

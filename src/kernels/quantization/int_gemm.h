@@ -20,7 +20,8 @@ struct PackedIntB {
   int64_t k = 0, n = 0;
   int64_t k_pairs = 0;  // ceil(k / 2)
   int64_t panels = 0;   // ceil(n / 16)
-  std::vector<int16_t> data;
+  std::vector<int16_t> data;  // the panels, unless packed into caller-owned storage
+  const int16_t* panels_data = nullptr;  // what IntGemm reads: data.data() or that storage
   // The same panels as int8 when every value fits (symmetric int8 weights): products of one to
   // three rows read these, half the bytes, where streaming B is what costs.
   std::vector<int8_t> narrow;
@@ -29,13 +30,18 @@ struct PackedIntB {
 /// The row length of an A' buffer for depth k: k rounded up to even.
 inline int64_t PaddedDepth(int64_t k) { return (k + 1) & ~int64_t{1}; }
 
+/// int16 elements the panels of a [k, n] B take.
+inline int64_t PackedIntBSize(int64_t k, int64_t n) { return ((n + 15) / 16) * ((k + 1) / 2) * 32; }
+
 /// Packs B' = b - zero_point from an int8 or uint8 [k, n] matrix with row stride `ldb`;
-/// `zero_point` has n entries (per column) or 1 (`per_column` false).
+/// `zero_point` has n entries (per column) or 1 (`per_column` false). With `storage` (at least
+/// PackedIntBSize(k, n) elements, e.g. run scratch from the allocator) the panels go there and
+/// no int8 copy is kept; otherwise into `out->data`.
 void PackInt8B(const void* b, bool is_signed, int64_t k, int64_t n, int64_t ldb, const int32_t* zero_point,
-               bool per_column, PackedIntB* out);
+               bool per_column, PackedIntB* out, int16_t* storage = nullptr);
 /// Packs an int16 [k, n] matrix (already zero-point adjusted) with row stride `ldb` (no int8
 /// copy: these are a convolution's columns, packed on every run).
-void PackInt16B(const int16_t* b, int64_t k, int64_t n, int64_t ldb, PackedIntB* out);
+void PackInt16B(const int16_t* b, int64_t k, int64_t n, int64_t ldb, PackedIntB* out, int16_t* storage = nullptr);
 
 /// A' rows: out[r * PaddedDepth(k) + j] = a[r * lda + j] - zero_point[per_row ? r : 0], zero padded.
 void WidenInt8A(const void* a, bool is_signed, int64_t m, int64_t k, int64_t lda, const int32_t* zero_point,

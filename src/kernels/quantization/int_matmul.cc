@@ -136,9 +136,13 @@ void RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const In
   for (int64_t i = 0; i < s.batch_count; ++i) a_consecutive = a_consecutive && s.a_offsets[i] == i * s.m * s.k;
   PackedIntB local;
   const PackedIntB* packed = prepacked;
+  // Per-run panels live in the run's allocator, which keeps freed blocks (no fresh pages).
+  Tensor storage;
   auto pack_b = [&](int64_t offset) {
+    if (!storage.defined()) storage = Tensor::Allocate(DataType::kInt16, {PackedIntBSize(s.k, s.n)}, rt.allocator());
     const auto* base = static_cast<const uint8_t*>(b.raw_data()) + offset;
-    PackInt8B(base, b_signed, s.k, s.n, s.n, b_zp.values.data(), b_zp.per_channel, &local);
+    PackInt8B(base, b_signed, s.k, s.n, s.n, b_zp.values.data(), b_zp.per_channel, &local,
+              storage.data<int16_t>());
     packed = &local;
   };
   if (s.b_shared && a_consecutive && !a_zp.per_channel) {
