@@ -1,6 +1,6 @@
 """Quantization operators, onnx-light runtime against ONNX Runtime in one process.
 
-    python benchmarks/bench_quantization.py [--threads 1] [--cases quantize,dequantize,matmulinteger,mlp]
+    python benchmarks/bench_quantization.py [--threads 1] [--cases quantize,dequantize,matmulinteger,conv,mlp]
 
 Prints a Markdown table of median wall times per run (ms) and the ratio ours / ORT (below 1 is
 faster). Uses the alternating-block timing of bench_vs_ort.py. The MLP (768 -> 1024 -> 768,
@@ -66,6 +66,18 @@ def matmul_integer_cases(rng):
     yield "MatMulInteger u8 x u8 128x768x768, B fed", model_of([node], {"x": a8, "b": b8}, {}, 10), {"x": a8, "b": b8}
 
 
+def conv_cases(rng):
+    x = rng.integers(0, 256, (1, 64, 56, 56)).astype(np.uint8)
+    w = rng.integers(-64, 64, (64, 64, 3, 3)).astype(np.int8)
+    init = {"xs": np.array(0.02, np.float32), "xz": np.array(128, np.uint8), "w": w, "ws": np.array(0.01, np.float32),
+            "wz": np.array(0, np.int8), "ys": np.array(0.1, np.float32), "yz": np.array(120, np.uint8)}
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], pads=[1, 1, 1, 1])
+    yield "QLinearConv u8 x s8 64->64 3x3, 56x56, constant W", model_of([node], {"x": x}, init, 10), {"x": x}
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 1, 1, 1])
+    init = {k: init[k] for k in ("w", "xz", "wz")}
+    yield "ConvInteger u8 x s8 64->64 3x3, 56x56, constant W", model_of([node], {"x": x}, init, 10), {"x": x}
+
+
 def mlp_cases(rng, workdir):
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -95,7 +107,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--cases", default="quantize,dequantize,matmulinteger,mlp")
+    parser.add_argument("--cases", default="quantize,dequantize,matmulinteger,conv,mlp")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     wanted = set(args.cases.split(","))
@@ -107,6 +119,8 @@ def main():
             cases.extend(dequantize_cases(rng))
         if "matmulinteger" in wanted:
             cases.extend(matmul_integer_cases(rng))
+        if "conv" in wanted:
+            cases.extend(conv_cases(rng))
         if "mlp" in wanted:
             cases.extend(mlp_cases(rng, workdir))
         print(f"threads: {args.threads}\n")
