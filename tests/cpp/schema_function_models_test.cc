@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph_builder.h"
+#include "loop_models.h"
 #include "model_test_util.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/runtime_session.h"
@@ -319,16 +320,25 @@ TEST(SchemaFunctionModels, BodyNodesRunInAFunctionChildContext) {
 }
 
 TEST(SchemaFunctionModels, BodyWithoutKernelNamesTheCallAndTheMissingOperator) {
+  // Every operator onnx's bodies use has a kernel now (DynamicQuantizeLinear's QuantizeLinear
+  // was the last), so the model shadows one: a model-local "Abs" (resolved before the built-in
+  // kernel) whose body calls an operator nothing implements. Softsign's body calls Abs.
   GraphBuilder b(22);
-  // DynamicQuantizeLinear's body (opset 11) quantises with QuantizeLinear, which has no kernel yet.
-  b.Input("x", DataType::kFloat, Shape{3})
-      .Output("y", DataType::kUInt8)
-      .AddNode("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"});
-  const Error error = testing::CatchError([&] { RuntimeSession session(b.Build()); });
+  b.Input("x", DataType::kFloat, Shape{3}).Output("y", DataType::kFloat).AddNode("Softsign", {"x"}, {"y"});
+  auto model = std::const_pointer_cast<Model>(b.Build());
+  Function abs;
+  abs.name = "Abs";
+  abs.inputs = {"X"};
+  abs.outputs = {"Y"};
+  abs.nodes = {testing::MakeNode("missing", "NoSuchOp", {"X"}, {"Y"}, {}, "test.none")};
+  abs.opset_imports = {{"", 22}, {"test.none", 1}};
+  model->functions.push_back(std::move(abs));
+  const Error error = testing::CatchError([&] { RuntimeSession session(model); });
   EXPECT_EQ(error.code(), ErrorCode::kUnimplemented);
   const std::string message = error.what();
-  EXPECT_NE(message.find("(DynamicQuantizeLinear)"), std::string::npos) << message;
-  EXPECT_NE(message.find("no kernel for operator 'QuantizeLinear' at opset 11"), std::string::npos) << message;
+  EXPECT_NE(message.find("(Softsign)"), std::string::npos) << message;
+  EXPECT_NE(message.find("function body"), std::string::npos) << message;
+  EXPECT_NE(message.find("no kernel for operator 'test.none::NoSuchOp'"), std::string::npos) << message;
 }
 
 TEST(SchemaFunctionModels, VersionWithoutBodyKeepsTheRefusal) {

@@ -143,6 +143,19 @@ def _nonfinite_input(case: Case) -> bool:
     return False
 
 
+def _quantized_beyond_int32(case: Case) -> bool:
+    """x / y_scale of a QuantizeLinear case reaches infinity or the int32 limits (or float16's
+    largest value, where a half-precision division overflows first)."""
+    x, scale = case.inputs[0], case.inputs[1]
+    if not isinstance(x, np.ndarray) or not isinstance(scale, np.ndarray) or x.size == 0 or scale.size == 0:
+        return False
+    xs = x.astype(np.float64)
+    smallest = np.min(np.abs(scale.astype(np.float64)))
+    if not np.all(np.isfinite(xs)):
+        return True
+    return smallest == 0 or np.max(np.abs(xs)) / smallest >= 65504.0
+
+
 def _differ_only_where_nonfinite(ours: Any, ref: Any) -> bool:
     """Every element where ours and the reference disagree is inf or NaN in one of them."""
     if ours is None or ref is None or not ours.ok or not ref.ok:
@@ -537,6 +550,34 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         "Without a dtype attribute the output takes the input's type, and the output's type "
         "constraint lists only floating-point types; onnx-light refuses the node instead of making "
         "random strings or integers.", "docs/semantics.md#random-operators-and-their-seed"),
+    KnownDifference(
+        "QuantizeLinear to an integer type beyond int32 or from infinities", ("QuantizeLinear",), ("mismatch",),
+        lambda case, *_: _quantized_beyond_int32(case),
+        "onnx.reference converts x / y_scale to int32 with numpy before clipping, which is undefined "
+        "for infinities and values beyond int32 (it yields INT_MIN, so +Inf comes out as the "
+        "minimum); onnx-light saturates them as the spec's saturation rule and ONNX Runtime do.",
+        "docs/quantization.md#arithmetic"),
+    KnownDifference(
+        "DynamicQuantizeLinear of NaN or infinite inputs", ("DynamicQuantizeLinear",), ("mismatch",),
+        lambda case, *_: _nonfinite_input(case),
+        "The range, scale and zero point of a tensor holding NaN or +-Inf are not defined: the "
+        "reference's scale becomes NaN; onnx-light leaves NaN out of the range (ONNX Runtime agrees) "
+        "and follows the formula in float32 for infinities.", "docs/quantization.md#arithmetic"),
+    KnownDifference(
+        "QLinear scales and zero points of a shape the spec does not allow", ("QLinearMatMul", "QLinearConv"),
+        ("ours-refuses",),
+        lambda case, verdict, *_: "must be a scalar or hold one value per" in verdict.detail
+        or "must hold one value" in verdict.detail,
+        "The spec allows a scale or zero point per tensor, per row of A / column of B (QLinearMatMul) "
+        "or per output channel (QLinearConv's w_scale, w_zero_point); onnx.reference broadcasts any "
+        "shape numpy accepts against the accumulator. onnx-light refuses the others by name.",
+        "docs/quantization.md#arithmetic"),
+    KnownDifference(
+        "QLinearMatMul of two 1-D operands", ("QLinearMatMul",), ("mismatch",),
+        lambda case, verdict, ours, *_: case.inputs[0].ndim == 1 and case.inputs[3].ndim == 1
+        and ours is not None and ours.ok and all(np.ndim(o) == 0 for o in ours.outputs),
+        "numpy matmul of two vectors is a scalar, as MatMul gives; onnx.reference then broadcasts "
+        "its [1]-shaped scales into the product and returns shape [1].", "onnx/reference/ops/op_qlinear_matmul.py"),
     KnownDifference(
         "LpNormalization of a rank-0 input", ("LpNormalization",), ("ours-refuses",),
         lambda case, *_: isinstance(case.inputs[0], np.ndarray) and case.inputs[0].ndim == 0,

@@ -124,12 +124,17 @@ def test_info_reports_operators_served_by_a_function_body(tmp_path):
 
 
 def test_info_function_body_that_does_not_build_exits_3(tmp_path):
-    # DynamicQuantizeLinear has a body, but its QuantizeLinear has no kernel: the session build
-    # says so. (Only the first output is named; the body still needs QuantizeLinear.)
-    result = cli("info", save(function_body_model("DynamicQuantizeLinear", 22), tmp_path, "dql.onnx"))
+    # Softsign has a body, but the model shadows the Abs it calls with a local function whose
+    # EyeLike node carries an invalid dtype (every operator onnx's bodies use has a kernel now, so
+    # no body fails for a missing one): every operator is listed as supported, and the session
+    # build says why it fails.
+    model = function_body_model("Softsign", 22)
+    model.functions.append(helper.make_function(
+        "", "Abs", ["X"], ["Y"], [helper.make_node("EyeLike", ["X"], ["Y"], dtype=99)], [helper.make_opsetid("", 22)]))
+    result = cli("info", save(model, tmp_path, "softsign_shadowed.onnx"))
     assert result.returncode == 3
     assert "supported (function body)" in result.stdout
-    assert "the session does not build" in result.stdout and "QuantizeLinear" in result.stdout
+    assert "the session does not build" in result.stdout and "EyeLike" in result.stdout
 
 
 def test_info_counts_operators_inside_persistent_bindings_and_subgraphs(tmp_path):

@@ -245,14 +245,18 @@ def test_missing_operator_with_function_next_to_one_without():
 
 
 def test_body_whose_operator_has_no_kernel_names_both():
-    # DynamicQuantizeLinear's body quantises with QuantizeLinear, which has no kernel. (Bernoulli
-    # served this test until RandomUniformLike got its kernel.) The body imports opset 11.
-    assert "QuantizeLinear" not in SUPPORTED, "QuantizeLinear has a kernel now: pick another body"
-    x = random((3,), low=0.0, high=1.0)
-    model = make_model([helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"], name=NODE)], {"x": x},
-                       ["y", "s", "z"], opset=22)
-    with pytest.raises(NotImplementedError, match=rf"node '{NODE}' \(DynamicQuantizeLinear\).*function body.*"
-                                                  r"no kernel for operator 'QuantizeLinear' at opset 11"):
+    # Every operator onnx's bodies use has a kernel now (Bernoulli's RandomUniformLike, then
+    # DynamicQuantizeLinear's QuantizeLinear served this test), so the model shadows one: a
+    # model-local Abs (resolved before the built-in kernel) whose body calls an operator nothing
+    # implements. Softsign's body calls Abs.
+    x = random((3,))
+    missing = helper.make_node("NoSuchOp", ["X"], ["Y"], domain="test.none")
+    abs_body = helper.make_function("", "Abs", ["X"], ["Y"], [missing],
+                                    [helper.make_opsetid("", 22), helper.make_opsetid("test.none", 1)])
+    model = make_model([helper.make_node("Softsign", ["x"], ["y"], name=NODE)], {"x": x}, ["y"], opset=22,
+                       functions=[abs_body])
+    with pytest.raises(NotImplementedError, match=rf"node '{NODE}' \(Softsign\).*function body.*"
+                                                  r"no kernel for operator 'test.none::NoSuchOp'"):
         runtime.RuntimeSession(model)
 
 

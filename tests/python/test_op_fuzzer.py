@@ -49,6 +49,9 @@ SCHEMA_RECIPE_ONLY = {
     "EyeLike", "GRU", "GridSample", "LRN", "LSTM", "LinearAttention", "LpNormalization", "MaxRoiPool",
     "MaxUnpool", "Multinomial", "NonMaxSuppression", "RNN", "RandomNormal", "RandomNormalLike", "RandomUniform",
     "RandomUniformLike", "ReverseSequence", "RoiAlign", "SwiGLU", "TensorScatter", "Unique",
+    # quantization (tests/python/test_ops_quantization.py covers them by hand)
+    "ConvInteger", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "QLinearConv", "QLinearMatMul",
+    "QuantizeLinear",
 }
 
 

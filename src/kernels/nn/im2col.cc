@@ -332,6 +332,8 @@ void Col2Im(const T* col, int64_t channels, const WindowGeometry& g, T* image) {
 
 template void Im2Col<float>(const float*, int64_t, const WindowGeometry&, float*);
 template void Im2Col<double>(const double*, int64_t, const WindowGeometry&, double*);
+// ConvInteger and QLinearConv gather zero-point-adjusted int16 images (kernels/quantization).
+template void Im2Col<int16_t>(const int16_t*, int64_t, const WindowGeometry&, int16_t*);
 template void Col2Im<float>(const float*, int64_t, const WindowGeometry&, float*);
 template void Col2Im<double>(const double*, int64_t, const WindowGeometry&, double*);
 

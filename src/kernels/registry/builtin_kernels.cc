@@ -69,6 +69,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterRegexFullMatchKernels(r);
     RegisterTfIdfVectorizerKernels(r);
     RegisterMlModelKernels(r);
+    RegisterQuantizationKernels(r);
     return r;
   }();
   return registry;

@@ -82,5 +82,8 @@ void RegisterRegexFullMatchKernels(KernelRegistry& registry);
 void RegisterTfIdfVectorizerKernels(KernelRegistry& registry);
 // ai.onnx.ml model operators (trees, linear models, SVM, Normalizer)
 void RegisterMlModelKernels(KernelRegistry& registry);
+// quantization family (kernels/quantization/): QuantizeLinear, DequantizeLinear,
+// DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void RegisterQuantizationKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime

@@ -1,0 +1,201 @@
+#include "kernels/quantization/linear_rows.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace onnx_light::runtime {
+
+namespace {
+
+// NaN-safe clamp: NaN compares false and becomes `lo`.
+inline float ClampToRange(float q, float lo, float hi) {
+  q = q > lo ? q : lo;
+  return q < hi ? q : hi;
+}
+
+inline float QuantizeOne(float x, float scale, float zero_point, float lo, float hi) {
+  return ClampToRange(std::nearbyint(x / scale) + zero_point, lo, hi);
+}
+
+template <typename Out>
+void QuantizeScalar(const float* x, int64_t n, float scale, float zp, Out* y) {
+  constexpr float lo = std::is_signed_v<Out> ? -128.0f : 0.0f;
+  constexpr float hi = std::is_signed_v<Out> ? 127.0f : 255.0f;
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Out>(static_cast<int>(QuantizeOne(x[i], scale, zp, lo, hi)));
+}
+
+template <typename Out>
+void QuantizeScalarPerElement(const float* x, int64_t n, const float* scale, const float* zp, Out* y) {
+  constexpr float lo = std::is_signed_v<Out> ? -128.0f : 0.0f;
+  constexpr float hi = std::is_signed_v<Out> ? 127.0f : 255.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = static_cast<Out>(static_cast<int>(QuantizeOne(x[i], scale[i], zp[i], lo, hi)));
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ONNX_LIGHT_QUANT_AVX2 1
+
+// 32 float32 values (already clamped to the 8-bit range) to 32 bytes in order.
+__attribute__((target("avx2"))) inline __m256i PackFour(__m256 a, __m256 b, __m256 c, __m256 d, bool is_signed) {
+  const __m256i ab = _mm256_packs_epi32(_mm256_cvtps_epi32(a), _mm256_cvtps_epi32(b));
+  const __m256i cd = _mm256_packs_epi32(_mm256_cvtps_epi32(c), _mm256_cvtps_epi32(d));
+  const __m256i bytes = is_signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);
+  return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// _mm256_max_ps(q, lo) returns lo when q is NaN (the second operand wins), as ClampToRange.
+__attribute__((target("avx2"))) inline __m256 QuantizeVec(__m256 x, __m256 scale, __m256 zp, __m256 lo, __m256 hi) {
+  const __m256 r = _mm256_round_ps(_mm256_div_ps(x, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, zp), lo), hi);
+}
+
+__attribute__((target("avx2"))) void QuantizeAvx2(const float* x, int64_t n, float scale, float zero_point,
+                                                  bool is_signed, uint8_t* y) {
+  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zero_point);
+  const __m256 lo = _mm256_set1_ps(is_signed ? -128.0f : 0.0f), hi = _mm256_set1_ps(is_signed ? 127.0f : 255.0f);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256 a = QuantizeVec(_mm256_loadu_ps(x + i), s, z, lo, hi);
+    const __m256 b = QuantizeVec(_mm256_loadu_ps(x + i + 8), s, z, lo, hi);
+    const __m256 c = QuantizeVec(_mm256_loadu_ps(x + i + 16), s, z, lo, hi);
+    const __m256 d = QuantizeVec(_mm256_loadu_ps(x + i + 24), s, z, lo, hi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), PackFour(a, b, c, d, is_signed));
+  }
+  if (is_signed) {
+    QuantizeScalar(x + i, n - i, scale, zero_point, reinterpret_cast<int8_t*>(y + i));
+  } else {
+    QuantizeScalar(x + i, n - i, scale, zero_point, y + i);
+  }
+}
+
+__attribute__((target("avx2"))) void QuantizePerElementAvx2(const float* x, int64_t n, const float* scale,
+                                                            const float* zp, bool is_signed, uint8_t* y) {
+  const __m256 lo = _mm256_set1_ps(is_signed ? -128.0f : 0.0f), hi = _mm256_set1_ps(is_signed ? 127.0f : 255.0f);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256 q[4];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t at = i + 8 * j;
+      q[j] = QuantizeVec(_mm256_loadu_ps(x + at), _mm256_loadu_ps(scale + at), _mm256_loadu_ps(zp + at), lo, hi);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), PackFour(q[0], q[1], q[2], q[3], is_signed));
+  }
+  if (is_signed) {
+    QuantizeScalarPerElement(x + i, n - i, scale + i, zp + i, reinterpret_cast<int8_t*>(y + i));
+  } else {
+    QuantizeScalarPerElement(x + i, n - i, scale + i, zp + i, y + i);
+  }
+}
+
+__attribute__((target("avx2"))) inline __m256 LoadBytesAsFloat(const uint8_t* p, bool is_signed) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepi32_ps(is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
+}
+
+__attribute__((target("avx2"))) void DequantizeAvx2(const uint8_t* x, bool is_signed, int64_t n, float scale,
+                                                    float zero_point, float* y) {
+  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zero_point);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_sub_ps(LoadBytesAsFloat(x + i, is_signed), z), s));
+  }
+  for (; i < n; ++i) {
+    const float v = is_signed ? static_cast<float>(static_cast<int8_t>(x[i])) : static_cast<float>(x[i]);
+    y[i] = (v - zero_point) * scale;
+  }
+}
+
+__attribute__((target("avx2"))) void DequantizePerElementAvx2(const uint8_t* x, bool is_signed, int64_t n,
+                                                              const float* scale, const float* zp, float* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_sub_ps(LoadBytesAsFloat(x + i, is_signed), _mm256_loadu_ps(zp + i));
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(v, _mm256_loadu_ps(scale + i)));
+  }
+  for (; i < n; ++i) {
+    const float v = is_signed ? static_cast<float>(static_cast<int8_t>(x[i])) : static_cast<float>(x[i]);
+    y[i] = (v - zp[i]) * scale[i];
+  }
+}
+
+bool DetectAvx2() {
+  const char* off = std::getenv("ONNX_LIGHT_DISABLE_AVX2");
+  if (off != nullptr && std::strcmp(off, "1") == 0) return false;
+  return __builtin_cpu_supports("avx2");
+}
+#endif
+
+}  // namespace
+
+bool QuantRowsUseAvx2() {
+#ifdef ONNX_LIGHT_QUANT_AVX2
+  static const bool use = DetectAvx2();
+  return use;
+#else
+  return false;
+#endif
+}
+
+void QuantizeRowF32(const float* x, int64_t n, float scale, float zero_point, bool is_signed, void* y) {
+#ifdef ONNX_LIGHT_QUANT_AVX2
+  if (QuantRowsUseAvx2()) return QuantizeAvx2(x, n, scale, zero_point, is_signed, static_cast<uint8_t*>(y));
+#endif
+  if (is_signed) return QuantizeScalar(x, n, scale, zero_point, static_cast<int8_t*>(y));
+  QuantizeScalar(x, n, scale, zero_point, static_cast<uint8_t*>(y));
+}
+
+void QuantizeRowF32PerElement(const float* x, int64_t n, const float* scale, const float* zero_point,
+                              bool is_signed, void* y) {
+#ifdef ONNX_LIGHT_QUANT_AVX2
+  if (QuantRowsUseAvx2()) {
+    return QuantizePerElementAvx2(x, n, scale, zero_point, is_signed, static_cast<uint8_t*>(y));
+  }
+#endif
+  if (is_signed) return QuantizeScalarPerElement(x, n, scale, zero_point, static_cast<int8_t*>(y));
+  QuantizeScalarPerElement(x, n, scale, zero_point, static_cast<uint8_t*>(y));
+}
+
+void DequantizeRowToF32(const void* x, bool is_signed, int64_t n, float scale, float zero_point, float* y) {
+  const auto* bytes = static_cast<const uint8_t*>(x);
+#ifdef ONNX_LIGHT_QUANT_AVX2
+  if (QuantRowsUseAvx2()) return DequantizeAvx2(bytes, is_signed, n, scale, zero_point, y);
+#endif
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = is_signed ? static_cast<float>(static_cast<int8_t>(bytes[i])) : static_cast<float>(bytes[i]);
+    y[i] = (v - zero_point) * scale;
+  }
+}
+
+void DequantizeRowToF32PerElement(const void* x, bool is_signed, int64_t n, const float* scale,
+                                  const float* zero_point, float* y) {
+  const auto* bytes = static_cast<const uint8_t*>(x);
+#ifdef ONNX_LIGHT_QUANT_AVX2
+  if (QuantRowsUseAvx2()) return DequantizePerElementAvx2(bytes, is_signed, n, scale, zero_point, y);
+#endif
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = is_signed ? static_cast<float>(static_cast<int8_t>(bytes[i])) : static_cast<float>(bytes[i]);
+    y[i] = (v - zero_point[i]) * scale[i];
+  }
+}
+
+void MinMaxF32(const float* x, int64_t n, float* min_value, float* max_value) {
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  // Compare-and-select (minps/maxps), not fmin/fmax, which GCC leaves as a call per element.
+  // A NaN element compares false and is skipped.
+#pragma omp simd reduction(min : lo) reduction(max : hi)
+  for (int64_t i = 0; i < n; ++i) {
+    lo = x[i] < lo ? x[i] : lo;
+    hi = x[i] > hi ? x[i] : hi;
+  }
+  if (lo > hi) lo = hi = std::numeric_limits<float>::quiet_NaN();  // every element is NaN
+  *min_value = lo;
+  *max_value = hi;
+}
+
+}  // namespace onnx_light::runtime

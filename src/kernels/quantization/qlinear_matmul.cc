@@ -1,0 +1,104 @@
+// QLinearMatMul (opsets 10 and 21): the int32 product of the zero-point-adjusted int8/uint8
+// operands (int_matmul.h), requantized with a_scale * b_scale / y_scale and y_zero_point
+// (requantize.h). Scales and zero points are per tensor, per row of A or per column of B.
+// Version 21 adds float16/bfloat16 scales (all three of one type) and float8 operands; the
+// float8 operands are refused (onnx.reference converts them to int32 by truncation, which is
+// not a meaningful product; no kernel here implements a float8 matmul).
+#include "kernels/quantization/int_matmul.h"
+#include "kernels/quantization/quant_params.h"
+#include "kernels/quantization/quantization_kernels.h"
+#include "kernels/quantization/requantize.h"
+#include "kernels/registry/kernel_utils.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+class QLinearMatMulKernel final : public KernelBase {
+ public:
+  explicit QLinearMatMulKernel(const KernelBuildInfo& info)
+      : version_(info.opset_version()), packed_b_(PrepackConstantB(info, 3, 5)) {}
+
+  void Run(RuntimeContext& rt) const override {
+    const Tensor& a_in = rt.Input(0);
+    const Tensor& b_in = rt.Input(3);
+    const IntMatMulShape shape = ResolveIntMatMul(rt, a_in, 0, b_in, 3);
+    const Tensor& a_scale = rt.Input(1);
+    const Tensor& b_scale = rt.Input(4);
+    const Tensor& y_scale = rt.Input(6);
+    const DataType ts = a_scale.dtype();
+    for (size_t i : {size_t{1}, size_t{4}, size_t{6}}) {
+      const DataType t = rt.Input(i).dtype();
+      const bool ok = version_ < 21 ? t == DataType::kFloat
+                                    : (t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBFloat16);
+      if (!ok) ThrowUnsupportedType(rt, i, t);
+      if (t != ts) {
+        ThrowInvalid(rt, "input {} ('{}') must have the type of a_scale ({}), got {}", i, rt.input_name(i),
+                     DataTypeName(ts), DataTypeName(t));
+      }
+    }
+    const bool a_rows = CheckPerChannelShape(rt, a_scale, 1, shape.m, true);
+    const bool b_cols = CheckPerChannelShape(rt, b_scale, 4, shape.n, false);
+    if (y_scale.size() != 1) {
+      ThrowInvalid(rt, "input 6 ('{}', y_scale) must hold one value, got shape {}", rt.input_name(6),
+                   ShapeToString(y_scale.shape()));
+    }
+    const PerChannel a_zp = ReadMatMulZeroPoint(rt, rt.OptionalInput(2), 2, a_in.dtype(), shape.m, true);
+    const PerChannel b_zp = ReadMatMulZeroPoint(rt, rt.OptionalInput(5), 5, b_in.dtype(), shape.n, false);
+    const Tensor* y_zp_t = rt.OptionalInput(7);
+    DataType out_type = a_in.dtype();
+    double y_zp = 0.0;
+    if (y_zp_t != nullptr) {
+      out_type = y_zp_t->dtype();
+      if (out_type != DataType::kInt8 && out_type != DataType::kUInt8) ThrowUnsupportedType(rt, 7, out_type);
+      if (y_zp_t->size() != 1) {
+        ThrowInvalid(rt, "input 7 ('{}', y_zero_point) must hold one value, got shape {}", rt.input_name(7),
+                     ShapeToString(y_zp_t->shape()));
+      }
+      y_zp = ReadQuantValues(rt, *y_zp_t)[0];
+    }
+    const std::vector<double> as = ReadScaleValues(rt, a_scale, 1), bs = ReadScaleValues(rt, b_scale, 4);
+    const double ys = ReadScaleValues(rt, y_scale, 6)[0];
+
+    Tensor& y = rt.AllocateOutput(0, out_type, shape.out_shape);
+    const int64_t rows = shape.batch_count * shape.m;
+    std::vector<int32_t> acc(static_cast<size_t>(rows * shape.n));
+    const bool use_packed = packed_b_ != nullptr && b_in.rank() == 2;
+    RunIntMatMul(rt, a_in.Contiguous(rt.allocator()), b_in.Contiguous(rt.allocator()), shape, a_zp, b_zp,
+                 use_packed ? packed_b_.get() : nullptr, acc.data());
+    const bool is_signed = out_type == DataType::kInt8;
+    auto* out = static_cast<uint8_t*>(y.raw_data());
+    std::vector<double> multipliers(static_cast<size_t>(shape.n));
+    for (int64_t r = 0; r < rows; ++r) {
+      const double sa = as[a_rows ? r % shape.m : 0];
+      if (!b_cols) {
+        RequantizeRow(acc.data() + r * shape.n, shape.n, RequantMultiplier(ts, sa, bs[0], ys), y_zp, is_signed,
+                      out + r * shape.n);
+        continue;
+      }
+      for (int64_t c = 0; c < shape.n; ++c) {
+        RequantizeRow(acc.data() + r * shape.n + c, 1, RequantMultiplier(ts, sa, bs[c], ys), y_zp, is_signed,
+                      out + r * shape.n + c);
+      }
+    }
+    if (rt.kernel_usage_enabled()) {
+      const std::string impl =
+          std::string(IntGemmUsesAvx2() ? "int16-avx2" : "int16") + (use_packed ? "-prepacked" : "");
+      rt.RecordKernelUsage(KernelUsageName("QLinearMatMul", a_in.dtype(), impl));
+    }
+  }
+
+ private:
+  int64_t version_;
+  std::shared_ptr<const PackedIntB> packed_b_;
+};
+
+}  // namespace
+
+void RegisterQLinearMatMulKernels(KernelRegistry& registry) {
+  // 21 adds float16/bfloat16 scales (served) and float8 operands (refused by type).
+  registry.Register("", "QLinearMatMul", {10, 28},
+                    [](const KernelBuildInfo& info) { return std::make_unique<QLinearMatMulKernel>(info); });
+}
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,123 @@
+// The quantization family's loops against plain formulas: the integer GEMM (packing, tiles of
+// every row count, int8 panels, odd depths, per-column zero points) and the float32 <-> 8-bit
+// rows (ties, NaN, infinities, every length around the vector width).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/quantization/int_gemm.h"
+#include "kernels/quantization/linear_rows.h"
+
+namespace onnx_light::runtime {
+namespace {
+
+template <typename A, typename B>
+void CheckGemm(int64_t m, int64_t k, int64_t n, int32_t a_zp, const std::vector<int32_t>& b_zp, std::mt19937& rng) {
+  std::uniform_int_distribution<int> a_dist(std::numeric_limits<A>::min(), std::numeric_limits<A>::max());
+  std::uniform_int_distribution<int> b_dist(std::numeric_limits<B>::min(), std::numeric_limits<B>::max());
+  std::vector<A> a(static_cast<size_t>(m * k));
+  std::vector<B> b(static_cast<size_t>(k * n));
+  for (auto& v : a) v = static_cast<A>(a_dist(rng));
+  for (auto& v : b) v = static_cast<B>(b_dist(rng));
+  const bool per_column = b_zp.size() > 1;
+  PackedIntB packed;
+  PackInt8B(b.data(), std::is_signed_v<B>, k, n, n, b_zp.data(), per_column, &packed);
+  std::vector<int16_t> wide(static_cast<size_t>(m * PaddedDepth(k)));
+  WidenInt8A(a.data(), std::is_signed_v<A>, m, k, k, &a_zp, false, wide.data());
+  std::vector<int32_t> c(static_cast<size_t>(m * n), -1);
+  IntGemm(m, wide.data(), packed, c.data(), n, nullptr);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t sum = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        sum += (int64_t{a[i * k + p]} - a_zp) * (int64_t{b[p * n + j]} - b_zp[per_column ? j : 0]);
+      }
+      ASSERT_EQ(c[i * n + j], sum) << "m " << m << " k " << k << " n " << n << " at " << i << "," << j;
+    }
+  }
+}
+
+TEST(QuantizationIntGemm, MatchesTheFormulaForEveryTileShape) {
+  std::mt19937 rng(7);
+  for (int64_t m : {1, 2, 3, 4, 5, 9}) {
+    for (int64_t k : {1, 2, 3, 17, 64}) {
+      for (int64_t n : {1, 15, 16, 17, 40}) {
+        CheckGemm<uint8_t, int8_t>(m, k, n, 131, {0}, rng);  // int8 panels (B fits int8)
+        CheckGemm<uint8_t, int8_t>(m, k, n, 0, {-100}, rng);
+        CheckGemm<int8_t, uint8_t>(m, k, n, -128, {255}, rng);
+        std::vector<int32_t> per_column(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j) per_column[j] = static_cast<int32_t>(j * 7 % 256);
+        CheckGemm<uint8_t, uint8_t>(m, k, n, 255, per_column, rng);
+      }
+    }
+  }
+}
+
+TEST(QuantizationIntGemm, KeepsInt8PanelsOnlyWhenEveryValueFits) {
+  const std::vector<int8_t> b = {-128, 127, 0, 5};
+  PackedIntB packed;
+  const int32_t zero = 0, one = 1;
+  PackInt8B(b.data(), true, 2, 2, 2, &zero, false, &packed);
+  EXPECT_FALSE(packed.narrow.empty());
+  PackInt8B(b.data(), true, 2, 2, 2, &one, false, &packed);  // -128 - 1 needs int16
+  EXPECT_TRUE(packed.narrow.empty());
+}
+
+float QuantizeReference(float x, float scale, float zp, float lo, float hi) {
+  const float q = std::nearbyint(x / scale) + zp;
+  if (std::isnan(q)) return lo;
+  return std::fmin(std::fmax(q, lo), hi);
+}
+
+TEST(QuantizationRows, QuantizeMatchesTheFormulaAtEveryLength) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t n = 0; n < 80; ++n) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i - n / 2) * 0.5f;
+    if (n > 5) {
+      x[1] = std::numeric_limits<float>::quiet_NaN();
+      x[2] = inf;
+      x[3] = -inf;
+      x[4] = 1e30f;
+    }
+    std::vector<float> scales(x.size()), zps(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      scales[i] = 0.25f + 0.125f * static_cast<float>(i % 5);
+      zps[i] = static_cast<float>(i % 7);
+    }
+    std::vector<int8_t> s(x.size()), s_axis(x.size());
+    std::vector<uint8_t> u(x.size());
+    QuantizeRowF32(x.data(), n, 0.5f, -3.0f, true, s.data());
+    QuantizeRowF32(x.data(), n, 0.5f, 200.0f, false, u.data());
+    QuantizeRowF32PerElement(x.data(), n, scales.data(), zps.data(), true, s_axis.data());
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(s[i], QuantizeReference(x[i], 0.5f, -3.0f, -128.0f, 127.0f)) << i;
+      EXPECT_EQ(u[i], QuantizeReference(x[i], 0.5f, 200.0f, 0.0f, 255.0f)) << i;
+      EXPECT_EQ(s_axis[i], QuantizeReference(x[i], scales[i], zps[i], -128.0f, 127.0f)) << i;
+    }
+  }
+}
+
+TEST(QuantizationRows, DequantizeAndRange) {
+  std::vector<int8_t> q(37);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(static_cast<int>(i) * 7 - 128);
+  std::vector<float> y(q.size());
+  DequantizeRowToF32(q.data(), true, static_cast<int64_t>(q.size()), 0.1f, 3.0f, y.data());
+  for (size_t i = 0; i < q.size(); ++i) EXPECT_EQ(y[i], (static_cast<float>(q[i]) - 3.0f) * 0.1f);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {nan, 2.0f, -5.0f, nan, 7.5f};
+  float lo = 0, hi = 0;
+  MinMaxF32(x.data(), static_cast<int64_t>(x.size()), &lo, &hi);
+  EXPECT_EQ(lo, -5.0f);
+  EXPECT_EQ(hi, 7.5f);
+  const std::vector<float> all_nan = {nan, nan};
+  MinMaxF32(all_nan.data(), 2, &lo, &hi);
+  EXPECT_TRUE(std::isnan(lo) && std::isnan(hi));
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime
