@@ -13,6 +13,8 @@
 
 namespace onnx_light::runtime {
 
+/// Immutable once built (the widened constant weights included): Resolve and Run are const and
+/// may be called from several threads at once, each Run taking its scratch from its own context.
 class IntConv {
  public:
   /// Parses the Conv attributes; `w_index`/`w_zp_index` name W and its zero point, whose int16
