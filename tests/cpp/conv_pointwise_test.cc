@@ -88,7 +88,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PointwiseConvTest,
                                            Case{7, 64, 17},      // a tile and a vector
                                            Case{20, 200, 9},     // several tiles, an 8-pixel tail
                                            Case{300, 1000, 24},  // chunks of fewer tiles (wide k)
-                                           Case{4, 3, 40}));     // 3 pixels, 3 channel blocks
+                                           Case{4, 3, 40},       // 3 pixels, 3 channel blocks
+                                           // Depth in passes of 128 rows: a packed panel (more than 16
+                                           // channels), the tail's blocks taken 8, 4 or 2 at once plus
+                                           // single blocks, Relu only after the last pass.
+                                           Case{300, 49, 130},   // 3 passes, 1-pixel tail, 9 blocks
+                                           Case{129, 98, 70},    // a 1-row last pass, 2-pixel tail
+                                           Case{257, 51, 40}));  // 3-pixel tail, 3 blocks
 
 TEST(PointwiseConvTest, NaNAndInfinityPropagate) {
   if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
@@ -153,7 +159,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TiledGemmTest,
                                            GemmCase{37, 29, 53, 3, 5, 7},      // row, column (13-wide) tails
                                            GemmCase{128, 200, 64, 0, 0, 0},    // an 8-column lanes tail
                                            GemmCase{21, 50, 300, 1, 2, 3},     // chunks of fewer tiles (wide k)
-                                           GemmCase{9, 1000, 7, 0, 24, 0}));   // many chunks
+                                           GemmCase{9, 1000, 7, 0, 24, 0},     // many chunks
+                                           GemmCase{40, 49, 400, 1, 2, 3}));   // passes over k, accumulating
 
 }  // namespace
 }  // namespace onnx_light::runtime
