@@ -31,11 +31,12 @@ PackedNBits PackNBits(const Tensor& w, const Tensor& scale, const Tensor* zero_p
   p.is_signed = w.dtype() == DataType::kInt4;
   p.block_size = block_size > 0 ? block_size : std::max<int64_t>(p.k, 1);
   p.blocks = (p.k + p.block_size - 1) / p.block_size;
+  p.groups = (p.k + kNBitsGroupRows - 1) / kNBitsGroupRows;
   p.tiles = (p.n + kTile - 1) / kTile;
   const uint8_t bias = p.is_signed ? 8 : 0;
-  p.codes.assign(static_cast<size_t>(p.tiles * p.k * 16), 0);
+  p.codes.assign(static_cast<size_t>(p.tiles * p.groups * kTile), 0);
   p.scales.assign(static_cast<size_t>(p.tiles * p.blocks * kTile), 0.0f);
-  p.zero_points.assign(static_cast<size_t>(p.tiles * p.blocks * kTile), 0);
+  p.offsets.assign(static_cast<size_t>(p.tiles * p.blocks * kTile), 0);
   const void* codes = w.raw_data();
   const float* s = scale.data<float>();
   // Index of the scale (and zero point) of block b, column n.
@@ -44,23 +45,24 @@ PackedNBits PackNBits(const Tensor& w, const Tensor& scale, const Tensor* zero_p
     if (block_size > 0) return b * p.n + n;
     return n;
   };
+  p.centered = true;
   for (int64_t n = 0; n < p.n; ++n) {
-    const int64_t t = n / kTile, j = n % kTile;
-    const int shift = j < 16 ? 0 : 4;
-    const int64_t byte = j % 16;
+    const int64_t t = n / kTile, c = n % kTile;
     for (int64_t k = 0; k < p.k; ++k) {
-      const uint8_t code = static_cast<uint8_t>((ReadPackedCode(codes, k * p.n + n, 4) ^ bias) & 15);
-      p.codes[static_cast<size_t>((t * p.k + k) * 16 + byte)] |= static_cast<uint8_t>(code << shift);
+      const uint32_t code = (ReadPackedCode(codes, k * p.n + n, 4) ^ bias) & 15;
+      p.codes[static_cast<size_t>((t * p.groups + k / kNBitsGroupRows) * kTile + c)] |= code
+                                                                                       << (4 * (k % kNBitsGroupRows));
     }
     for (int64_t b = 0; b < p.blocks; ++b) {
       const int64_t at = param(b, n);
-      const size_t slot = static_cast<size_t>((t * p.blocks + b) * kTile + j);
+      const size_t slot = static_cast<size_t>((t * p.blocks + b) * kTile + c);
       p.scales[slot] = s[at];
-      p.zero_points[slot] =
-          zero_point == nullptr ? bias : static_cast<uint8_t>((ReadPackedCode(zero_point->raw_data(), at, 4) ^ bias) & 15);
+      const int zp = zero_point == nullptr ? bias : (ReadPackedCode(zero_point->raw_data(), at, 4) ^ bias) & 15;
+      p.offsets[slot] = static_cast<int8_t>(8 - zp);
+      p.centered = p.centered && zp == 8;
     }
   }
-  // Padding columns: code 0 - zero point 0 times scale 0.
+  // Padding columns have scale 0; padding K rows are never read.
   return p;
 }
 
@@ -111,10 +113,12 @@ class NBitsMatMulKernel final : public KernelBase {
     }
     const float* x = a.data<float>();
     if (rows <= kGemvMaxRows) {
-      const NBitsIsa isa = BestNBitsIsa();
-      const int64_t min_tiles = std::max<int64_t>(1, kGemvTaskWork / (k * kTile * rows));
-      ParallelFor(rt.thread_pool(), packed_.tiles, min_tiles, [&](int64_t begin, int64_t end) {
-        NBitsGemv(isa, packed_, x, rows, k, c, n, begin, end);
+      const NBitsIsa isa = packed_.groups_fit_blocks() ? BestNBitsIsa() : NBitsIsa::kScalar;
+      const int64_t min_tiles = std::max<int64_t>(2, kGemvTaskWork / (k * kTile * rows));
+      // Tasks take whole pairs of tiles (the vector loops run two at a time).
+      const int64_t pairs = (packed_.tiles + 1) / 2;
+      ParallelFor(rt.thread_pool(), pairs, min_tiles / 2, [&](int64_t begin, int64_t end) {
+        NBitsGemv(isa, packed_, x, rows, k, c, n, 2 * begin, std::min(packed_.tiles, 2 * end));
       });
       return Record(rt, std::string("gemv-") + std::string(NBitsIsaName(isa)));
     }

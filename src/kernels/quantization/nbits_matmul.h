@@ -13,9 +13,10 @@
 
 namespace onnx_light::runtime {
 
-/// Columns per packed tile: one tile row is 16 bytes, byte j holding column j in its low
-/// nibble and column 16 + j in its high nibble.
-inline constexpr int64_t kNBitsTileColumns = 32;
+/// Columns per packed tile, and K rows per packed group: a group of one tile is 16 dwords, dword c
+/// holding column c's codes of the group's 8 K rows (row j in bits 4j..4j+3).
+inline constexpr int64_t kNBitsTileColumns = 16;
+inline constexpr int64_t kNBitsGroupRows = 8;
 
 /// W packed for GEMV, tile after tile. Codes are stored biased to 0..15 (int4 + 8) with the
 /// zero points biased alike, so code - zero_point is the written q - zp for both types.
@@ -24,16 +25,20 @@ struct PackedNBits {
   int64_t k = 0, n = 0;
   int64_t block_size = 1;  // K rows per scale row (K itself for per-tensor / per-column)
   int64_t blocks = 0;      // ceil(k / block_size)
+  int64_t groups = 0;      // ceil(k / kNBitsGroupRows)
   int64_t tiles = 0;       // ceil(n / kNBitsTileColumns)
   bool is_signed = false;  // int4 (true) or uint4
-  std::vector<uint8_t> codes;        // [tiles][k][16]
-  std::vector<float> scales;         // [tiles][blocks][32], 0 on padding columns
-  std::vector<uint8_t> zero_points;  // [tiles][blocks][32], biased
+  bool centered = false;   // every biased zero point is 8 (symmetric int4): no zero-point term
+  std::vector<uint32_t> codes;      // [tiles][groups][16]
+  std::vector<float> scales;        // [tiles][blocks][16], 0 on padding columns
+  std::vector<int8_t> offsets;      // [tiles][blocks][16]: 8 - biased zero point
 
   /// Bytes a product reads from the packed weights (codes, scales and zero points).
   int64_t bytes() const {
-    return static_cast<int64_t>(codes.size() + zero_points.size() + scales.size() * sizeof(float));
+    return static_cast<int64_t>(codes.size() * sizeof(uint32_t) + offsets.size() + scales.size() * sizeof(float));
   }
+  /// Whether no group of 8 K rows straddles two scale blocks (the vector loops need it).
+  bool groups_fit_blocks() const { return blocks == 1 || block_size % kNBitsGroupRows == 0; }
 };
 
 /// Packs `w` (int4 or uint4, [K, N]) with `scale` (float32: one value, N values, or
@@ -48,9 +53,11 @@ enum class NBitsIsa { kScalar, kAvx2, kAvx512 };
 NBitsIsa BestNBitsIsa();
 std::string_view NBitsIsaName(NBitsIsa isa);
 
-/// C[r, tile columns] = A[r, :] x W for rows r < rows and tiles [tile_begin, tile_end): the
-/// weights dequantized in registers (w = (q - zp) * scale exactly as DequantizeLinear rounds
-/// it, then multiply-added). `a` has row stride lda, `c` row stride ldc (N columns written).
+/// C[r, tile columns] = A[r, :] x W for rows r < rows and tiles [tile_begin, tile_end), the
+/// weights dequantized in registers. The portable loop multiplies by w = (q - zp) * scale,
+/// rounded as DequantizeLinear rounds it; the vector loops compute per scale block
+/// scale * (sum a * (code - 8) + (8 - zp) * sum a), the same value in exact arithmetic (see
+/// docs/quantization.md for the tolerance). `a` has row stride lda, `c` row stride ldc.
 void NBitsGemv(NBitsIsa isa, const PackedNBits& w, const float* a, int64_t rows, int64_t lda, float* c,
                int64_t ldc, int64_t tile_begin, int64_t tile_end);
 
