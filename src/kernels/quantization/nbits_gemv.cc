@@ -1,7 +1,12 @@
 // The loops of the fused 4-bit MatMul (nbits_matmul.h): a portable reference, AVX2 and AVX-512.
-// Every path dequantizes a weight as float((code - zp)) * scale, the float32 product
-// DequantizeLinear computes, so the only difference from the unfused graph is the order of the
-// sums (and fused multiply-adds).
+// The reference multiplies by DequantizeLinear's own float32 weights; the vector loops regroup
+// the sum per scale block (nbits_matmul.h, NBitsGemv), exact in real arithmetic.
+// GCC 12's AVX-512 intrinsics warn about their own _mm512_undefined_ps() seeds once inlined
+// (GCC bug 105593, as in row_products_avx512.cc); the pragmas must precede the header.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
