@@ -3,6 +3,7 @@
     python benchmarks/bench_decode.py [--steps 2048] [--threads 1] [--dtype float32|float16]
     python benchmarks/bench_decode.py --steps 2048 --profile   # ours only: per-operator times
     python benchmarks/bench_decode.py --model llama.onnx [--steps 2048] [--threads 1]
+    python benchmarks/bench_decode.py --weights int4 --block 32|128 [--steps 2048] [--threads 1]
 
 A decoder of 4 layers, 8 heads, head size 64 (Attention, opset 23) generates `steps` tokens one at
 a time. Reports per-token latency around steps 128, 512 and 2048 for both runtimes, the bytes our
@@ -17,6 +18,13 @@ grow the cache buffers) and is not measured. Of the warm loops, each step keeps 
 which filters out the descheduling a shared machine adds to a step of a few hundred microseconds;
 the table gives medians of the 16 calls before each mark. One more loop of ours with events on
 counts the bytes copied.
+
+With `--weights int4`, the built-in decoder's MatMul weights are quantized by onnxruntime's
+MatMulNBitsQuantizer (4 bits, blocks of `--block` rows along K, with zero points, QDQ format:
+DequantizeLinear -> MatMul, which our fuse_quantized_matmul pass and ORT's own optimizer each fuse).
+Ours and ORT run that model; ours also runs the float32 decoder, and the table gives ours/ORT,
+ours-int4/ours-float32 and the bytes a step must read at the last mark (packed weights + cache),
+the memory-read floor to compare with memory_bandwidth_benchmark.
 """
 
 from __future__ import annotations
@@ -214,6 +222,63 @@ def run_exported(path, steps, threads, loops=3):
     print_tables(marks, ours_w, ort_w, cache_bytes, traffic, stateless)
 
 
+def quantized_decoder(block):
+    import logging
+
+    from onnxruntime.quantization import QuantFormat
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    logging.disable(logging.INFO)
+    model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD)
+    float_model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD)  # the quantizer edits `model`
+    quantizer = MatMulNBitsQuantizer(model, block_size=block, is_symmetric=False, quant_format=QuantFormat.QDQ)
+    quantizer.process()
+    return float_model, quantizer.model.model
+
+
+def packed_weight_bytes(model, block):
+    """Bytes our QuantizedMatMul kernels read per step: nibbles, float32 scales, byte zero points
+    (32-column tiles), plus every other initializer."""
+    from onnx import TensorProto, numpy_helper
+
+    total = 0
+    for init in model.graph.initializer:
+        if init.data_type in (TensorProto.INT4, TensorProto.UINT4) and len(init.dims) == 2:
+            k, n = init.dims
+            tiles, blocks = -(-n // 32), -(-k // block)
+            total += tiles * k * 16 + tiles * blocks * 32 * 5
+        elif init.data_type == TensorProto.FLOAT and not init.name.endswith("scales"):
+            total += numpy_helper.to_array(init).nbytes
+    return total
+
+
+def run_int4(args):
+    float_model, model = quantized_decoder(args.block)
+    marks = [m for m in (128, 512, 1024, 2048) if m <= args.steps]
+    dtype = np.dtype(np.float32)
+    int4_times, ctx, state = run_ours(model, args.steps, args.threads, True, dtype)
+    usage_ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+    usage_ctx.set_kernel_usage_enabled(True)
+    state.run(usage_ctx, {"x": np.zeros((1, 1, HEADS * HEAD), np.float32)})
+    traffic = summary.storage_totals(ctx.events())
+    int4_times, _, _ = run_ours(model, args.steps, args.threads, False, dtype)
+    ort_times = run_ort(model, args.steps, args.threads, dtype)
+    f32_times, _, _ = run_ours(float_model, args.steps, args.threads, False, dtype)
+    ours_w, ort_w, f32_w = (window_means(t, marks) for t in (int4_times, ort_times, f32_times))
+    weights = packed_weight_bytes(model, args.block)
+    row_bytes = LAYERS * 2 * HEADS * HEAD * 4
+    print(f"decoder {LAYERS} layers, {HEADS} heads x {HEAD}, int4 weights (uint4 + zero points, block {args.block}); "
+          f"{args.steps} steps; threads {args.threads}; onnxruntime {ort.__version__}")
+    print(f"kernels: {sorted(u for u in set(usage_ctx.get_kernel_usage()) if u.startswith('MatMul'))}; "
+          f"prefix copied {traffic['storage_prefix_copied_bytes']:,} bytes\n")
+    print("| step | ours int4 us/token | ORT int4 us/token | ours float32 us/token | ours/ORT | int4/float32 "
+          "| bytes read per step |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for m in marks:
+        print(f"| {m} | {ours_w[m] * 1e6:.0f} | {ort_w[m] * 1e6:.0f} | {f32_w[m] * 1e6:.0f} | "
+              f"{ours_w[m] / ort_w[m]:.2f} | {ours_w[m] / f32_w[m]:.2f} | {weights + row_bytes * m:,} |")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=2048)
@@ -223,6 +288,9 @@ def main():
                                                                     "(the built-in decoder, or --model's)")
     parser.add_argument("--loops", type=int, default=3, help="--model only: decode loops per runtime, the first "
                                                                "unmeasured (default 3)")
+    parser.add_argument("--weights", choices=["float32", "int4"], default="float32",
+                        help="int4: the built-in decoder with 4-bit blocked weights, against ORT and our float32")
+    parser.add_argument("--block", type=int, choices=[32, 128], default=32, help="--weights int4: rows per block")
     parser.add_argument("--model", help="an exported decoder file (past_*/present_* inputs and outputs) instead of "
                                         "the built-in decoder")
     args = parser.parse_args()
@@ -230,6 +298,8 @@ def main():
         if args.profile:
             return profile_exported(args.model, args.steps, args.threads)
         return run_exported(args.model, args.steps, args.threads, args.loops)
+    if args.weights == "int4":
+        return run_int4(args)
     dtype = np.dtype(args.dtype)
     model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD, dtype=dtype)
     if args.profile:

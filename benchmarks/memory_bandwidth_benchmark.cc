@@ -2,7 +2,8 @@
 // every weight and the whole cache once (docs/performance.md, "Decode loop"). Sums a float array
 // split between `threads` threads: 256 MiB (mostly DRAM), and the 82.5 MB that a float32 step
 // of bench_decode.py reads at step 2,048 (49 MB of weights and 33.5 MB of cache, read again every
-// step, so part of it is still in the L3 the next time, as in the real loop).
+// step, so part of it is still in the L3 the next time, as in the real loop), and what the same
+// step reads with 4-bit weights.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -51,12 +52,20 @@ void BM_StreamRead(benchmark::State& state) {
 
 constexpr int64_t k256MiB = int64_t{256} << 20;
 constexpr int64_t kDecodeStepBytes = 82'500'000;
+// The same step with 4-bit blocked weights (bench_decode.py --weights int4): 8.43 MB (block 32) or
+// 6.92 MB (block 128) of packed nibbles, scales and zero points, and the 33.5 MB cache.
+constexpr int64_t kInt4Block32StepBytes = 42'000'000;
+constexpr int64_t kInt4Block128StepBytes = 40'500'000;
 BENCHMARK(BM_StreamRead)
     ->ArgNames({"threads", "bytes"})
     ->Args({1, k256MiB})
     ->Args({2, k256MiB})
     ->Args({1, kDecodeStepBytes})
     ->Args({2, kDecodeStepBytes})
+    ->Args({1, kInt4Block32StepBytes})
+    ->Args({2, kInt4Block32StepBytes})
+    ->Args({1, kInt4Block128StepBytes})
+    ->Args({2, kInt4Block128StepBytes})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

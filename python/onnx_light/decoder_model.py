@@ -137,3 +137,58 @@ def empty_cache(layers, kv_heads, head_size, batch=1, dtype=np.float32) -> dict[
     """Zero-length past values for the first call."""
     shape = (batch, kv_heads, 0, head_size)
     return {name: np.zeros(shape, dtype) for name in bindings(layers)}
+
+
+def quantize_weights_4bit(model, block_size=32, signed=True, zero_points=False):
+    """A copy of ``model`` whose MatMul weights (2-D float32 initializers read as input B) are
+    int4 (``signed``) or uint4 blocked along K: each becomes DequantizeLinear(W, scale[,
+    zero_point], axis=0, block_size) feeding the MatMul, as onnxruntime's MatMulNBitsQuantizer
+    writes with quant_format QDQ. The model must import opset 21 or later."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    inits = {init.name: init for init in out.graph.initializer}
+    elem = TensorProto.INT4 if signed else TensorProto.UINT4
+    new_nodes = []
+    for node in out.graph.node:
+        init = inits.get(node.input[1]) if node.op_type == "MatMul" and len(node.input) == 2 else None
+        if init is None or len(init.dims) != 2 or init.data_type != TensorProto.FLOAT:
+            new_nodes.append(node)
+            continue
+        w = numpy_helper.to_array(init).astype(np.float64)
+        k, n = w.shape
+        blocks = -(-k // block_size)
+        padded = np.zeros((blocks * block_size, n))
+        padded[:k] = w
+        grouped = padded.reshape(blocks, block_size, n)
+        if zero_points:
+            lo, hi = np.minimum(grouped.min(axis=1), 0), np.maximum(grouped.max(axis=1), 0)
+            scale = np.where(hi > lo, (hi - lo) / 15, 1.0)
+            qmin, qmax = (-8, 7) if signed else (0, 15)
+            zp = np.clip(np.round(qmin - lo / scale), qmin, qmax)
+        else:
+            scale = np.abs(grouped).max(axis=1) / 7.0
+            scale = np.where(scale > 0, scale, 1.0)
+            qmin, qmax = (-8, 7) if signed else (0, 15)
+            zp = np.zeros_like(scale) if signed else np.full_like(scale, 8)
+        scale = scale.astype(np.float32)
+        q = np.clip(np.round(w / np.repeat(scale, block_size, axis=0)[:k]) + np.repeat(zp, block_size, axis=0)[:k],
+                    qmin, qmax).astype(np.int64)
+        base = init.name
+        out.graph.initializer.remove(init)
+        out.graph.initializer.append(helper.make_tensor(base + "_q4", elem, [k, n], q.flatten().tolist()))
+        out.graph.initializer.append(numpy_helper.from_array(scale, base + "_scale"))
+        inputs = [base + "_q4", base + "_scale"]
+        if zero_points or not signed:
+            out.graph.initializer.append(helper.make_tensor(base + "_zp", elem, [blocks, n],
+                                                            zp.astype(np.int64).flatten().tolist()))
+            inputs.append(base + "_zp")
+        new_nodes.append(helper.make_node("DequantizeLinear", inputs, [base + "_dq"], axis=0,
+                                          block_size=block_size, name=base + "_dq"))
+        node.input[1] = base + "_dq"
+        new_nodes.append(node)
+    del out.graph.node[:]
+    out.graph.node.extend(new_nodes)
+    return out

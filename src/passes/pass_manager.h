@@ -19,6 +19,7 @@ struct PassOptions {
   bool fuse_conv_activation = true;
   bool fuse_gelu = true;
   bool fuse_attention = true;
+  bool fuse_quantized_matmul = true;
 };
 
 /// Runs the enabled passes over `graph`. Returns nullopt when none of them changed anything,

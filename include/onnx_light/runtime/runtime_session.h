@@ -75,6 +75,10 @@ struct RuntimeSessionOptions {
   /// node read grouped-query keys and values once instead of through the Unsqueeze / Expand /
   /// Reshape chain that repeats every head (docs/graph-passes.md).
   bool fuse_attention = true;
+  /// Run MatMul(A, DequantizeLinear(W)) with a constant int4/uint4 W (per tensor, per column or
+  /// blocked along K, float32 scales) as one kernel that keeps W packed in 4 bits and dequantizes
+  /// it while multiplying; no float copy of W is held (docs/quantization.md).
+  bool fuse_quantized_matmul = true;
   /// How RuntimeSession(path, options) reads the model file and its external data: kCopy (the
   /// default) reads them into runtime memory, so later changes to the files cannot affect the
   /// session; kMap maps them without copying, and the files must then stay unchanged while the

@@ -5,6 +5,7 @@
 
 #include "kernels/nn/conv_kernels.h"
 #include "kernels/nn/repeated_heads.h"
+#include "kernels/quantization/nbits_matmul.h"
 #include "kernels/registry/kernel_tables.h"
 
 namespace onnx_light::runtime {
@@ -31,6 +32,7 @@ const KernelRegistry& FusedKernels() {
     RegisterFusedConvKernels(r);
     RegisterFusedAttentionKernel(r, kFusedDomain);
     RegisterRepeatedHeadsShapeKernel(r, kFusedDomain);
+    RegisterNBitsMatMulKernel(r, kFusedDomain);
     return r;
   }();
   return registry;

@@ -27,7 +27,10 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 ///   reshape_allowzero their Reshapes' allowzero. With key_reshapes = 1, the next two inputs are
 ///   s1 and s2 of a Kᵀ written as Reshape(Transpose(Reshape(K, s1), perm=[0, 2, 1]), s2), and
 ///   key_reshape_allowzero their allowzero;
-/// - RepeatedHeadsShape: the Shape of such a chain's result, from the shapes alone.
+/// - RepeatedHeadsShape: the Shape of such a chain's result, from the shapes alone;
+/// - QuantizedMatMul: MatMul(A, DequantizeLinear(W, scale, zero_point)) for a constant int4/uint4
+///   W[K, N] kept packed (inputs A, W, scale, optional zero point; attribute block_size, 0 for one
+///   scale row over all of K) (kernels/quantization/nbits_matmul.h).
 const KernelRegistry& FusedKernels();
 
 }  // namespace onnx_light::runtime

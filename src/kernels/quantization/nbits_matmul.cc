@@ -1,0 +1,161 @@
+#include "kernels/quantization/nbits_matmul.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "core/packed_bits.h"
+#include "core/thread_pool.h"
+#include "kernels/math/linalg_util.h"
+#include "kernels/registry/kernel_utils.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+constexpr int64_t kTile = kNBitsTileColumns;
+// Rows of A up to which the product runs as GEMVs over the packed weights; above it the
+// weights are dequantized a panel of K rows at a time for the float GEMM.
+constexpr int64_t kGemvMaxRows = 8;
+// K rows dequantized per GEMM panel (rounded to whole scale blocks).
+constexpr int64_t kPanelRows = 256;
+// Multiply-adds a GEMV task should at least hold before the product is split over threads.
+constexpr int64_t kGemvTaskWork = 1 << 16;
+
+}  // namespace
+
+PackedNBits PackNBits(const Tensor& w, const Tensor& scale, const Tensor* zero_point, int64_t block_size) {
+  PackedNBits p;
+  p.k = w.dim(0);
+  p.n = w.dim(1);
+  p.is_signed = w.dtype() == DataType::kInt4;
+  p.block_size = block_size > 0 ? block_size : std::max<int64_t>(p.k, 1);
+  p.blocks = (p.k + p.block_size - 1) / p.block_size;
+  p.groups = (p.k + kNBitsGroupRows - 1) / kNBitsGroupRows;
+  p.tiles = (p.n + kTile - 1) / kTile;
+  const uint8_t bias = p.is_signed ? 8 : 0;
+  p.codes.assign(static_cast<size_t>(p.tiles * p.groups * kTile), 0);
+  p.scales.assign(static_cast<size_t>(p.tiles * p.blocks * kTile), 0.0f);
+  p.offsets.assign(static_cast<size_t>(p.tiles * p.blocks * kTile), 0);
+  const void* codes = w.raw_data();
+  const float* s = scale.data<float>();
+  // Index of the scale (and zero point) of block b, column n.
+  const auto param = [&](int64_t b, int64_t n) -> int64_t {
+    if (scale.size() == 1) return 0;
+    if (block_size > 0) return b * p.n + n;
+    return n;
+  };
+  p.centered = true;
+  for (int64_t n = 0; n < p.n; ++n) {
+    const int64_t t = n / kTile, c = n % kTile;
+    for (int64_t k = 0; k < p.k; ++k) {
+      const uint32_t code = (ReadPackedCode(codes, k * p.n + n, 4) ^ bias) & 15;
+      p.codes[static_cast<size_t>((t * p.groups + k / kNBitsGroupRows) * kTile + c)] |= code
+                                                                                       << (4 * (k % kNBitsGroupRows));
+    }
+    for (int64_t b = 0; b < p.blocks; ++b) {
+      const int64_t at = param(b, n);
+      const size_t slot = static_cast<size_t>((t * p.blocks + b) * kTile + c);
+      p.scales[slot] = s[at];
+      const int zp = zero_point == nullptr ? bias : (ReadPackedCode(zero_point->raw_data(), at, 4) ^ bias) & 15;
+      p.offsets[slot] = static_cast<int8_t>(8 - zp);
+      p.centered = p.centered && zp == 8;
+    }
+  }
+  // Padding columns have scale 0; padding K rows are never read.
+  return p;
+}
+
+namespace {
+
+class NBitsMatMulKernel final : public KernelBase {
+ public:
+  explicit NBitsMatMulKernel(const KernelBuildInfo& info) {
+    const int64_t block_size = info.GetIntInRange("block_size", 0, 0, std::numeric_limits<int64_t>::max());
+    const Tensor* w = info.constant_input(1);
+    const Tensor* scale = info.constant_input(2);
+    const bool has_zp = info.num_inputs() > 3 && !info.node().inputs[3].empty();
+    const Tensor* zp = has_zp ? info.constant_input(3) : nullptr;
+    if (w == nullptr || scale == nullptr || (has_zp && zp == nullptr)) {
+      ThrowInvalid(info, "the quantized weight, its scale and zero point must be constants; build the session with "
+                   "fuse_quantized_matmul off to run the nodes as written");
+    }
+    const bool nibbles = w->dtype() == DataType::kInt4 || w->dtype() == DataType::kUInt4;
+    if (!nibbles || w->rank() != 2 || scale->dtype() != DataType::kFloat || !w->is_contiguous() ||
+        !scale->is_contiguous() || (zp != nullptr && (zp->dtype() != w->dtype() || zp->size() != scale->size()))) {
+      ThrowInvalid(info, "expects a 2-D int4/uint4 weight with float32 scales and zero points of its type, got "
+                   "weight {} {}, scale {} {}",
+                   DataTypeName(w->dtype()), ShapeToString(w->shape()), DataTypeName(scale->dtype()),
+                   ShapeToString(scale->shape()));
+    }
+    packed_ = PackNBits(*w, *scale, zp, block_size);
+    type_name_ = w->dtype() == DataType::kInt4 ? "int4" : "uint4";
+  }
+
+  void Run(RuntimeContext& rt) const override {
+    const Tensor& a_in = rt.Input(0);
+    if (a_in.dtype() != DataType::kFloat) ThrowUnsupportedType(rt, 0, a_in.dtype());
+    const int64_t k = packed_.k, n = packed_.n;
+    if (a_in.rank() == 0 || a_in.shape().back() != k) {
+      ThrowInvalid(rt, "input 0 ('{}') {} cannot be multiplied by the [{}, {}] weight: its last axis must be {}",
+                   rt.input_name(0), ShapeToString(a_in.shape()), k, n, k);
+    }
+    Shape out_shape(a_in.shape().begin(), a_in.shape().end() - 1);
+    out_shape.push_back(n);
+    const int64_t rows = k == 0 ? a_in.size() : a_in.size() / k;
+    const Tensor a = a_in.Contiguous(rt.allocator());
+    Tensor& y = rt.AllocateOutput(0, DataType::kFloat, out_shape);
+    float* c = y.data<float>();
+    if (rows == 0 || n == 0) return Record(rt, "empty");
+    if (k == 0) {
+      std::fill(c, c + rows * n, 0.0f);
+      return Record(rt, "empty");
+    }
+    const float* x = a.data<float>();
+    if (rows <= kGemvMaxRows) {
+      const NBitsIsa isa = packed_.groups_fit_blocks() ? BestNBitsIsa() : NBitsIsa::kScalar;
+      const int64_t min_tiles = std::max<int64_t>(2, kGemvTaskWork / (k * kTile * rows));
+      // Tasks take whole pairs of tiles (the vector loops run two at a time).
+      const int64_t pairs = (packed_.tiles + 1) / 2;
+      ParallelFor(rt.thread_pool(), pairs, min_tiles / 2, [&](int64_t begin, int64_t end) {
+        NBitsGemv(isa, packed_, x, rows, k, c, n, 2 * begin, std::min(packed_.tiles, 2 * end));
+      });
+      return Record(rt, std::string("gemv-") + std::string(NBitsIsaName(isa)));
+    }
+    // Prefill: a panel of whole scale blocks (about kPanelRows rows of K) at a time.
+    const int64_t panel =
+        std::min(k, packed_.block_size >= kPanelRows ? packed_.block_size
+                                                     : packed_.block_size * (kPanelRows / packed_.block_size));
+    Tensor scratch = Tensor::Allocate(DataType::kFloat, {panel, n}, rt.allocator());
+    float* wf = scratch.data<float>();
+    for (int64_t k0 = 0; k0 < k; k0 += panel) {
+      const int64_t kc = std::min(panel, k - k0);
+      ParallelFor(rt.thread_pool(), packed_.tiles, std::max<int64_t>(1, 4096 / kc), [&](int64_t begin, int64_t end) {
+        DequantizeNBitsRows(packed_, k0, k0 + kc, begin, end, wf);
+      });
+      Gemm<float>(false, false, rows, n, kc, 1.0, x + k0, k, wf, n, k0 == 0 ? 0.0 : 1.0, c, n, rt.thread_pool());
+    }
+    Record(rt, std::string("dequant-panel-") + std::string(GemmPathName<float>(false, false, rows, n, panel, 1.0, 1.0)));
+  }
+
+ private:
+  void Record(RuntimeContext& rt, const std::string& path) const {
+    if (rt.kernel_usage_enabled()) {
+      rt.RecordKernelUsage(KernelUsageName("MatMul", DataType::kFloat, type_name_ + "-" + path));
+    }
+  }
+
+  PackedNBits packed_;
+  std::string type_name_;
+};
+
+}  // namespace
+
+void RegisterNBitsMatMulKernel(KernelRegistry& registry, std::string_view domain) {
+  registry.Register(std::string(domain), "QuantizedMatMul", OpsetRange{1, 1},
+                    [](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
+                      return std::make_unique<NBitsMatMulKernel>(info);
+                    });
+}
+
+}  // namespace onnx_light::runtime

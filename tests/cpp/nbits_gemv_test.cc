@@ -1,0 +1,90 @@
+// The 4-bit GEMV loops (kernels/quantization/nbits_gemv.cc) against the portable reference loop
+// and a plain dequantize-then-multiply, for every loop this CPU can run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "kernels/quantization/nbits_matmul.h"
+#include "onnx_light/runtime/allocator.h"
+
+namespace onnx_light::runtime {
+namespace {
+
+struct Case {
+  int64_t k, n, block_size, rows;
+  bool is_signed, zero_point;
+};
+
+void SetNibble(void* data, int64_t i, int code) {
+  auto* bytes = static_cast<uint8_t*>(data);
+  bytes[i / 2] = static_cast<uint8_t>((bytes[i / 2] & (i % 2 ? 0x0F : 0xF0)) | ((code & 15) << (i % 2 ? 4 : 0)));
+}
+
+class NBitsGemvTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NBitsGemvTest, EveryLoopMatchesTheDequantizedProduct) {
+  const Case c = GetParam();
+  auto allocator = std::make_shared<CpuAllocator>();
+  const DataType type = c.is_signed ? DataType::kInt4 : DataType::kUInt4;
+  const int64_t blocks = c.block_size > 0 ? (c.k + c.block_size - 1) / c.block_size : 1;
+  Tensor w = Tensor::Allocate(type, {c.k, c.n}, allocator);
+  Tensor scale = Tensor::Allocate(DataType::kFloat, {blocks, c.n}, allocator);
+  Tensor zp = Tensor::Allocate(type, {blocks, c.n}, allocator);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> code(0, 15);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<int> q(static_cast<size_t>(c.k * c.n)), z(static_cast<size_t>(blocks * c.n));
+  for (int64_t i = 0; i < c.k * c.n; ++i) SetNibble(w.raw_data(), i, q[i] = code(rng));
+  for (int64_t i = 0; i < blocks * c.n; ++i) {
+    SetNibble(zp.raw_data(), i, z[i] = c.zero_point ? code(rng) : (c.is_signed ? 0 : 8));
+    scale.data<float>()[i] = 0.01f + 0.1f * std::abs(unit(rng));
+  }
+  const auto value = [&](int v) { return c.is_signed ? (v ^ 8) - 8 : v; };  // a code as its type's value
+  const int64_t bs = c.block_size > 0 ? c.block_size : c.k;
+  std::vector<float> a(static_cast<size_t>(c.rows * c.k));
+  for (float& x : a) x = unit(rng);
+  std::vector<double> want(static_cast<size_t>(c.rows * c.n)), bound(want.size());
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      for (int64_t k = 0; k < c.k; ++k) {
+        const int64_t p = (k / bs) * c.n + j;
+        const float wv = static_cast<float>(value(q[k * c.n + j]) - value(z[p])) * scale.data<float>()[p];
+        want[r * c.n + j] += static_cast<double>(a[r * c.k + k]) * wv;
+        bound[r * c.n + j] += std::abs(a[r * c.k + k] * wv);
+      }
+    }
+  }
+  const PackedNBits packed = PackNBits(w, scale, c.zero_point || !c.is_signed ? &zp : nullptr, c.block_size);
+  std::vector<NBitsIsa> isas = {NBitsIsa::kScalar};
+  if (BestNBitsIsa() != NBitsIsa::kScalar) isas.push_back(NBitsIsa::kAvx2);
+  if (BestNBitsIsa() == NBitsIsa::kAvx512) isas.push_back(NBitsIsa::kAvx512);
+  for (NBitsIsa isa : isas) {
+    std::vector<float> got(want.size(), -1.0f);
+    NBitsGemv(isa, packed, a.data(), c.rows, c.k, got.data(), c.n, 0, packed.tiles);
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_NEAR(got[i], want[i], 1e-6 * bound[i] * 8 + 1e-6) << NBitsIsaName(isa) << " at " << i;
+    }
+  }
+  // The prefill path's panels hold DequantizeLinear's values bitwise.
+  std::vector<float> panel(static_cast<size_t>(c.k * c.n));
+  DequantizeNBitsRows(packed, 0, c.k, 0, packed.tiles, panel.data());
+  for (int64_t k = 0; k < c.k; ++k) {
+    for (int64_t j = 0; j < c.n; ++j) {
+      const int64_t p = (k / bs) * c.n + j;
+      ASSERT_EQ(panel[k * c.n + j], static_cast<float>(value(q[k * c.n + j]) - value(z[p])) * scale.data<float>()[p]);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, NBitsGemvTest,
+                         ::testing::Values(Case{256, 96, 32, 1, true, false}, Case{256, 96, 32, 1, false, true},
+                                           Case{200, 37, 128, 3, true, true}, Case{77, 65, 32, 5, false, true},
+                                           Case{64, 16, 12, 2, true, true},   // blocks not a multiple of 8
+                                           Case{99, 33, 0, 4, true, true},    // one block over all of K
+                                           Case{8, 1, 8, 8, false, false}));
+
+}  // namespace
+}  // namespace onnx_light::runtime

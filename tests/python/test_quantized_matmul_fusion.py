@@ -1,0 +1,241 @@
+"""Quantized MatMul fusion (RuntimeSessionOptions.fuse_quantized_matmul, docs/quantization.md):
+MatMul(A, DequantizeLinear(constant int4/uint4 W)) runs as one kernel over the packed weights,
+with the written graph's result up to the order of the float sums (the weights it multiplies
+are bitwise DequantizeLinear's), checked against onnx.reference, ORT and the pass switched off;
+a 4-bit decoder decodes through PersistentValueState in step with ORT."""
+
+import logging
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_light.runtime as runtime
+from node_check import assert_close, run_reference
+from onnx_light import decoder_model
+from test_graph_passes import run_events
+
+UNFUSED = runtime.RuntimeSessionOptions(fuse_quantized_matmul=False)
+
+
+def weights_model(k, n, m, signed=True, zero_point=True, block_size=32, axis=0, scale_shape=None, opset=21,
+                  extra_nodes=(), extra_outputs=(), weight_input=False, seed=0):
+    """A [m, k] x DequantizeLinear(W[k, n]) model; W, scale and zero point are initializers."""
+    rng = np.random.default_rng(seed)
+    lo, hi = (-8, 8) if signed else (0, 16)
+    elem = TensorProto.INT4 if signed else TensorProto.UINT4
+    if scale_shape is None:
+        scale_shape = [-(-k // block_size), n] if block_size else [n]
+    scale = (rng.random(scale_shape) * 0.1 + 0.01).astype(np.float32)
+    inits = [numpy_helper.from_array(scale, "s")]
+    if not weight_input:
+        inits.append(helper.make_tensor("w", elem, [k, n], rng.integers(lo, hi, (k, n)).flatten().tolist()))
+    ins = ["w", "s"]
+    if zero_point:
+        inits.append(helper.make_tensor("z", elem, scale_shape, rng.integers(lo, hi, scale_shape).flatten().tolist()))
+        ins.append("z")
+    attrs = {"axis": axis}
+    if block_size:
+        attrs["block_size"] = block_size
+    nodes = [helper.make_node("DequantizeLinear", ins, ["wd"], name="dq", **attrs),
+             helper.make_node("MatMul", ["a", "wd"], ["y"], name="mm"), *extra_nodes]
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [m, k])]
+    if weight_input:
+        inputs.append(helper.make_tensor_value_info("w", elem, [k, n]))
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("y", *extra_outputs)]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def feeds_for(model, m, k, seed=1):
+    return {"a": np.random.default_rng(seed).standard_normal((m, k)).astype(np.float32)}
+
+
+def fused(nodes):
+    return [e for e in nodes if e.op_domain == "ai.onnx_light.fused"]
+
+
+@pytest.mark.parametrize("signed", [True, False])
+@pytest.mark.parametrize("block_size", [32, 128])
+@pytest.mark.parametrize("zero_point", [True, False])
+@pytest.mark.parametrize("k,n", [(256, 96), (200, 37), (77, 65)])
+@pytest.mark.parametrize("m", [1, 3, 64])
+def test_blocked_weights_match_reference_and_unfused(signed, block_size, zero_point, k, n, m):
+    model = weights_model(k, n, m, signed, zero_point, block_size)
+    feeds = feeds_for(model, m, k)
+    got, nodes, usage = run_events(model, feeds)
+    want = run_reference(model, feeds)
+    # Bitwise the same weights, summed in another order: the error bound of a K-term dot product.
+    bound = 1e-6 * np.abs(feeds["a"]) @ np.ones((k, n), np.float32) * 0.2 * 16
+    np.testing.assert_array_less(np.abs(got[0] - want[0]), bound + 1e-6)
+    unfused, unfused_nodes, _ = run_events(model, feeds, UNFUSED)
+    np.testing.assert_array_less(np.abs(got[0] - unfused[0]), bound + 1e-6)
+    assert not fused(unfused_nodes)
+    assert [(e.op_domain, e.op_type) for e in nodes] == [("ai.onnx_light.fused", "QuantizedMatMul")]
+    assert list(nodes[0].covered_node_indices) == [0, 1]
+    kind = "int4" if signed else "uint4"
+    path = "gemv" if m <= 8 else "dequant-panel"
+    assert [u for u in usage if u.startswith("MatMul/")][0].startswith(f"MatMul/float32/{kind}-{path}-"), usage
+
+
+@pytest.mark.parametrize("block_size,axis,scale_shape", [(0, 1, [40]), (0, 1, []), (0, 1, [1]), (16, -2, None)])
+def test_per_column_per_tensor_and_negative_axis(block_size, axis, scale_shape):
+    model = weights_model(48, 40, 2, signed=False, zero_point=True, block_size=block_size, axis=axis,
+                          scale_shape=scale_shape)
+    feeds = feeds_for(model, 2, 48)
+    got, nodes, _ = run_events(model, feeds)
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=1e-5)
+    assert len(fused(nodes)) == 1
+
+
+def test_matches_onnxruntime():
+    model = weights_model(160, 72, 3, signed=True, zero_point=True, block_size=32)
+    feeds = feeds_for(model, 3, 160)
+    got, _, _ = run_events(model, feeds)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    want = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_portable_loops_give_the_same_products():
+    """ONNX_LIGHT_DISABLE_AVX2=1 selects the portable reference loop (a fresh process: the choice
+    is made once)."""
+    code = (
+        "import numpy as np, onnx_light.runtime as rt, sys\n"
+        "sys.path.insert(0, %r)\n"
+        "from test_quantized_matmul_fusion import weights_model, feeds_for\n"
+        "m = weights_model(100, 70, 3, block_size=32)\n"
+        "ctx = rt.RuntimeContext(rt.KernelContext(rt.default_opset(21)))\n"
+        "ctx.set_kernel_usage_enabled(True)\n"
+        "y = np.asarray(rt.RuntimeSession(m).run(ctx, {k: v for k, v in feeds_for(m, 3, 100).items()})['y'])\n"
+        "np.save(sys.argv[1], y)\n"
+        "print(ctx.get_kernel_usage())\n" % os.path.dirname(os.path.abspath(__file__)))
+    out = {}
+    for name, env in (("scalar", {"ONNX_LIGHT_DISABLE_AVX2": "1"}), ("avx2", {"ONNX_LIGHT_DISABLE_AVX512": "1"}),
+                      ("best", {})):
+        path = f"/tmp/qmm_{os.getpid()}_{name}.npy"
+        proc = subprocess.run([sys.executable, "-c", code, path], env={**os.environ, **env}, capture_output=True,
+                              text=True, check=True)
+        if name != "best":
+            assert f"gemv-{name}" in proc.stdout, proc.stdout
+        out[name] = np.load(path)
+        os.remove(path)
+    model = weights_model(100, 70, 3, block_size=32)
+    want = run_reference(model, feeds_for(model, 3, 100))[0]
+    for name, y in out.items():
+        assert_close(y, want, rtol=1e-5, atol=1e-5, name=name)
+
+
+def test_not_fused_when_it_must_not():
+    # The weight is a graph input (not constant).
+    model = weights_model(64, 32, 1, weight_input=True)
+    w = helper.make_tensor("w", TensorProto.INT4, [64, 32], [1] * (64 * 32))
+    feeds = feeds_for(model, 1, 64)
+    feeds["w"] = onnx.numpy_helper.to_array(w)
+    got, nodes, _ = run_events(model, feeds)
+    assert not fused(nodes)
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=1e-5)
+    # The dequantized weight has another reader / is a graph output.
+    other = helper.make_node("Identity", ["wd"], ["wd_copy"])
+    for extra_nodes, extra_outputs in (([other], ["wd_copy"]), ([], ["wd"])):
+        model = weights_model(64, 32, 1, extra_nodes=extra_nodes, extra_outputs=extra_outputs)
+        feeds = feeds_for(model, 1, 64)
+        got, nodes, _ = run_events(model, feeds)
+        assert not fused(nodes)
+        assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=1e-5)
+    # Blocked along N (axis 1) is not a layout the kernel takes.
+    model = weights_model(64, 64, 1, block_size=32, axis=1, scale_shape=[64, 2])
+    got, nodes, _ = run_events(model, feeds_for(model, 1, 64))
+    assert not fused(nodes)
+    # Switched off.
+    model = weights_model(64, 32, 1)
+    _, nodes, _ = run_events(model, feeds_for(model, 1, 64), UNFUSED)
+    assert not fused(nodes)
+
+
+def test_wrong_activation_width_names_the_node():
+    model = weights_model(64, 32, 1)
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    with pytest.raises(runtime.InvalidArgumentError, match=r"QuantizedMatMul.*last axis must be 64"):
+        run_events(model, feeds_for(model, 1, 48))
+
+
+def test_option_defaults_on():
+    assert runtime.RuntimeSessionOptions().fuse_quantized_matmul
+    options = runtime.RuntimeSessionOptions()
+    options.fuse_quantized_matmul = False
+    assert not options.fuse_quantized_matmul
+
+
+# ---- a 4-bit decoder through PersistentValueState ---------------------------------------------------
+
+LAYERS, HEADS, HEAD = 2, 4, 32
+STORAGE = runtime.RuntimeEventAction.kPersistentStorage
+
+
+def ort_quantized_decoder(block_size, symmetric):
+    logging.disable(logging.INFO)
+    from onnxruntime.quantization import QuantFormat
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD)
+    quantizer = MatMulNBitsQuantizer(model, block_size=block_size, is_symmetric=symmetric,
+                                     quant_format=QuantFormat.QDQ)
+    quantizer.process()
+    return quantizer.model.model
+
+
+def decode(model, steps, level):
+    """ORT's outputs per step at graph optimisation `level`, past fed back by hand."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = level
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    feeds = decoder_model.empty_cache(LAYERS, HEADS, HEAD)
+    rng = np.random.default_rng(3)
+    ys = []
+    for _ in range(steps):
+        feeds["x"] = rng.standard_normal((1, 1, HEADS * HEAD)).astype(np.float32)
+        outs = dict(zip(names, sess.run(None, feeds)))
+        feeds.update({past: outs[present] for past, present in decoder_model.bindings(LAYERS).items()})
+        ys.append(outs["y"])
+    return ys
+
+
+@pytest.mark.parametrize("source", ["ort-uint4-zp", "ort-int4", "ours-int4", "ours-uint4-zp"])
+@pytest.mark.parametrize("block_size", [32, 128])
+def test_quantized_decoder_matches_ort_step_by_step(source, block_size):
+    if source.startswith("ort"):
+        model = ort_quantized_decoder(block_size, symmetric=source == "ort-int4")
+    else:
+        base = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD)
+        model = decoder_model.quantize_weights_4bit(base, block_size, signed=source == "ours-int4",
+                                                    zero_points=source.endswith("zp"))
+    steps = 32
+    exact = decode(model, steps, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)  # DequantizeLinear + MatMul
+    nbits = decode(model, steps, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)  # ORT's MatMulNBits
+    declared = runtime.with_persistent_bindings(model, decoder_model.bindings(LAYERS))
+    state = runtime.PersistentValueState(declared, initial=decoder_model.empty_cache(LAYERS, HEADS, HEAD))
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
+    ctx.set_kernel_usage_enabled(True)
+    rng = np.random.default_rng(3)
+    for step in range(steps):
+        y = np.asarray(state.run(ctx, {"x": rng.standard_normal((1, 1, HEADS * HEAD)).astype(np.float32)})["y"])
+        np.testing.assert_allclose(y, exact[step], rtol=1e-4, atol=1e-4, err_msg=f"step {step}")
+        # ORT's fused MatMulNBits computes differently (its own block sums); it agrees loosely.
+        np.testing.assert_allclose(y, nbits[step], rtol=0.05, atol=0.2, err_msg=f"step {step} vs MatMulNBits")
+    usage = set(ctx.get_kernel_usage())
+    assert any(u.startswith("MatMul/float32/") and "4-gemv-" in u for u in usage), usage
+    assert "Attention/float32/persistent-append" in usage
+    assert not any(u.startswith("DequantizeLinear") for u in usage), usage
+    storage = [e for e in ctx.events() if e.action == STORAGE]
+    # The cache is appended in place: 32 steps fit the initial capacity (32 rows), so no step
+    # copied a prefix and every step reused the buffers.
+    assert storage and sum(e.storage_prefix_copied_bytes for e in storage) == 0
+    assert sum(e.storage_reuse_count for e in storage) > 0
