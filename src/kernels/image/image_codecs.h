@@ -38,6 +38,15 @@ struct RgbImage {
 /// `image->rgb`. Every adapter calls it before allocating pixel memory.
 void AllocateRgb(const char* format, int64_t width, int64_t height, RgbImage* image);
 
+/// The formats told apart by their first bytes (DetectImageFormat).
+enum class ImageFormat { kJpeg, kPng, kTiff, kWebp, kJ2k, kJp2, kBmp, kPnm, kUnknown };
+
+/// The format whose magic bytes `data` starts with, or kUnknown.
+ImageFormat DetectImageFormat(const uint8_t* data, size_t size);
+
+/// Decodes with the adapter for `format` (not kUnknown, which throws).
+RgbImage DecodeImage(ImageFormat format, const uint8_t* data, size_t size);
+
 RgbImage DecodeJpeg(const uint8_t* data, size_t size);
 RgbImage DecodePng(const uint8_t* data, size_t size);
 RgbImage DecodeTiff(const uint8_t* data, size_t size);

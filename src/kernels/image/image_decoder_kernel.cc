@@ -2,7 +2,7 @@
 // BGR, or [H, W, 1] greyscale. The format is detected from the magic bytes and decoded by the
 // adapters of image_codecs.h; greyscale is Pillow's convert("L") of the RGB image (ITU-R 601-2
 // luma in 16-bit fixed point), so the result matches the reference for every source.
-#include <array>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -17,27 +17,7 @@ namespace {
 
 enum class PixelFormat { kRgb, kBgr, kGrayscale };
 
-enum class ImageFormat { kJpeg, kPng, kTiff, kWebp, kJ2k, kJp2, kBmp, kPnm, kUnknown };
-
-bool StartsWith(const uint8_t* data, size_t size, std::string_view magic, size_t at = 0) {
-  return size >= at + magic.size() && std::memcmp(data + at, magic.data(), magic.size()) == 0;
-}
-
-ImageFormat Detect(const uint8_t* data, size_t size) {
-  using namespace std::literals;
-  if (StartsWith(data, size, "\xFF\xD8\xFF"sv)) return ImageFormat::kJpeg;
-  if (StartsWith(data, size, "\x89PNG\r\n\x1A\n"sv)) return ImageFormat::kPng;
-  if (StartsWith(data, size, "II*\0"sv) || StartsWith(data, size, "MM\0*"sv) || StartsWith(data, size, "II+\0"sv) ||
-      StartsWith(data, size, "MM\0+"sv)) {
-    return ImageFormat::kTiff;
-  }
-  if (StartsWith(data, size, "RIFF"sv) && StartsWith(data, size, "WEBP"sv, 8)) return ImageFormat::kWebp;
-  if (StartsWith(data, size, "\xFF\x4F\xFF\x51"sv)) return ImageFormat::kJ2k;
-  if (StartsWith(data, size, "\0\0\0\x0CjP  \r\n\x87\n"sv)) return ImageFormat::kJp2;
-  if (StartsWith(data, size, "BM"sv)) return ImageFormat::kBmp;
-  if (size >= 2 && data[0] == 'P' && data[1] >= '1' && data[1] <= '6') return ImageFormat::kPnm;
-  return ImageFormat::kUnknown;
-}
+using image::ImageFormat;
 
 std::string_view UsageName(ImageFormat format) {
   switch (format) {
@@ -52,21 +32,6 @@ std::string_view UsageName(ImageFormat format) {
     case ImageFormat::kUnknown: break;
   }
   return "";
-}
-
-image::RgbImage Decode(ImageFormat format, const uint8_t* data, size_t size) {
-  switch (format) {
-    case ImageFormat::kJpeg: return image::DecodeJpeg(data, size);
-    case ImageFormat::kPng: return image::DecodePng(data, size);
-    case ImageFormat::kTiff: return image::DecodeTiff(data, size);
-    case ImageFormat::kWebp: return image::DecodeWebp(data, size);
-    case ImageFormat::kJ2k: return image::DecodeJpeg2000(data, size, false);
-    case ImageFormat::kJp2: return image::DecodeJpeg2000(data, size, true);
-    case ImageFormat::kBmp: return image::DecodeBmp(data, size);
-    case ImageFormat::kPnm: return image::DecodePnm(data, size);
-    case ImageFormat::kUnknown: break;
-  }
-  throw image::ImageCodecError("unknown format");
 }
 
 class ImageDecoderKernel final : public KernelBase {
@@ -87,7 +52,7 @@ class ImageDecoderKernel final : public KernelBase {
     const Tensor encoded = input.Contiguous(rt.allocator());
     const auto* data = encoded.data<uint8_t>();
     const auto size = static_cast<size_t>(encoded.size());
-    const ImageFormat format = Detect(data, size);
+    const ImageFormat format = image::DetectImageFormat(data, size);
     if (format == ImageFormat::kUnknown) {
       std::string head;
       for (size_t i = 0; i < std::min<size_t>(size, 8); ++i) head += fmt::format("{}{:02x}", i ? " " : "", data[i]);
@@ -98,7 +63,7 @@ class ImageDecoderKernel final : public KernelBase {
     }
     image::RgbImage decoded;
     try {
-      decoded = Decode(format, data, size);
+      decoded = image::DecodeImage(format, data, size);
     } catch (const image::ImageCodecError& e) {
       ThrowInvalid(rt, "input 0 ('{}'): {}", rt.input_name(0), e.what());
     }
