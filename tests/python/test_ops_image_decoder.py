@@ -135,6 +135,11 @@ OTHER_SOURCES = {
     "jpeg-grey": lambda: encode(grey(), "JPEG", quality=85),
     "webp-rgba": lambda: encode(rgba(), "WEBP", lossless=True),
     "tiff-grey": lambda: encode(grey(), "TIFF"),
+    "tiff-rgba": lambda: encode(rgba(), "TIFF"),
+    "tiff-rgba-lzw": lambda: encode(rgba(), "TIFF", compression="tiff_lzw"),
+    "tiff-cmyk": lambda: encode(Image.fromarray(photo(11, 14, seed=8)).convert("CMYK"), "TIFF"),
+    "jp2-rgba": lambda: encode(rgba(), "JPEG2000"),
+    "jpeg-ycbcr-source": lambda: encode(Image.fromarray(photo(11, 14, seed=9)).convert("YCbCr"), "JPEG"),
     "tiff-palette": lambda: encode(palette(), "TIFF"),
     "tiff-1bit": lambda: encode(bilevel(), "TIFF"),
     "jp2-grey": lambda: encode(grey(), "JPEG2000"),
@@ -174,6 +179,12 @@ def test_16bit_rgb_png_keeps_the_high_byte_like_pillow():
     data = raw_png(samples, colour_type=2)
     np.testing.assert_array_equal(decode(data), (samples >> 8).astype(np.uint8))
     np.testing.assert_array_equal(decode(data), pil_expected(data, "RGB"))
+
+
+def test_16bit_grey_tiff_keeps_the_high_byte():
+    samples = np.random.default_rng(10).integers(0, 65536, (5, 7), dtype=np.uint16)
+    data = encode(Image.fromarray(samples), "TIFF")
+    np.testing.assert_array_equal(decode(data, "Grayscale"), (samples >> 8).astype(np.uint8)[:, :, None])
 
 
 def test_16bit_grey_png_keeps_the_high_byte():

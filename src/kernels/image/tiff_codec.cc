@@ -1,5 +1,6 @@
 // TIFF through libtiff's RGBA interface (TIFFReadRGBAImageOriented), which handles every
-// photometric interpretation, bit depth and compression libtiff knows. Errors and warnings go
+// photometric interpretation, bit depth and compression libtiff knows, alpha dropped without
+// premultiplying. Errors and warnings go
 // to per-open handlers (TIFFOpenOptions, libtiff >= 4.5), never to stderr or a global handler,
 // and single allocations are bounded.
 #include "kernels/image/image_codecs.h"
@@ -102,6 +103,18 @@ RgbImage DecodeTiff(const uint8_t* data, size_t size) {
   }
   RgbImage image;
   AllocateRgb("TIFF", width, height, &image);
+  // libtiff's RGBA interface premultiplies unassociated alpha into the colours; Pillow's
+  // convert("RGB") keeps them as stored. Marking the alpha as associated (in the in-memory
+  // directory only) makes libtiff copy the colours unchanged; the alpha is dropped anyway.
+  uint16_t extra_count = 0;
+  uint16_t* extra = nullptr;
+  if (TIFFGetField(tif.get(), TIFFTAG_EXTRASAMPLES, &extra_count, &extra) && extra_count > 0 && extra != nullptr) {
+    std::vector<uint16_t> associated(extra, extra + extra_count);
+    for (uint16_t& kind : associated) {
+      if (kind == EXTRASAMPLE_UNASSALPHA) kind = EXTRASAMPLE_ASSOCALPHA;
+    }
+    TIFFSetField(tif.get(), TIFFTAG_EXTRASAMPLES, extra_count, associated.data());
+  }
   char message[1024] = {};
   if (!TIFFRGBAImageOK(tif.get(), message)) fail(message);
   std::vector<uint32_t> raster(static_cast<size_t>(width) * height);
