@@ -294,3 +294,23 @@ def test_corrupt_data_never_crashes(source):
             assert out.dtype == np.uint8 and out.ndim == 3 and out.shape[2] == 3
         except Exception as e:  # noqa: BLE001 - any refusal is fine, as long as it names the node
             assert f"node '{NODE}'" in str(e), str(e)
+
+
+def test_sessions_decode_on_several_threads_at_once():
+    """Every codec handle lives for one call: one session, one context per thread, every format."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    images = [RGB_SOURCES[source](Image.fromarray(photo(seed=i))) for i, source in enumerate(sorted(RGB_SOURCES))]
+    expected = [pil_expected(data, "RGB") for data in images]
+    session = runtime.RuntimeSession(decoder_model())
+
+    def work(index):
+        ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+        for _ in range(5):
+            out = session.run(ctx, feeds(images[index]))["y0"].numpy()
+            if not np.array_equal(out, expected[index]):
+                return index
+        return None
+
+    with ThreadPoolExecutor(4) as pool:
+        assert [i for i in pool.map(work, list(range(len(images))) * 3) if i is not None] == []

@@ -22,15 +22,13 @@ namespace {
 // denial-of-service attempt, not a photograph.
 constexpr int kMaxScans = 500;
 
+// Per-call state beside the decompressor: the error manager, where to jump, the message, and
+// the progress monitor (libjpeg writes its counters, so it cannot be shared between calls).
 struct ErrorManager {
   jpeg_error_mgr base;  // first: libjpeg hands back a jpeg_error_mgr*
   jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
-};
-
-struct ProgressMonitor {
-  jpeg_progress_mgr base;
-  j_decompress_ptr cinfo;
+  jpeg_progress_mgr progress;
 };
 
 void ErrorExit(j_common_ptr cinfo) {
@@ -64,9 +62,8 @@ bool DecodeInto(jpeg_decompress_struct* cinfo, ErrorManager* err, const uint8_t*
     return false;
   }
   jpeg_create_decompress(cinfo);
-  ProgressMonitor progress{};
-  progress.base.progress_monitor = CheckScans;
-  cinfo->progress = &progress.base;
+  err->progress.progress_monitor = CheckScans;
+  cinfo->progress = &err->progress;
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(cinfo, TRUE);
   switch (cinfo->jpeg_color_space) {
