@@ -11,6 +11,26 @@ find_path(KISSFFT_INCLUDE_DIR kissfft/kiss_fft.h REQUIRED)
 find_library(KISSFFT_FLOAT_LIBRARY kissfft-float REQUIRED)
 # RegexFullMatch: the ONNX spec names RE2 syntax (Debian libre2-dev).
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
+# ImageDecoder's codecs (Debian libjpeg62-turbo-dev, libpng-dev, libtiff-dev, libwebp-dev,
+# libopenjp2-7-dev). Each is optional: a missing one leaves the operator refusing that format
+# ("this build has no WebP decoder"); ONNX_LIGHT_WITH_IMAGE_CODECS=OFF builds without all of them.
+# See docs/dependencies.md for how they are linked and their licences.
+option(ONNX_LIGHT_WITH_IMAGE_CODECS "Link the JPEG/PNG/TIFF/WebP/JPEG 2000 libraries for ImageDecoder" ON)
+set(ONNX_LIGHT_IMAGE_CODEC_TARGETS "")
+set(ONNX_LIGHT_IMAGE_CODEC_DEFINITIONS "")
+if(ONNX_LIGHT_WITH_IMAGE_CODECS)
+  foreach(codec IN ITEMS "JPEG;libjpeg" "PNG;libpng16" "TIFF;libtiff-4" "WEBP;libwebp" "OPENJPEG;libopenjp2")
+    list(GET codec 0 name)
+    list(GET codec 1 module)
+    pkg_check_modules(IMG_${name} QUIET IMPORTED_TARGET ${module})
+    if(IMG_${name}_FOUND)
+      list(APPEND ONNX_LIGHT_IMAGE_CODEC_TARGETS PkgConfig::IMG_${name})
+      list(APPEND ONNX_LIGHT_IMAGE_CODEC_DEFINITIONS ONNX_LIGHT_HAVE_${name}=1)
+    else()
+      message(STATUS "ImageDecoder: ${module} not found; that format will be refused")
+    endif()
+  endforeach()
+endif()
 find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
 if(ONNX_LIGHT_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)

@@ -54,7 +54,7 @@ cmake --build build/tsan -j "$jobs"
 ctest --test-dir build/tsan --output-on-failure -j "$jobs"
 
 if [ -x scripts/fuzz.sh ]; then
-  echo "== model reader fuzzer (bounded)"
+  echo "== model reader and image decoder fuzzers (bounded)"
   bash scripts/fuzz.sh 60
 fi
 echo "== all tests passed"

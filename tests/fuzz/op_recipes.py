@@ -17,6 +17,7 @@ import numpy as np
 
 import recipes_control
 import recipes_elementwise
+import recipes_image
 import recipes_nn
 import recipes_probes
 import recipes_signal
@@ -25,7 +26,8 @@ import recipes_text
 from recipe_tools import Case, Gen
 
 RECIPES = {}
-for _module in (recipes_elementwise, recipes_tensor, recipes_nn, recipes_control, recipes_signal, recipes_text):
+for _module in (recipes_elementwise, recipes_tensor, recipes_nn, recipes_control, recipes_signal, recipes_text,
+                recipes_image):
     RECIPES.update(_module.RECIPES)
 
 # Attributes whose schema domain is {0, 1}. onnx-light reads each with KernelBuildInfo::GetBool,

@@ -70,6 +70,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterTfIdfVectorizerKernels(r);
     RegisterMlModelKernels(r);
     RegisterQuantizationKernels(r);
+    RegisterImageDecoderKernels(r);
     return r;
   }();
   return registry;

@@ -85,5 +85,7 @@ void RegisterMlModelKernels(KernelRegistry& registry);
 // quantization family (kernels/quantization/): QuantizeLinear, DequantizeLinear,
 // DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 void RegisterQuantizationKernels(KernelRegistry& registry);
+// image family (kernels/image/): ImageDecoder over the codec adapters of image_codecs.h
+void RegisterImageDecoderKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
