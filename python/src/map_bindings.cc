@@ -124,8 +124,7 @@ TensorMap MapFromPython(py::handle object, const std::string& name, const TypeIn
     dtype = py::str(declared_value == DataType::kString ? "str" : "float64");
   }
   const py::object array = np.attr("asarray")(sorted_values, dtype);
-  Tensor value_tensor = TensorFromPython(array, name);
-  if (value_tensor.rank() != 1) value_tensor = value_tensor.Reshaped({key_tensor.size()});
+  Tensor value_tensor = TensorFromPython(array, name);  // 1-D: the values are scalars
   return TensorMap{.keys = std::move(key_tensor), .values = std::move(value_tensor)};
 }
 

@@ -26,8 +26,8 @@ struct EmptyOptional {
 /// An ONNX map: `keys` is a 1-D int64 or string tensor, `values` a 1-D tensor of the same
 /// length, entry i being keys[i] -> values[i]. Keys are sorted ascending and unique: producers
 /// (kernels, the Python dict conversion) keep that order, and a map fed to a session is checked
-/// (ValidateInputValue), so kernels may binary-search `keys`. Both tensors share storage on copy,
-/// like Tensor.
+/// (ValidateInputValue), so kernels may binary-search `keys`. A copy shares both tensors'
+/// storage (ZipMap's maps all share one key tensor); threading as for RuntimeValue.
 struct TensorMap {
   Tensor keys;
   Tensor values;
