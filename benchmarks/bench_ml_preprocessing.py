@@ -1,6 +1,6 @@
 """ai.onnx.ml preprocessing and encoders, onnx-light runtime against ONNX Runtime in one process.
 
-    python benchmarks/bench_ml_preprocessing.py [--threads 1] [--repeat 200]
+    python benchmarks/bench_ml_preprocessing.py [--threads 1] [--repeat 200] [--only ZipMap]
 
 Cases: a scikit-learn ColumnTransformer (StandardScaler on 4 numeric columns, OneHotEncoder on 3
 integer-coded columns) converted by skl2onnx, at batch 1 and 10000; LabelEncoder string -> int64
@@ -119,6 +119,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--only", default="", help="run the cases whose name contains this text")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     cases = [*pipeline_cases(rng), label_encoder_case(rng), category_mapper_case(rng), one_hot_strings_case(rng),
@@ -127,6 +128,8 @@ def main():
     print("| case | ours (ms) | ORT (ms) | ours / ORT |")
     print("|---|---:|---:|---:|")
     for name, model, feeds in cases:
+        if args.only not in name:
+            continue
         size = getattr(next(iter(feeds.values())), "size", 1)
         repeat = args.repeat if size < 50_000 else max(10, args.repeat // 10)
         ours, theirs = compare(model, feeds, args.threads, repeat)
