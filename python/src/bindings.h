@@ -60,6 +60,8 @@ TensorMap MapFromPython(py::handle object, const std::string& name, const TypeIn
 MapSequence MapSequenceFromPython(py::handle object, const std::string& name, const TypeInfo* declared);
 /// A map as a dict of Python scalars (int/float/str keys and values), in key order.
 py::dict MapToPython(const TensorMap& map, const std::string& name);
+/// A sequence of maps as a list of such dicts.
+py::list MapSequenceToPython(const MapSequence& maps, const std::string& name);
 /// A TensorKind from its name ("unknown", "initializer", "input", "intermediate", "output");
 /// anything else raises ValueError.
 TensorKind TensorKindFromString(const std::string& kind);

@@ -182,12 +182,42 @@ py::list ElementsToPython(const Tensor& tensor, const std::string& name) {
 
 }  // namespace
 
-py::dict MapToPython(const TensorMap& map, const std::string& name) {
-  const py::list keys = ElementsToPython(map.keys, name);
-  const py::list values = ElementsToPython(map.values, name);
+namespace {
+
+// `keys` are map.keys already converted (shared between the maps of a sequence).
+py::dict MapWithKeysToPython(const TensorMap& map, const std::string& name, const py::list& keys) {
   py::dict out;
-  for (size_t i = 0; i < keys.size() && i < values.size(); ++i) out[keys[i]] = values[i];
+  const Tensor values = map.values.Contiguous(MakeCpuAllocator());
+  const size_t n = std::min(keys.size(), static_cast<size_t>(values.size()));
+  if (values.dtype() == DataType::kFloat) {  // ZipMap's maps: no intermediate list
+    const float* v = values.data<float>();
+    for (size_t i = 0; i < n; ++i) out[keys[i]] = py::float_(v[i]);
+    return out;
+  }
+  const py::list converted = ElementsToPython(values, name);
+  for (size_t i = 0; i < n; ++i) out[keys[i]] = converted[i];
   return out;
+}
+
+}  // namespace
+
+py::dict MapToPython(const TensorMap& map, const std::string& name) {
+  return MapWithKeysToPython(map, name, ElementsToPython(map.keys, name));
+}
+
+py::list MapSequenceToPython(const MapSequence& maps, const std::string& name) {
+  py::list items;
+  // ZipMap's maps share one key tensor: its Python keys are made once.
+  const void* keys_of = nullptr;
+  py::list keys;
+  for (const TensorMap& map : maps.items) {
+    if (keys_of == nullptr || map.keys.raw_data() != keys_of || static_cast<int64_t>(keys.size()) != map.size()) {
+      keys = ElementsToPython(map.keys, name);
+      keys_of = map.keys.raw_data();
+    }
+    items.append(MapWithKeysToPython(map, name, keys));
+  }
+  return items;
 }
 
 }  // namespace onnx_light::runtime::python

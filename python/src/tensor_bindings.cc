@@ -385,11 +385,7 @@ py::object ValueToPython(const RuntimeValue& value, const std::string& name) {
     }
     case RuntimeValue::Kind::kEncoded: return py::bytes(*value.encoded().bytes);
     case RuntimeValue::Kind::kMap: return MapToPython(value.map(), name);
-    case RuntimeValue::Kind::kMapSequence: {
-      py::list items;
-      for (const TensorMap& map : value.map_sequence().items) items.append(MapToPython(map, name));
-      return items;
-    }
+    case RuntimeValue::Kind::kMapSequence: return MapSequenceToPython(value.map_sequence(), name);
     case RuntimeValue::Kind::kNone:
     case RuntimeValue::Kind::kEmptyOptional: return py::none();
   }

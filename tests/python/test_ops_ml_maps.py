@@ -83,6 +83,11 @@ def test_zipmap_errors():
         run(model, {"x": np.zeros((1, 2, 3), np.float32)})
     with pytest.raises(runtime.Error, match="appears more than once"):
         runtime.RuntimeSession(zipmap_model(["a", "b", "a"]))
+    empty = zipmap_model(["a"])
+    del empty.graph.node[0].attribute[:]
+    empty.graph.node[0].attribute.append(helper.make_attribute("classlabels_strings", [], attr_type=onnx.AttributeProto.STRINGS))
+    with pytest.raises(runtime.Error, match="the class labels must not be empty"):
+        runtime.RuntimeSession(empty)
 
 
 def test_zipmap_kernel_usage_and_events():

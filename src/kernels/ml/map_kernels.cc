@@ -43,6 +43,7 @@ class ZipMapKernel final : public KernelBase {
     } else {
       keys_ = SortedLabels(info, info.GetStrings("classlabels_strings"), DataType::kString);
     }
+    if (order_.empty()) ThrowInvalid(info, "the class labels must not be empty");
     usage_ = KernelUsageName("ZipMap", keys_.dtype(), "rows");
   }
 
@@ -63,12 +64,14 @@ class ZipMapKernel final : public KernelBase {
     const float* in = x.data<float>();
     MapSequence out{.key_type = keys_.dtype(), .value_type = DataType::kFloat, .items = {}};
     out.items.reserve(static_cast<size_t>(rows));
+    // One buffer for every row's values; each map views its row.
+    Tensor values = Tensor::Allocate(DataType::kFloat, {rows, classes}, rt.allocator());
+    float* v = values.data<float>();
     for (int64_t r = 0; r < rows; ++r) {
-      Tensor values = Tensor::Allocate(DataType::kFloat, {classes}, rt.allocator());
-      float* v = values.data<float>();
       const float* row = in + r * classes;
-      for (int64_t j = 0; j < classes; ++j) v[j] = row[order_[static_cast<size_t>(j)]];
-      out.items.push_back(TensorMap{.keys = keys_, .values = std::move(values)});
+      float* out_row = v + r * classes;
+      for (int64_t j = 0; j < classes; ++j) out_row[j] = row[order_[static_cast<size_t>(j)]];
+      out.items.push_back(TensorMap{.keys = keys_, .values = values.View({classes}, out_row)});
     }
     rt.SetOutput(0, std::move(out));
     if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(usage_);
