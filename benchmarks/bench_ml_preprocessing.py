@@ -1,10 +1,13 @@
 """ai.onnx.ml preprocessing and encoders, onnx-light runtime against ONNX Runtime in one process.
 
-    python benchmarks/bench_ml_preprocessing.py [--threads 1] [--repeat 200]
+    python benchmarks/bench_ml_preprocessing.py [--threads 1] [--repeat 200] [--only ZipMap]
 
 Cases: a scikit-learn ColumnTransformer (StandardScaler on 4 numeric columns, OneHotEncoder on 3
 integer-coded columns) converted by skl2onnx, at batch 1 and 10000; LabelEncoder string -> int64
-over 100k strings (1000 classes); CategoryMapper and OneHotEncoder on strings. Prints a Markdown
+over 100k strings (1000 classes); CategoryMapper and OneHotEncoder on strings; the map operators:
+a LogisticRegression converted with skl2onnx's default ZipMap at batch 1 and 10000 (the output is
+a list of dicts, built by each runtime's Python binding), and a DictVectorizer + LogisticRegression
+pipeline fed one dict. Prints a Markdown
 table of median wall times per run (ms) and the ratio ours / ORT (below 1 is faster). Uses the
 alternating-block timing of bench_vs_ort.py.
 """
@@ -75,18 +78,60 @@ def one_hot_strings_case(rng):
     return "OneHotEncoder strings, 10000 x 1, 8 categories", ml_node_model("OneHotEncoder", {"x": x}, attrs, 1), {"x": x}
 
 
+def zipmap_cases(rng):
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+    from skl2onnx import to_onnx
+
+    x = rng.normal(size=(2000, 8)).astype(np.float32)
+    y = np.array(["cat", "dog", "emu"])[rng.integers(0, 3, size=2000)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = to_onnx(LogisticRegression(max_iter=500).fit(x, y), x[:1], target_opset={"": 17, ML: 3})
+    for rows in (1, 10000):
+        yield (f"LogisticRegression + ZipMap, batch {rows}, 3 string labels", model,
+               {"X": rng.normal(size=(rows, 8)).astype(np.float32)})
+
+
+def dict_vectorizer_case(rng):
+    import warnings
+
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import DictionaryType, FloatTensorType, StringTensorType
+
+    words = [f"w{i}" for i in range(50)]
+    rows = [{w: float(rng.integers(1, 5)) for w in rng.choice(words, size=10, replace=False)} for _ in range(500)]
+    y = rng.integers(0, 2, size=500)
+    pipeline = make_pipeline(DictVectorizer(sparse=False), LogisticRegression(max_iter=500)).fit(rows, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = convert_sklearn(pipeline, initial_types=[("input", DictionaryType(StringTensorType([1]),
+                                                                                  FloatTensorType([1])))],
+                                target_opset={"": 17, ML: 3})
+    return "DictVectorizer (50 words) + LogisticRegression + ZipMap, one dict of 10", model, {"input": rows[0]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--only", default="", help="run the cases whose name contains this text")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
-    cases = [*pipeline_cases(rng), label_encoder_case(rng), category_mapper_case(rng), one_hot_strings_case(rng)]
+    cases = [*pipeline_cases(rng), label_encoder_case(rng), category_mapper_case(rng), one_hot_strings_case(rng),
+             *zipmap_cases(rng), dict_vectorizer_case(rng)]
     print(f"threads: {args.threads}\n")
     print("| case | ours (ms) | ORT (ms) | ours / ORT |")
     print("|---|---:|---:|---:|")
     for name, model, feeds in cases:
-        repeat = args.repeat if next(iter(feeds.values())).size < 50_000 else max(10, args.repeat // 10)
+        if args.only not in name:
+            continue
+        size = getattr(next(iter(feeds.values())), "size", 1)
+        repeat = args.repeat if size < 50_000 else max(10, args.repeat // 10)
         ours, theirs = compare(model, feeds, args.threads, repeat)
         print(f"| {name} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | {ours / theirs:.2f} |", flush=True)
 

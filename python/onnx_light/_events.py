@@ -22,6 +22,7 @@ _DEFAULTS: dict[str, Any] = {
     "name": "",
     "data_type": 0,
     "shape": (),
+    "value_kind": "",
     "op_domain": "",
     "op_type": "",
     "inputs": (),

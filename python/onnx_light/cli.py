@@ -304,6 +304,10 @@ def _array_stats(array: np.ndarray) -> str:
 
 
 def _describe_output(value) -> str:
+    if isinstance(value, dict):
+        return f"map of {len(value)} entries"
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return f"sequence of {len(value)} maps"
     if isinstance(value, list):
         return f"sequence of {len(value)} tensors"
     if value is None:

@@ -31,13 +31,16 @@ ModelSource = Union[str, os.PathLike[str], bytes, bytearray, memoryview, Any]
 Feed = Union[np.ndarray, "Tensor", Any]
 """A C-contiguous CPU NumPy array in native byte order, a runtime.Tensor or a DLPack producer
 (never copied, except a bool tensor holding bytes other than 0/1, which is fed as a 0/1 copy); for
-sequence inputs a list of those, for an empty optional None."""
+sequence inputs a list of those, for an empty optional None; for a map input a dict (keys all int
+or all str, values all numbers or all str; numeric values are cast to the input's value type),
+for a sequence-of-maps input a list of dicts."""
 
 Name = Union[str, bytes]
 """A name: a str (bytes that are not UTF-8 as surrogate escapes) or the raw bytes."""
 
-Value = Union["Tensor", list["Tensor"], bytes, None]
-"""A value read back from the runtime: a tensor, a sequence of tensors, encoded bytes or an
+Value = Union["Tensor", list["Tensor"], dict[Any, Any], list[dict[Any, Any]], bytes, None]
+"""A value read back from the runtime: a tensor, a sequence of tensors, a map (a dict of Python
+int/float/str, in key order), a sequence of maps (a list of such dicts), encoded bytes or an
 empty optional."""
 
 TensorKindName = Literal["unknown", "initializer", "input", "intermediate", "output"]
@@ -175,9 +178,15 @@ class RuntimeEvent:
         """Value name (add/replace/remove/persistent_storage) or node name (run_node)."""
     @property
     def data_type(self) -> int:
-        """ONNX TensorProto element type of the value, 0 when not a tensor."""
+        """ONNX TensorProto element type: of a tensor's elements, a map's values or a
+        sequence's elements; 0 for other values."""
     @property
-    def shape(self) -> tuple[int, ...]: ...
+    def shape(self) -> tuple[int, ...]:
+        """A tensor's shape; (entries,) for a map; (items,) for a sequence or sequence of maps."""
+    @property
+    def value_kind(self) -> str:
+        """For a value that is not a tensor: 'sequence', 'map', 'map sequence', 'empty optional'
+        or 'encoded'; '' otherwise."""
     @property
     def op_domain(self) -> str: ...
     @property

@@ -49,12 +49,24 @@ void BindTrace(py::module_& m);
 /// a DLPack producer on the CPU. NumPy string arrays are converted (strings cannot be viewed).
 /// Anything else raises TypeError / ValueError naming `name`.
 Tensor TensorFromPython(py::handle object, const std::string& name);
-/// A feed as a RuntimeValue: a tensor as above, a list/tuple of tensors (a sequence) or None.
-RuntimeValue ValueFromPython(py::handle object, const std::string& name);
+/// A feed as a RuntimeValue: a tensor as above, a list/tuple of tensors (a sequence), a dict (a
+/// map), a non-empty list/tuple of dicts (a sequence of maps) or None. `declared`, when given, is
+/// the graph input's type: a dict's numeric values are cast to its map value type.
+RuntimeValue ValueFromPython(py::handle object, const std::string& name, const TypeInfo* declared = nullptr);
+/// A dict as a map (map_bindings.cc): keys all int (int64) or all str, values all numbers or all
+/// str; entries sorted by key. Anything else raises TypeError / ValueError naming `name`.
+TensorMap MapFromPython(py::handle object, const std::string& name, const TypeInfo* declared);
+/// A list/tuple of dicts as a sequence of maps; `declared` is the seq(map) type or nullptr.
+MapSequence MapSequenceFromPython(py::handle object, const std::string& name, const TypeInfo* declared);
+/// A map as a dict of Python scalars (int/float/str keys and values), in key order.
+py::dict MapToPython(const TensorMap& map, const std::string& name);
+/// A sequence of maps as a list of such dicts.
+py::list MapSequenceToPython(const MapSequence& maps, const std::string& name);
 /// A TensorKind from its name ("unknown", "initializer", "input", "intermediate", "output");
 /// anything else raises ValueError.
 TensorKind TensorKindFromString(const std::string& kind);
-/// A context value as Python: runtime.Tensor, list of runtime.Tensor, None or bytes.
+/// A context value as Python: runtime.Tensor, list of runtime.Tensor, dict (a map), list of
+/// dicts (a sequence of maps), None or bytes.
 py::object ValueToPython(const RuntimeValue& value, const std::string& name);
 /// A name (value, node, operator, domain, input or output) as Python str: UTF-8 decoded with
 /// "surrogateescape", so bytes that are not UTF-8 survive (names.cc).

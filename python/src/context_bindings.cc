@@ -32,6 +32,7 @@ py::dict EventAsDict(const RuntimeEvent& e) {
   d["name"] = NameToPython(e.name);
   d["data_type"] = e.data_type;
   d["shape"] = py::cast(e.shape);
+  if (!e.value_kind.empty()) d["value_kind"] = e.value_kind;
   d["op_domain"] = NameToPython(e.op_domain);
   d["op_type"] = NameToPython(e.op_type);
   d["inputs"] = NamesToPython(e.inputs);
@@ -96,6 +97,9 @@ void BindContext(py::module_& m) {
       .def_property_readonly("name", [](const RuntimeEvent& e) { return NameToPython(e.name); })
       .def_readonly("data_type", &RuntimeEvent::data_type)
       .def_property_readonly("shape", [](const RuntimeEvent& e) { return py::tuple(py::cast(e.shape)); })
+      .def_readonly("value_kind", &RuntimeEvent::value_kind,
+                    "For a value that is not a tensor: 'sequence', 'map', 'map sequence', "
+                    "'empty optional' or 'encoded'; '' otherwise.")
       .def_property_readonly("op_domain", [](const RuntimeEvent& e) { return NameToPython(e.op_domain); })
       .def_property_readonly("op_type", [](const RuntimeEvent& e) { return NameToPython(e.op_type); })
       .def_property_readonly("inputs", [](const RuntimeEvent& e) { return py::tuple(NamesToPython(e.inputs)); })
@@ -119,6 +123,7 @@ void BindContext(py::module_& m) {
           "Names of the nodes in covered_node_indices, in the same order.")
       .def("as_dict", &EventAsDict,
            "The event as a dict; storage_* keys appear only for persistent_storage events, "
+           "value_kind only for values that are not tensors, "
            "covered_node_* keys only when the record stands for rewritten nodes.")
       .def("__repr__", [](const RuntimeEvent& e) {
         return DisplayText(fmt::format("RuntimeEvent(action={}, kind={}, name='{}', node_index={})",

@@ -68,8 +68,14 @@ class PythonKernel final : public KernelBase {
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       py::object value = outputs[i];
-      // Python scalars and lists become arrays here: the kernel chose to produce them.
-      if (!py::isinstance<py::array>(value) && !py::isinstance<PyTensor>(value) && !py::hasattr(value, "__dlpack__")) {
+      // Python scalars and lists become arrays here: the kernel chose to produce them. A dict
+      // (or a list of dicts) is a map (a sequence of maps).
+      const bool is_map = py::isinstance<py::dict>(value) ||
+                          (py::isinstance<py::list>(value) && py::len(value) > 0 &&
+                           py::isinstance<py::dict>(value[py::int_(0)]));
+      if (is_map) {
+        // converted by ValueFromPython below
+      } else if (!py::isinstance<py::array>(value) && !py::isinstance<PyTensor>(value) && !py::hasattr(value, "__dlpack__")) {
         value = py::module_::import("numpy").attr("ascontiguousarray")(value);
       } else if (py::isinstance<py::array>(value) &&
                  !value.attr("flags").attr("c_contiguous").cast<bool>()) {

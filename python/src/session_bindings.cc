@@ -178,15 +178,15 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
     const auto& inputs = session.inputs();
     for (auto [key, value] : py::reinterpret_borrow<py::dict>(feeds)) {
       const std::string name = NameFromPython(key, "feed name");
-      bool known = false;
-      for (const ValueInfo& input : inputs) known = known || input.name == name;
-      if (!known) {
+      const ValueInfo* known = nullptr;
+      for (const ValueInfo& input : inputs) known = input.name == name ? &input : known;
+      if (known == nullptr) {
         std::vector<std::string> names;
         for (const ValueInfo& input : inputs) names.push_back(input.name);
         throw py::key_error(fmt::format("feed '{}' is not a graph input; the inputs are [{}]", name,
                                         fmt::join(names, ", ")));
       }
-      restorer.Put(name, ValueFromPython(value, name));
+      restorer.Put(name, ValueFromPython(value, name, &known->type));
     }
   }
   {

@@ -351,8 +351,14 @@ Tensor TensorFromPython(py::handle object, const std::string& name) {
                                    name, py::str(py::type::of(object).attr("__name__")).cast<std::string>()));
 }
 
-RuntimeValue ValueFromPython(py::handle object, const std::string& name) {
+RuntimeValue ValueFromPython(py::handle object, const std::string& name, const TypeInfo* declared) {
+  if (py::isinstance<py::dict>(object)) {
+    return MapFromPython(object, name, declared != nullptr && declared->kind == TypeInfo::Kind::kMap ? declared : nullptr);
+  }
   if (py::isinstance<py::list>(object) || py::isinstance<py::tuple>(object)) {
+    if (py::len(object) > 0 && py::isinstance<py::dict>(object[py::int_(0)])) {
+      return MapSequenceFromPython(object, name, declared);
+    }
     TensorSequence sequence;
     for (py::handle item : object) {
       Tensor t = TensorFromPython(item, name);
@@ -378,8 +384,12 @@ py::object ValueToPython(const RuntimeValue& value, const std::string& name) {
       return items;
     }
     case RuntimeValue::Kind::kEncoded: return py::bytes(*value.encoded().bytes);
-    default: return py::none();
+    case RuntimeValue::Kind::kMap: return MapToPython(value.map(), name);
+    case RuntimeValue::Kind::kMapSequence: return MapSequenceToPython(value.map_sequence(), name);
+    case RuntimeValue::Kind::kNone:
+    case RuntimeValue::Kind::kEmptyOptional: return py::none();
   }
+  return py::none();
 }
 
 void BindTensor(py::module_& m) {

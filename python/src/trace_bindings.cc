@@ -51,6 +51,7 @@ RuntimeEvent EventFromMapping(const py::dict& d) {
   if (py::object v = get("shape")) {
     for (py::handle dim : v) e.shape.push_back(AsInt64(dim));
   }
+  if (py::object v = get("value_kind")) e.value_kind = v.cast<std::string>();
   if (py::object v = get("op_domain")) e.op_domain = v.cast<std::string>();
   if (py::object v = get("op_type")) e.op_type = v.cast<std::string>();
   if (py::object v = get("inputs")) e.inputs = v.cast<std::vector<std::string>>();

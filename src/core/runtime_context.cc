@@ -8,6 +8,7 @@
 #include "core/describe_node.h"
 #include "core/dispatch_frame.h"
 #include "core/run_control.h"
+#include "core/value_event.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime {
@@ -115,10 +116,7 @@ void RuntimeContext::Clear() {
 void RuntimeContext::RecordValueEvent(RuntimeEventAction action, const std::string& name,
                                       const RuntimeValue* value, TensorKind kind) {
   RuntimeEvent event{.action = action, .kind = kind, .name = name};
-  if (value != nullptr && value->is_tensor()) {
-    event.data_type = static_cast<int32_t>(value->tensor().dtype());
-    event.shape = value->tensor().shape();
-  }
+  if (value != nullptr) DescribeValueInEvent(*value, event);
   RecordEvent(std::move(event));
 }
 

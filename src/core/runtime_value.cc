@@ -13,6 +13,8 @@ std::string_view RuntimeValueKindName(RuntimeValue::Kind kind) noexcept {
     case RuntimeValue::Kind::kSequence: return "sequence";
     case RuntimeValue::Kind::kEmptyOptional: return "empty optional";
     case RuntimeValue::Kind::kEncoded: return "encoded";
+    case RuntimeValue::Kind::kMap: return "map";
+    case RuntimeValue::Kind::kMapSequence: return "map sequence";
   }
   return "unknown";
 }
@@ -50,6 +52,15 @@ const EncodedValue& RuntimeValue::encoded() const {
   WrongKind(Kind::kEncoded, kind());
 }
 
+const TensorMap& RuntimeValue::map() const {
+  if (auto* m = std::get_if<TensorMap>(&value_)) return *m;
+  WrongKind(Kind::kMap, kind());
+}
+const MapSequence& RuntimeValue::map_sequence() const {
+  if (auto* m = std::get_if<MapSequence>(&value_)) return *m;
+  WrongKind(Kind::kMapSequence, kind());
+}
+
 std::string RuntimeValue::Describe() const {
   switch (kind()) {
     case Kind::kNone: return "none";
@@ -60,6 +71,12 @@ std::string RuntimeValue::Describe() const {
                          sequence().items.size());
     case Kind::kEmptyOptional: return "optional(none)";
     case Kind::kEncoded: return fmt::format("encoded({})", encoded().format);
+    case Kind::kMap:
+      return fmt::format("map({}, {})[{} entries]", DataTypeName(map().keys.dtype()),
+                         DataTypeName(map().values.dtype()), map().size());
+    case Kind::kMapSequence:
+      return fmt::format("sequence(map({}, {}))[{} items]", DataTypeName(map_sequence().key_type),
+                         DataTypeName(map_sequence().value_type), map_sequence().items.size());
   }
   return "unknown";
 }

@@ -178,6 +178,10 @@ void WriteValueArgs(JsonWriter& w, const RuntimeEvent& e) {
   w.String(TensorKindName(e.kind));
   w.Format(R"(,"data_type":{},"shape":)", e.data_type);
   WriteShape(w, e.shape);
+  if (!e.value_kind.empty()) {
+    w.Raw(R"(,"value_kind":)");
+    w.String(e.value_kind);
+  }
   w.Raw(",");
   WriteLocation(w, e);
   WriteCovered(w, e);

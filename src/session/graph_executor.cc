@@ -12,6 +12,7 @@
 #include "core/dispatch_frame.h"
 #include "core/run_control.h"
 #include "core/runtime_context_internals.h"
+#include "core/value_event.h"
 #include "onnx_light/runtime/error.h"
 #include "session/graph_plan.h"
 #include "session/planned_node.h"
@@ -49,10 +50,7 @@ void RecordValue(RuntimeContext& rt, RuntimeEventAction action, const std::strin
     event.covered_node_indices = origin->indices;
     event.covered_node_names = origin->names;
   }
-  if (value.is_tensor()) {
-    event.data_type = static_cast<int32_t>(value.tensor().dtype());
-    event.shape = value.tensor().shape();
-  }
+  DescribeValueInEvent(value, event);
   rt.RecordEvent(std::move(event));
 }
 

@@ -154,15 +154,21 @@ TEST(RuntimeContextValuesTest, ScalarTensorEventHasEmptyShape) {
   EXPECT_EQ(rt.events()[0].data_type, 1);
 }
 
-TEST(RuntimeContextValuesTest, NonTensorEventsHaveNoTensorMetadata) {
+// A sequence reports its element type and [items]; value_kind names the kind (docs/events.md).
+TEST(RuntimeContextValuesTest, NonTensorEventsDescribeTheValue) {
   RuntimeContext rt = MakeContext(true);
   rt.PutValue("seq", TensorSequence{DataType::kFloat, {MakeIotaFloat({2}, rt.allocator())}},
               TensorKind::kIntermediate);
   ASSERT_EQ(rt.events().size(), 1u);
   EXPECT_EQ(rt.events()[0].action, RuntimeEventAction::kAdd);
   EXPECT_EQ(rt.events()[0].kind, TensorKind::kIntermediate);
-  EXPECT_EQ(rt.events()[0].data_type, 0);
-  EXPECT_TRUE(rt.events()[0].shape.empty());
+  EXPECT_EQ(rt.events()[0].data_type, static_cast<int32_t>(DataType::kFloat));
+  EXPECT_EQ(rt.events()[0].shape, std::vector<int64_t>{1});
+  EXPECT_EQ(rt.events()[0].value_kind, "sequence");
+  rt.PutValue("none", EmptyOptional{});
+  EXPECT_EQ(rt.events()[1].data_type, 0);
+  EXPECT_TRUE(rt.events()[1].shape.empty());
+  EXPECT_EQ(rt.events()[1].value_kind, "empty optional");
 }
 
 TEST(RuntimeContextValuesTest, ReplacingAcrossMapsMovesTheName) {

@@ -790,8 +790,8 @@ def regression_data(seed=0):
 def convert(estimator, x, classifier):
     import skl2onnx
 
-    # ZipMap builds a sequence of maps, which the runtime does not have: classifiers are
-    # converted with zipmap=False so the probabilities stay a tensor.
+    # Classifiers are converted with zipmap=False so the probabilities stay a tensor, compared
+    # with the array tools; test_ops_ml_maps.py runs them with the default ZipMap.
     options = {id(estimator): {"zipmap": False}} if classifier else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -129,7 +129,9 @@ def test_put_views_numpy_without_copy():
 def test_bad_feeds_are_clear_errors():
     ctx = new_context()
     with pytest.raises(TypeError, match="feed 'x'"):
-        ctx.put("x", {"a": 1})
+        ctx.put("x", {"a", "b"})  # a set; a dict is a map (test_ops_ml_maps.py)
+    with pytest.raises(TypeError, match="feed 'x': map values must be numbers or str"):
+        ctx.put("x", {"a": object()})
     with pytest.raises(ValueError, match="not C-contiguous"):
         ctx.put("x", np.ones((4, 4), np.float32)[:, ::2])
     with pytest.raises(ValueError, match="kind must be one of"):

@@ -47,9 +47,15 @@ struct RuntimeEvent {
   int64_t timestamp_ns = 0;
   /// Value name for add/replace/remove; node name for run_node; value name for storage work.
   std::string name;
-  /// ONNX TensorProto element type of the value (0 when not a tensor).
+  /// ONNX TensorProto element type of the value: a tensor's element type, a map's value type,
+  /// a sequence's element type; 0 for other values.
   int32_t data_type = 0;
+  /// A tensor's shape; [entries] for a map; [items] for a sequence or a sequence of maps.
   std::vector<int64_t> shape;
+  /// For add/replace/remove of a value that is not a tensor: RuntimeValueKindName of it
+  /// ("sequence", "map", "map sequence", "empty optional", "encoded"). Empty for tensors and
+  /// for the other actions.
+  std::string value_kind;
   std::string op_domain;
   std::string op_type;
   /// Input value names of a dispatched node.

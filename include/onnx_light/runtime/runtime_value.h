@@ -1,6 +1,6 @@
 #pragma once
 // RuntimeValue: what a graph value can hold besides a plain tensor. Plain tensors live in
-// RuntimeContext::tensors(); sequences, optionals and encoded payloads live in values().
+// RuntimeContext::tensors(); sequences, optionals, maps and encoded payloads live in values().
 
 #include <memory>
 #include <string>
@@ -23,6 +23,25 @@ struct EmptyOptional {
   DataType element_type = DataType::kUndefined;
 };
 
+/// An ONNX map: `keys` is a 1-D int64 or string tensor, `values` a 1-D tensor of the same
+/// length, entry i being keys[i] -> values[i]. Keys are sorted ascending and unique: producers
+/// (kernels, the Python dict conversion) keep that order, and a map fed to a session is checked
+/// (ValidateInputValue), so kernels may binary-search `keys`. A copy shares both tensors'
+/// storage (ZipMap's maps all share one key tensor); threading as for RuntimeValue.
+struct TensorMap {
+  Tensor keys;
+  Tensor values;
+  int64_t size() const noexcept { return keys.shape().empty() ? 0 : keys.shape()[0]; }
+};
+
+/// An ONNX sequence of maps sharing key and value types (ZipMap's output). Kept apart from
+/// TensorSequence so sequence kernels, which hold tensors only, never see a map.
+struct MapSequence {
+  DataType key_type = DataType::kUndefined;
+  DataType value_type = DataType::kUndefined;
+  std::vector<TensorMap> items;
+};
+
 /// Bytes in a format the runtime does not interpret (for example a serialized map or sparse
 /// tensor handed through by a custom kernel). `format` names the encoding.
 struct EncodedValue {
@@ -35,13 +54,16 @@ struct EncodedValue {
 /// synchronisation.
 class RuntimeValue {
  public:
-  enum class Kind { kNone, kTensor, kSequence, kEmptyOptional, kEncoded };
+  /// In the order of the variant's alternatives (kind() is the variant index).
+  enum class Kind { kNone, kTensor, kSequence, kEmptyOptional, kEncoded, kMap, kMapSequence };
 
   RuntimeValue() = default;
   RuntimeValue(Tensor tensor) : value_(std::move(tensor)) {}                  // NOLINT
   RuntimeValue(TensorSequence sequence) : value_(std::move(sequence)) {}      // NOLINT
   RuntimeValue(EmptyOptional optional) : value_(optional) {}                  // NOLINT
   RuntimeValue(EncodedValue encoded) : value_(std::move(encoded)) {}          // NOLINT
+  RuntimeValue(TensorMap map) : value_(std::move(map)) {}                     // NOLINT
+  RuntimeValue(MapSequence maps) : value_(std::move(maps)) {}                 // NOLINT
 
   Kind kind() const noexcept { return static_cast<Kind>(value_.index()); }
   bool has_value() const noexcept { return kind() != Kind::kNone; }
@@ -54,14 +76,20 @@ class RuntimeValue {
   TensorSequence& sequence();
   const EmptyOptional& empty_optional() const;
   const EncodedValue& encoded() const;
+  const TensorMap& map() const;
+  const MapSequence& map_sequence() const;
 
-  /// "tensor(float32)[2, 3]", "sequence(int64)[4 items]", "optional(none)", "encoded(fmt)".
+  /// "tensor(float32)[2, 3]", "sequence(int64)[4 items]", "optional(none)", "encoded(fmt)",
+  /// "map(string, float32)[3 entries]", "sequence(map(int64, float32))[2 items]".
   std::string Describe() const;
 
  private:
-  std::variant<std::monostate, Tensor, TensorSequence, EmptyOptional, EncodedValue> value_;
+  std::variant<std::monostate, Tensor, TensorSequence, EmptyOptional, EncodedValue, TensorMap,
+               MapSequence>
+      value_;
 };
 
+/// "none", "tensor", "sequence", "empty optional", "encoded", "map", "map sequence".
 std::string_view RuntimeValueKindName(RuntimeValue::Kind kind) noexcept;
 
 }  // namespace onnx_light::runtime

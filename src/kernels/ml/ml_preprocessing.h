@@ -23,6 +23,8 @@ void RegisterLabelEncoderKernels(KernelRegistry& registry);
 void RegisterCategoryMapperKernels(KernelRegistry& registry);
 void RegisterArrayFeatureExtractorKernels(KernelRegistry& registry);
 void RegisterFeatureVectorizerKernels(KernelRegistry& registry);
+/// ZipMap, DictVectorizer and CastMap (map_kernels.cc).
+void RegisterMapKernels(KernelRegistry& registry);
 
 /// The number of features of `x` for the operators that read an [N, C] (or [C]) tensor
 /// feature-wise: its last dimension, 1 for a scalar.

@@ -13,6 +13,7 @@ void RegisterMlPreprocessingKernels(KernelRegistry& registry) {
   RegisterCategoryMapperKernels(registry);
   RegisterArrayFeatureExtractorKernels(registry);
   RegisterFeatureVectorizerKernels(registry);
+  RegisterMapKernels(registry);
 }
 
 }  // namespace onnx_light::runtime
