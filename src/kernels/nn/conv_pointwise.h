@@ -5,7 +5,9 @@
 // the whole image first), and each tile of 8 output channels x 48 pixels is finished where it is
 // computed: the bias and Relu are applied in registers, any other activation and the residual on
 // the tile while it is still in L1. The weights are the blocks PackDirectConvWeights writes,
-// which the Conv kernel packs once when W is a constant.
+// which the Conv kernel packs once when W is a constant. A product deeper than 128 input rows
+// runs in passes of 128 rows, each copying its rows of a chunk of pixels into a contiguous panel
+// that every block of output channels reads from L1 (docs/performance.md).
 
 #include <cstdint>
 
