@@ -257,6 +257,16 @@ def test_deform_conv(group, offset_group, with_bias, with_mask):
     check_node("DeformConv", inputs, attrs, opset=19, rtol=1e-4, atol=1e-5)
 
 
+def test_deform_conv_channel_blocks_within_offset_groups():
+    # 10 channels per offset group: sampled in blocks of 8 and 2 that must not cross a group.
+    x = random((1, 20, 6, 7), seed=11)
+    w = random((5, 20, 3, 3), seed=12)
+    offset = random((1, 2 * 9 * 2, 6, 7), low=-2.0, high=2.0, seed=13)
+    mask = random((1, 2 * 9, 6, 7), low=0, high=1, seed=14)
+    inputs = {"x": x, "w": w, "offset": offset, "b": random((5,), seed=15), "mask": mask}
+    check_node("DeformConv", inputs, {"offset_group": 2, "pads": [1, 1, 1, 1]}, opset=19, rtol=1e-4, atol=1e-5)
+
+
 def test_deform_conv_zero_offsets_is_conv():
     x = random((1, 3, 6, 6), seed=6)
     w = random((4, 3, 3, 3), seed=7)
