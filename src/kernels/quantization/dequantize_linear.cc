@@ -19,36 +19,6 @@ namespace onnx_light::runtime {
 
 namespace {
 
-// The first DequantizeLinear version that accepts `type` as its input; 0 when none does.
-int64_t InputTypeSince(DataType type) {
-  switch (type) {
-    case DataType::kInt8:
-    case DataType::kUInt8:
-    case DataType::kInt32:
-      return 10;
-    case DataType::kFloat8E4M3FN:
-    case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ:
-      return 19;
-    case DataType::kInt16:
-    case DataType::kUInt16:
-    case DataType::kInt4:
-    case DataType::kUInt4:
-      return 21;
-    case DataType::kFloat4E2M1:
-      return 23;
-    case DataType::kInt2:
-    case DataType::kUInt2:
-      return 25;
-    case DataType::kFloat6E2M3:
-    case DataType::kFloat6E3M2:
-      return 28;
-    default:
-      return 0;
-  }
-}
-
 bool IsHalfOrFloat(DataType type) {
   return type == DataType::kFloat || type == DataType::kFloat16 || type == DataType::kBFloat16;
 }
@@ -119,7 +89,7 @@ class DequantizeLinearKernel final : public KernelBase {
     const Tensor& scale = rt.Input(1);
     const Tensor* zero_point = rt.OptionalInput(2);
     const DataType x_type = x_in.dtype();
-    const int64_t since = InputTypeSince(x_type);
+    const int64_t since = QuantizedTypeSince(x_type, QuantOp::kDequantize);
     if (since == 0 || since > version_) ThrowUnsupportedType(rt, 0, x_type);
     const bool scale_ok = version_ < 19 ? scale.dtype() == DataType::kFloat
                                         : IsHalfOrFloat(scale.dtype()) ||

@@ -61,6 +61,36 @@ std::vector<double> ReadAll(const RuntimeContext& rt, const Tensor& t) {
 
 }  // namespace
 
+int64_t QuantizedTypeSince(DataType type, QuantOp op) {
+  switch (type) {
+    case DataType::kInt32:
+      return op == QuantOp::kDequantize ? 10 : 0;
+    case DataType::kInt8:
+    case DataType::kUInt8:
+      return 10;
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ:
+      return 19;
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt4:
+    case DataType::kUInt4:
+      return 21;
+    case DataType::kFloat4E2M1:
+      return 23;
+    case DataType::kInt2:
+    case DataType::kUInt2:
+      return 25;
+    case DataType::kFloat6E2M3:
+    case DataType::kFloat6E3M2:
+      return 28;
+    default:
+      return 0;
+  }
+}
+
 bool IsIntegerQuantType(DataType type) {
   switch (type) {
     case DataType::kInt8:

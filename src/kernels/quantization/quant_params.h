@@ -53,6 +53,14 @@ std::vector<double> ReadScaleValues(const RuntimeContext& rt, const Tensor& scal
 /// and 6-bit floats) as doubles. `count` elements; contiguous copy taken when needed.
 std::vector<double> ReadQuantValues(const RuntimeContext& rt, const Tensor& t);
 
+/// Which operator a quantized type is checked for: DequantizeLinear also accepts int32 (from
+/// version 10), QuantizeLinear never outputs it.
+enum class QuantOp { kQuantize, kDequantize };
+
+/// The first version of QuantizeLinear (its output) or DequantizeLinear (its input) that accepts
+/// `type` as the quantized type; 0 when none does.
+int64_t QuantizedTypeSince(DataType type, QuantOp op);
+
 /// True for the integer types a quantized tensor may have (int8 ... uint16, int4/uint4, int2/uint2).
 bool IsIntegerQuantType(DataType type);
 /// The range of such a type.
