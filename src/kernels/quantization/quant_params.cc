@@ -9,9 +9,7 @@
 
 namespace onnx_light::runtime {
 
-namespace {
-
-double ElementAsDouble(DataType type, const void* data, int64_t i) {
+double QuantElementAsDouble(DataType type, const void* data, int64_t i) {
   switch (type) {
     case DataType::kFloat:
       return static_cast<const float*>(data)[i];
@@ -52,10 +50,12 @@ double ElementAsDouble(DataType type, const void* data, int64_t i) {
   }
 }
 
+namespace {
+
 std::vector<double> ReadAll(const RuntimeContext& rt, const Tensor& t) {
   const Tensor c = t.Contiguous(rt.allocator());
   std::vector<double> values(static_cast<size_t>(c.size()));
-  for (int64_t i = 0; i < c.size(); ++i) values[static_cast<size_t>(i)] = ElementAsDouble(c.dtype(), c.raw_data(), i);
+  for (int64_t i = 0; i < c.size(); ++i) values[static_cast<size_t>(i)] = QuantElementAsDouble(c.dtype(), c.raw_data(), i);
   return values;
 }
 

@@ -45,6 +45,10 @@ QuantGranularity ResolveQuantGranularity(const RuntimeContext& rt, std::span<con
                                          size_t zero_index, int64_t axis, int64_t block_size, bool allow_axis,
                                          bool any_rank_scalar);
 
+/// Element `i` of contiguous `data` of `type` as an exact double: the float, integer (packed
+/// int4/uint4/int2/uint2 included), float8 and 4/6-bit float types; 0 for another type.
+double QuantElementAsDouble(DataType type, const void* data, int64_t i);
+
 /// The scale values as doubles (exact for every allowed type: float32, float16, bfloat16,
 /// int32, float8e8m0). Throws for another type.
 std::vector<double> ReadScaleValues(const RuntimeContext& rt, const Tensor& scale, size_t input_index);
