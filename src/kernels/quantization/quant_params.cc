@@ -224,4 +224,39 @@ std::vector<double> ReadScaleValues(const RuntimeContext& rt, const Tensor& scal
 
 std::vector<double> ReadQuantValues(const RuntimeContext& rt, const Tensor& t) { return ReadAll(rt, t); }
 
+DataType CheckQLinearScaleTypes(const RuntimeContext& rt, bool allow_half) {
+  const DataType first = rt.Input(1).dtype();
+  for (size_t i : {size_t{1}, size_t{4}, size_t{6}}) {
+    const DataType t = rt.Input(i).dtype();
+    const bool ok = t == DataType::kFloat || (allow_half && (t == DataType::kFloat16 || t == DataType::kBFloat16));
+    if (!ok) ThrowUnsupportedType(rt, i, t);
+    if (t != first) {
+      ThrowInvalid(rt, "input {} ('{}') must have the type of input 1 ({}), got {}", i, rt.input_name(i),
+                   DataTypeName(first), DataTypeName(t));
+    }
+  }
+  return first;
+}
+
+double ReadSingleScale(const RuntimeContext& rt, size_t index, std::string_view role) {
+  const Tensor& scale = rt.Input(index);
+  if (scale.size() != 1) {
+    ThrowInvalid(rt, "input {} ('{}', {}) must hold one value, got shape {}", index, rt.input_name(index), role,
+                 ShapeToString(scale.shape()));
+  }
+  return ReadScaleValues(rt, scale, index)[0];
+}
+
+QLinearOutput ReadQLinearOutput(const RuntimeContext& rt, size_t index, DataType default_type) {
+  const Tensor* zero_point = rt.OptionalInput(index);
+  if (zero_point == nullptr) return {default_type, 0.0};
+  const DataType type = zero_point->dtype();
+  if (type != DataType::kInt8 && type != DataType::kUInt8) ThrowUnsupportedType(rt, index, type);
+  if (zero_point->size() != 1) {
+    ThrowInvalid(rt, "input {} ('{}', y_zero_point) must hold one value, got shape {}", index, rt.input_name(index),
+                 ShapeToString(zero_point->shape()));
+  }
+  return {type, ReadQuantValues(rt, *zero_point)[0]};
+}
+
 }  // namespace onnx_light::runtime

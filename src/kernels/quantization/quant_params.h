@@ -1,7 +1,7 @@
 #pragma once
-// What QuantizeLinear and DequantizeLinear share: the granularity of a scale / zero point
-// (per tensor, per axis, blocked) checked against the quantized tensor, and reading scales and
-// zero points of any allowed type as exact values.
+// What the quantization kernels share: the granularity of a scale / zero point (per tensor, per
+// axis, blocked) checked against the quantized tensor, reading scales and zero points of any
+// allowed type as exact values, and the scale / output checks of QLinearMatMul and QLinearConv.
 
 #include <cstdint>
 #include <string_view>
@@ -64,6 +64,21 @@ enum class QuantOp { kQuantize, kDequantize };
 /// The first version of QuantizeLinear (its output) or DequantizeLinear (its input) that accepts
 /// `type` as the quantized type; 0 when none does.
 int64_t QuantizedTypeSince(DataType type, QuantOp op);
+
+/// QLinearMatMul and QLinearConv: inputs 1, 4 and 6 are the scales. Checks that they have one
+/// type, float32 or (with `allow_half`) float16 / bfloat16, and returns it.
+DataType CheckQLinearScaleTypes(const RuntimeContext& rt, bool allow_half);
+
+/// The value of scale input `index` (`role` names it in the error), which must hold one value.
+double ReadSingleScale(const RuntimeContext& rt, size_t index, std::string_view role);
+
+/// The output of QLinearMatMul / QLinearConv: the type of the optional y_zero_point (input
+/// `index`, one int8 or uint8 value) and its value; without it `default_type` and 0.
+struct QLinearOutput {
+  DataType type;
+  double zero_point;
+};
+QLinearOutput ReadQLinearOutput(const RuntimeContext& rt, size_t index, DataType default_type);
 
 /// True for the integer types a quantized tensor may have (int8 ... uint16, int4/uint4, int2/uint2).
 bool IsIntegerQuantType(DataType type);
