@@ -1,6 +1,7 @@
 """ai.onnx.ml preprocessing and encoders, onnx-light runtime against ONNX Runtime in one process.
 
-    python benchmarks/bench_ml_preprocessing.py [--threads 1] [--repeat 200] [--only ZipMap]
+    python benchmarks/bench_ml_preprocessing.py [--threads 1] [--repeat 200] [--cases pipeline,...]
+                                                [--only ZipMap]
 
 Cases: a scikit-learn ColumnTransformer (StandardScaler on 4 numeric columns, OneHotEncoder on 3
 integer-coded columns) converted by skl2onnx, at batch 1 and 10000; LabelEncoder string -> int64
@@ -9,12 +10,12 @@ a LogisticRegression converted with skl2onnx's default ZipMap at batch 1 and 100
 a list of dicts, built by each runtime's Python binding), and a DictVectorizer + LogisticRegression
 pipeline fed one dict. Prints a Markdown
 table of median wall times per run (ms) and the ratio ours / ORT (below 1 is faster). Uses the
-alternating-block timing of bench_vs_ort.py.
+alternating-block timing and the command line of bench_vs_ort.py (run_case_table); cases with
+50k or more input elements run a tenth of --repeat (at least 10).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -23,7 +24,7 @@ import onnx
 from onnx import helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_vs_ort import compare  # noqa: E402
+from bench_vs_ort import run_case_table  # noqa: E402
 
 ML = "ai.onnx.ml"
 
@@ -115,25 +116,16 @@ def dict_vectorizer_case(rng):
     return "DictVectorizer (50 words) + LogisticRegression + ZipMap, one dict of 10", model, {"input": rows[0]}
 
 
+def repeat_for(feeds, repeat):
+    size = getattr(next(iter(feeds.values())), "size", 1)
+    return repeat if size < 50_000 else max(10, repeat // 10)
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeat", type=int, default=200)
-    parser.add_argument("--only", default="", help="run the cases whose name contains this text")
-    args = parser.parse_args()
-    rng = np.random.default_rng(0)
-    cases = [*pipeline_cases(rng), label_encoder_case(rng), category_mapper_case(rng), one_hot_strings_case(rng),
-             *zipmap_cases(rng), dict_vectorizer_case(rng)]
-    print(f"threads: {args.threads}\n")
-    print("| case | ours (ms) | ORT (ms) | ours / ORT |")
-    print("|---|---:|---:|---:|")
-    for name, model, feeds in cases:
-        if args.only not in name:
-            continue
-        size = getattr(next(iter(feeds.values())), "size", 1)
-        repeat = args.repeat if size < 50_000 else max(10, args.repeat // 10)
-        ours, theirs = compare(model, feeds, args.threads, repeat)
-        print(f"| {name} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | {ours / theirs:.2f} |", flush=True)
+    families = {"pipeline": pipeline_cases, "label_encoder": label_encoder_case,
+                "category_mapper": category_mapper_case, "one_hot_strings": one_hot_strings_case,
+                "zipmap": zipmap_cases, "dict_vectorizer": dict_vectorizer_case}
+    run_case_table(__doc__.splitlines()[0], families, repeat=200, digits=3, repeat_for=repeat_for)
 
 
 if __name__ == "__main__":

@@ -67,15 +67,18 @@ def compare(model, feeds, threads, repeat, rounds=5, opset=23):
     return statistics.median(ours_samples), statistics.median(ort_samples)
 
 
-def run_case_table(description, families, repeat=30, digits=2):
+def run_case_table(description, families, repeat=30, digits=2, repeat_for=None):
     """The command line of the one-node family benchmarks (bench_signal, bench_strings, bench_ml,
-    bench_vision): --threads, --repeat and --cases (names of `families`, a dict of name ->
-    function(rng) returning one (name, model, feeds) case or a list of them, in table order); prints
-    the Markdown table of `compare` for each case."""
+    bench_vision, bench_ml_preprocessing): --threads, --repeat, --cases (names of `families`, a
+    dict of name -> function(rng) returning one (name, model, feeds) case or a list of them, in
+    table order) and --only (run only the cases whose name contains this text); prints the
+    Markdown table of `compare` for each case. `repeat_for(feeds, repeat)`, when given, sets a
+    case's repeat count from its feeds."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=repeat)
     parser.add_argument("--cases", default=",".join(families))
+    parser.add_argument("--only", default="", help="run the cases whose name contains this text")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     wanted = set(args.cases.split(","))
@@ -88,7 +91,10 @@ def run_case_table(description, families, repeat=30, digits=2):
     print("| case | ours (ms) | ORT (ms) | ours / ORT |")
     print("|---|---:|---:|---:|")
     for name, model, feeds in cases:
-        ours, theirs = compare(model, feeds, args.threads, args.repeat)
+        if args.only not in name:
+            continue
+        count = repeat_for(feeds, args.repeat) if repeat_for else args.repeat
+        ours, theirs = compare(model, feeds, args.threads, count)
         print(f"| {name} | {ours * 1e3:.{digits}f} | {theirs * 1e3:.{digits}f} | {ours / theirs:.2f} |", flush=True)
 
 

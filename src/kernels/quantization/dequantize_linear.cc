@@ -6,8 +6,6 @@
 // zero points must be zero (the reference refuses others).
 #include <limits>
 
-#include "core/low_precision.h"
-#include "core/packed_bits.h"
 #include "core/thread_pool.h"
 #include "kernels/quantization/linear_rows.h"
 #include "kernels/quantization/quant_arith.h"
@@ -18,36 +16,6 @@
 namespace onnx_light::runtime {
 
 namespace {
-
-// The first DequantizeLinear version that accepts `type` as its input; 0 when none does.
-int64_t InputTypeSince(DataType type) {
-  switch (type) {
-    case DataType::kInt8:
-    case DataType::kUInt8:
-    case DataType::kInt32:
-      return 10;
-    case DataType::kFloat8E4M3FN:
-    case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ:
-      return 19;
-    case DataType::kInt16:
-    case DataType::kUInt16:
-    case DataType::kInt4:
-    case DataType::kUInt4:
-      return 21;
-    case DataType::kFloat4E2M1:
-      return 23;
-    case DataType::kInt2:
-    case DataType::kUInt2:
-      return 25;
-    case DataType::kFloat6E2M3:
-    case DataType::kFloat6E3M2:
-      return 28;
-    default:
-      return 0;
-  }
-}
 
 bool IsHalfOrFloat(DataType type) {
   return type == DataType::kFloat || type == DataType::kFloat16 || type == DataType::kBFloat16;
@@ -64,35 +32,6 @@ void StoreFloat(DataType type, void* data, int64_t i, double v) {
     default:
       static_cast<BFloat16*>(data)[i] = BFloat16(NarrowToFloat(v));
       return;
-  }
-}
-
-// The value of quantized element i as float32 (exact except int32 beyond 2^24, rounded as
-// numpy's astype(float32) does).
-double ReadQuantized(DataType type, const void* data, int64_t i) {
-  switch (type) {
-    case DataType::kInt8:
-      return static_cast<const int8_t*>(data)[i];
-    case DataType::kUInt8:
-      return static_cast<const uint8_t*>(data)[i];
-    case DataType::kInt16:
-      return static_cast<const int16_t*>(data)[i];
-    case DataType::kUInt16:
-      return static_cast<const uint16_t*>(data)[i];
-    case DataType::kInt32:
-      return static_cast<float>(static_cast<const int32_t*>(data)[i]);
-    case DataType::kInt4:
-    case DataType::kInt2:
-      return SignExtendCode(ReadPackedCode(data, i, ElementBits(type)), ElementBits(type));
-    case DataType::kUInt4:
-    case DataType::kUInt2:
-      return ReadPackedCode(data, i, ElementBits(type));
-    case DataType::kFloat4E2M1:
-    case DataType::kFloat6E2M3:
-    case DataType::kFloat6E3M2:
-      return LowPrecisionToFloat(type, ReadPackedCode(data, i, ElementBits(type)));
-    default:  // float8
-      return LowPrecisionToFloat(type, static_cast<const uint8_t*>(data)[i]);
   }
 }
 
@@ -119,7 +58,7 @@ class DequantizeLinearKernel final : public KernelBase {
     const Tensor& scale = rt.Input(1);
     const Tensor* zero_point = rt.OptionalInput(2);
     const DataType x_type = x_in.dtype();
-    const int64_t since = InputTypeSince(x_type);
+    const int64_t since = QuantizedTypeSince(x_type, QuantOp::kDequantize);
     if (since == 0 || since > version_) ThrowUnsupportedType(rt, 0, x_type);
     const bool scale_ok = version_ < 19 ? scale.dtype() == DataType::kFloat
                                         : IsHalfOrFloat(scale.dtype()) ||
@@ -222,7 +161,9 @@ class DequantizeLinearKernel final : public KernelBase {
       for (int64_t d = 0; d < g.dim; ++d) {
         for (int64_t i = 0; i < g.inner; ++i, ++index) {
           const int64_t p = g.ParamIndex(o, d, i);
-          double v = ReadQuantized(x_type, in, index);
+          double v = QuantElementAsDouble(x_type, in, index);
+          // numpy's astype(float32): int32 beyond 2^24 rounds (every other type is exact).
+          if (x_type == DataType::kInt32) v = static_cast<float>(v);
           if (subtract) v = SubtractIn(diff_type, v, zp[p]);
           StoreFloat(out_type, out, index, MultiplyIn(product_type, v, scale[p]));
         }

@@ -69,14 +69,24 @@ void TileScalar(const int16_t* a, int64_t lda, int64_t rows, const int16_t* pane
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ONNX_LIGHT_INT_GEMM_AVX2 1
 
-template <int R>
-__attribute__((target("avx2"))) void TileAvx2(const int16_t* a, int64_t lda, const int16_t* panel, int64_t k_pairs,
+// The 16 int16 values of panel step p, columns 0-7 (`half` 0) or 8-15 (`half` 1): loaded from
+// the int16 panels, or from the int8 copy widened as it is loaded.
+__attribute__((target("avx2"))) inline __m256i LoadPanelHalf(const int16_t* panel, int64_t p, int half) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32 + half * 16));
+}
+__attribute__((target("avx2"))) inline __m256i LoadPanelHalf(const int8_t* panel, int64_t p, int half) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + p * 32 + half * 16)));
+}
+
+// R rows against one panel of int16 (`Panel` int16_t) or int8 (`Panel` int8_t) values.
+template <int R, typename Panel>
+__attribute__((target("avx2"))) void TileAvx2(const int16_t* a, int64_t lda, const Panel* panel, int64_t k_pairs,
                                               int32_t* acc) {
   __m256i c0[R], c1[R];
   for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm256_setzero_si256();
   for (int64_t p = 0; p < k_pairs; ++p) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + p * 32 + 16));
+    const __m256i b0 = LoadPanelHalf(panel, p, 0);
+    const __m256i b1 = LoadPanelHalf(panel, p, 1);
     for (int r = 0; r < R; ++r) {
       int32_t pair;
       std::memcpy(&pair, a + r * lda + 2 * p, sizeof(pair));
@@ -130,35 +140,13 @@ __attribute__((target("avx2"))) void Tile4Avx2(const int16_t* a, int64_t lda, co
   _mm256_storeu_si256(out + 7, c31);
 }
 
-// One to three rows against the int8 panels, widened to int16 as they are loaded.
-template <int R>
-__attribute__((target("avx2"))) void TileNarrowAvx2(const int16_t* a, int64_t lda, const int8_t* panel,
-                                                    int64_t k_pairs, int32_t* acc) {
-  __m256i c0[R], c1[R];
-  for (int r = 0; r < R; ++r) c0[r] = c1[r] = _mm256_setzero_si256();
-  for (int64_t p = 0; p < k_pairs; ++p) {
-    const __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + p * 32)));
-    const __m256i b1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(panel + p * 32 + 16)));
-    for (int r = 0; r < R; ++r) {
-      int32_t pair;
-      std::memcpy(&pair, a + r * lda + 2 * p, sizeof(pair));
-      const __m256i av = _mm256_set1_epi32(pair);
-      c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(av, b0));
-      c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(av, b1));
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kPanel), c0[r]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kPanel + 8), c1[r]);
-  }
-}
-
+// One to three rows against the int8 panels.
 void TileNarrowDispatchAvx2(const int16_t* a, int64_t lda, int64_t rows, const int8_t* panel, int64_t k_pairs,
                             int32_t* acc) {
   switch (rows) {
-    case 3: return TileNarrowAvx2<3>(a, lda, panel, k_pairs, acc);
-    case 2: return TileNarrowAvx2<2>(a, lda, panel, k_pairs, acc);
-    default: return TileNarrowAvx2<1>(a, lda, panel, k_pairs, acc);
+    case 3: return TileAvx2<3>(a, lda, panel, k_pairs, acc);
+    case 2: return TileAvx2<2>(a, lda, panel, k_pairs, acc);
+    default: return TileAvx2<1>(a, lda, panel, k_pairs, acc);
   }
 }
 

@@ -23,42 +23,21 @@ class QLinearConvKernel final : public KernelBase {
     WindowGeometry g;
     const Shape out_shape = conv_.Resolve(rt, x, 0, w, 3, &g);
     const int64_t m = w.dim(0);
-    for (size_t i : {size_t{1}, size_t{4}, size_t{6}}) {
-      if (rt.Input(i).dtype() != DataType::kFloat) ThrowUnsupportedType(rt, i, rt.Input(i).dtype());
-    }
-    const Tensor& x_scale = rt.Input(1);
+    CheckQLinearScaleTypes(rt, false);
     const Tensor& w_scale = rt.Input(4);
-    const Tensor& y_scale = rt.Input(6);
-    for (size_t i : {size_t{1}, size_t{6}}) {
-      if (rt.Input(i).size() != 1) {
-        ThrowInvalid(rt, "input {} ('{}') must hold one value, got shape {}", i, rt.input_name(i),
-                     ShapeToString(rt.Input(i).shape()));
-      }
-    }
+    const double xs = ReadSingleScale(rt, 1, "x_scale"), ys = ReadSingleScale(rt, 6, "y_scale");
     if (w_scale.size() != 1 && !(w_scale.rank() == 1 && w_scale.dim(0) == m)) {
       ThrowInvalid(rt, "input 4 ('{}', w_scale) must hold one value or one per output channel ([{}]), got shape {}",
                    rt.input_name(4), m, ShapeToString(w_scale.shape()));
     }
     const std::vector<int32_t> x_zp = IntConv::ReadZeroPoint(rt, rt.OptionalInput(2), 2, x.dtype(), 1, false);
     const std::vector<int32_t> w_zp = IntConv::ReadZeroPoint(rt, rt.OptionalInput(5), 5, w.dtype(), m, true);
-    const Tensor* y_zp_t = rt.OptionalInput(7);
-    DataType out_type = x.dtype();
-    double y_zp = 0.0;
-    if (y_zp_t != nullptr) {
-      out_type = y_zp_t->dtype();
-      if (out_type != DataType::kInt8 && out_type != DataType::kUInt8) ThrowUnsupportedType(rt, 7, out_type);
-      if (y_zp_t->size() != 1) {
-        ThrowInvalid(rt, "input 7 ('{}', y_zero_point) must hold one value, got shape {}", rt.input_name(7),
-                     ShapeToString(y_zp_t->shape()));
-      }
-      y_zp = ReadQuantValues(rt, *y_zp_t)[0];
-    }
+    const auto [out_type, y_zp] = ReadQLinearOutput(rt, 7, x.dtype());
     const Tensor* bias = rt.num_inputs() > 8 ? rt.OptionalInput(8) : nullptr;
     if (bias != nullptr && (bias->dtype() != DataType::kInt32 || bias->rank() != 1 || bias->dim(0) != m)) {
       ThrowInvalid(rt, "input 8 ('{}', B) must be int32 of shape [{}], got {} {}", rt.input_name(8), m,
                    DataTypeName(bias->dtype()), ShapeToString(bias->shape()));
     }
-    const double xs = ReadScaleValues(rt, x_scale, 1)[0], ys = ReadScaleValues(rt, y_scale, 6)[0];
     const std::vector<double> ws = ReadScaleValues(rt, w_scale, 4);
 
     Tensor& y = rt.AllocateOutput(0, out_type, out_shape);

@@ -25,40 +25,14 @@ class QLinearMatMulKernel final : public KernelBase {
     const IntMatMulShape shape = ResolveIntMatMul(rt, a_in, 0, b_in, 3);
     const Tensor& a_scale = rt.Input(1);
     const Tensor& b_scale = rt.Input(4);
-    const Tensor& y_scale = rt.Input(6);
-    const DataType ts = a_scale.dtype();
-    for (size_t i : {size_t{1}, size_t{4}, size_t{6}}) {
-      const DataType t = rt.Input(i).dtype();
-      const bool ok = version_ < 21 ? t == DataType::kFloat
-                                    : (t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBFloat16);
-      if (!ok) ThrowUnsupportedType(rt, i, t);
-      if (t != ts) {
-        ThrowInvalid(rt, "input {} ('{}') must have the type of a_scale ({}), got {}", i, rt.input_name(i),
-                     DataTypeName(ts), DataTypeName(t));
-      }
-    }
+    const DataType ts = CheckQLinearScaleTypes(rt, version_ >= 21);
     const bool a_rows = CheckPerChannelShape(rt, a_scale, 1, shape.m, true);
     const bool b_cols = CheckPerChannelShape(rt, b_scale, 4, shape.n, false);
-    if (y_scale.size() != 1) {
-      ThrowInvalid(rt, "input 6 ('{}', y_scale) must hold one value, got shape {}", rt.input_name(6),
-                   ShapeToString(y_scale.shape()));
-    }
+    const double ys = ReadSingleScale(rt, 6, "y_scale");
     const PerChannel a_zp = ReadMatMulZeroPoint(rt, rt.OptionalInput(2), 2, a_in.dtype(), shape.m, true);
     const PerChannel b_zp = ReadMatMulZeroPoint(rt, rt.OptionalInput(5), 5, b_in.dtype(), shape.n, false);
-    const Tensor* y_zp_t = rt.OptionalInput(7);
-    DataType out_type = a_in.dtype();
-    double y_zp = 0.0;
-    if (y_zp_t != nullptr) {
-      out_type = y_zp_t->dtype();
-      if (out_type != DataType::kInt8 && out_type != DataType::kUInt8) ThrowUnsupportedType(rt, 7, out_type);
-      if (y_zp_t->size() != 1) {
-        ThrowInvalid(rt, "input 7 ('{}', y_zero_point) must hold one value, got shape {}", rt.input_name(7),
-                     ShapeToString(y_zp_t->shape()));
-      }
-      y_zp = ReadQuantValues(rt, *y_zp_t)[0];
-    }
+    const auto [out_type, y_zp] = ReadQLinearOutput(rt, 7, a_in.dtype());
     const std::vector<double> as = ReadScaleValues(rt, a_scale, 1), bs = ReadScaleValues(rt, b_scale, 4);
-    const double ys = ReadScaleValues(rt, y_scale, 6)[0];
 
     Tensor& y = rt.AllocateOutput(0, out_type, shape.out_shape);
     const int64_t rows = shape.batch_count * shape.m;

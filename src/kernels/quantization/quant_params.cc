@@ -9,9 +9,7 @@
 
 namespace onnx_light::runtime {
 
-namespace {
-
-double ElementAsDouble(DataType type, const void* data, int64_t i) {
+double QuantElementAsDouble(DataType type, const void* data, int64_t i) {
   switch (type) {
     case DataType::kFloat:
       return static_cast<const float*>(data)[i];
@@ -52,14 +50,46 @@ double ElementAsDouble(DataType type, const void* data, int64_t i) {
   }
 }
 
+namespace {
+
 std::vector<double> ReadAll(const RuntimeContext& rt, const Tensor& t) {
   const Tensor c = t.Contiguous(rt.allocator());
   std::vector<double> values(static_cast<size_t>(c.size()));
-  for (int64_t i = 0; i < c.size(); ++i) values[static_cast<size_t>(i)] = ElementAsDouble(c.dtype(), c.raw_data(), i);
+  for (int64_t i = 0; i < c.size(); ++i) values[static_cast<size_t>(i)] = QuantElementAsDouble(c.dtype(), c.raw_data(), i);
   return values;
 }
 
 }  // namespace
+
+int64_t QuantizedTypeSince(DataType type, QuantOp op) {
+  switch (type) {
+    case DataType::kInt32:
+      return op == QuantOp::kDequantize ? 10 : 0;
+    case DataType::kInt8:
+    case DataType::kUInt8:
+      return 10;
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ:
+      return 19;
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt4:
+    case DataType::kUInt4:
+      return 21;
+    case DataType::kFloat4E2M1:
+      return 23;
+    case DataType::kInt2:
+    case DataType::kUInt2:
+      return 25;
+    case DataType::kFloat6E2M3:
+    case DataType::kFloat6E3M2:
+      return 28;
+    default:
+      return 0;
+  }
+}
 
 bool IsIntegerQuantType(DataType type) {
   switch (type) {
@@ -193,5 +223,40 @@ std::vector<double> ReadScaleValues(const RuntimeContext& rt, const Tensor& scal
 }
 
 std::vector<double> ReadQuantValues(const RuntimeContext& rt, const Tensor& t) { return ReadAll(rt, t); }
+
+DataType CheckQLinearScaleTypes(const RuntimeContext& rt, bool allow_half) {
+  const DataType first = rt.Input(1).dtype();
+  for (size_t i : {size_t{1}, size_t{4}, size_t{6}}) {
+    const DataType t = rt.Input(i).dtype();
+    const bool ok = t == DataType::kFloat || (allow_half && (t == DataType::kFloat16 || t == DataType::kBFloat16));
+    if (!ok) ThrowUnsupportedType(rt, i, t);
+    if (t != first) {
+      ThrowInvalid(rt, "input {} ('{}') must have the type of input 1 ({}), got {}", i, rt.input_name(i),
+                   DataTypeName(first), DataTypeName(t));
+    }
+  }
+  return first;
+}
+
+double ReadSingleScale(const RuntimeContext& rt, size_t index, std::string_view role) {
+  const Tensor& scale = rt.Input(index);
+  if (scale.size() != 1) {
+    ThrowInvalid(rt, "input {} ('{}', {}) must hold one value, got shape {}", index, rt.input_name(index), role,
+                 ShapeToString(scale.shape()));
+  }
+  return ReadScaleValues(rt, scale, index)[0];
+}
+
+QLinearOutput ReadQLinearOutput(const RuntimeContext& rt, size_t index, DataType default_type) {
+  const Tensor* zero_point = rt.OptionalInput(index);
+  if (zero_point == nullptr) return {default_type, 0.0};
+  const DataType type = zero_point->dtype();
+  if (type != DataType::kInt8 && type != DataType::kUInt8) ThrowUnsupportedType(rt, index, type);
+  if (zero_point->size() != 1) {
+    ThrowInvalid(rt, "input {} ('{}', y_zero_point) must hold one value, got shape {}", index, rt.input_name(index),
+                 ShapeToString(zero_point->shape()));
+  }
+  return {type, ReadQuantValues(rt, *zero_point)[0]};
+}
 
 }  // namespace onnx_light::runtime

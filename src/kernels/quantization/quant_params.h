@@ -1,7 +1,7 @@
 #pragma once
-// What QuantizeLinear and DequantizeLinear share: the granularity of a scale / zero point
-// (per tensor, per axis, blocked) checked against the quantized tensor, and reading scales and
-// zero points of any allowed type as exact values.
+// What the quantization kernels share: the granularity of a scale / zero point (per tensor, per
+// axis, blocked) checked against the quantized tensor, reading scales and zero points of any
+// allowed type as exact values, and the scale / output checks of QLinearMatMul and QLinearConv.
 
 #include <cstdint>
 #include <string_view>
@@ -45,6 +45,10 @@ QuantGranularity ResolveQuantGranularity(const RuntimeContext& rt, std::span<con
                                          size_t zero_index, int64_t axis, int64_t block_size, bool allow_axis,
                                          bool any_rank_scalar);
 
+/// Element `i` of contiguous `data` of `type` as an exact double: the float, integer (packed
+/// int4/uint4/int2/uint2 included), float8 and 4/6-bit float types; 0 for another type.
+double QuantElementAsDouble(DataType type, const void* data, int64_t i);
+
 /// The scale values as doubles (exact for every allowed type: float32, float16, bfloat16,
 /// int32, float8e8m0). Throws for another type.
 std::vector<double> ReadScaleValues(const RuntimeContext& rt, const Tensor& scale, size_t input_index);
@@ -52,6 +56,29 @@ std::vector<double> ReadScaleValues(const RuntimeContext& rt, const Tensor& scal
 /// The values of a zero point (integer types, packed int4/uint4/int2/uint2, float8 and the 4-
 /// and 6-bit floats) as doubles. `count` elements; contiguous copy taken when needed.
 std::vector<double> ReadQuantValues(const RuntimeContext& rt, const Tensor& t);
+
+/// Which operator a quantized type is checked for: DequantizeLinear also accepts int32 (from
+/// version 10), QuantizeLinear never outputs it.
+enum class QuantOp { kQuantize, kDequantize };
+
+/// The first version of QuantizeLinear (its output) or DequantizeLinear (its input) that accepts
+/// `type` as the quantized type; 0 when none does.
+int64_t QuantizedTypeSince(DataType type, QuantOp op);
+
+/// QLinearMatMul and QLinearConv: inputs 1, 4 and 6 are the scales. Checks that they have one
+/// type, float32 or (with `allow_half`) float16 / bfloat16, and returns it.
+DataType CheckQLinearScaleTypes(const RuntimeContext& rt, bool allow_half);
+
+/// The value of scale input `index` (`role` names it in the error), which must hold one value.
+double ReadSingleScale(const RuntimeContext& rt, size_t index, std::string_view role);
+
+/// The output of QLinearMatMul / QLinearConv: the type of the optional y_zero_point (input
+/// `index`, one int8 or uint8 value) and its value; without it `default_type` and 0.
+struct QLinearOutput {
+  DataType type;
+  double zero_point;
+};
+QLinearOutput ReadQLinearOutput(const RuntimeContext& rt, size_t index, DataType default_type);
 
 /// True for the integer types a quantized tensor may have (int8 ... uint16, int4/uint4, int2/uint2).
 bool IsIntegerQuantType(DataType type);

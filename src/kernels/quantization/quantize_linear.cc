@@ -22,35 +22,6 @@ namespace onnx_light::runtime {
 
 namespace {
 
-// The first QuantizeLinear version that accepts `type` as its output; 0 when none does.
-int64_t OutputTypeSince(DataType type) {
-  switch (type) {
-    case DataType::kInt8:
-    case DataType::kUInt8:
-      return 10;
-    case DataType::kFloat8E4M3FN:
-    case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ:
-      return 19;
-    case DataType::kInt16:
-    case DataType::kUInt16:
-    case DataType::kInt4:
-    case DataType::kUInt4:
-      return 21;
-    case DataType::kFloat4E2M1:
-      return 23;
-    case DataType::kInt2:
-    case DataType::kUInt2:
-      return 25;
-    case DataType::kFloat6E2M3:
-    case DataType::kFloat6E3M2:
-      return 28;
-    default:
-      return 0;
-  }
-}
-
 bool IsInputType(DataType type, int64_t version) {
   if (type == DataType::kFloat || type == DataType::kInt32) return true;
   return version >= 19 && (type == DataType::kFloat16 || type == DataType::kBFloat16);
@@ -109,7 +80,7 @@ class QuantizeLinearKernel final : public KernelBase {
       const int64_t dtype = info.GetInt("output_dtype", 0);
       if (dtype != 0) {
         const auto type = static_cast<DataType>(dtype);
-        const int64_t since = dtype > 0 && dtype <= 28 ? OutputTypeSince(type) : 0;
+        const int64_t since = dtype > 0 && dtype <= 28 ? QuantizedTypeSince(type, QuantOp::kQuantize) : 0;
         if (since == 0 || since > version_) {
           ThrowInvalid(info, "attribute 'output_dtype' must name a quantized type of QuantizeLinear-{}, got {}",
                        version_, dtype);
@@ -146,7 +117,7 @@ class QuantizeLinearKernel final : public KernelBase {
                      rt.input_name(2), DataTypeName(zero_point->dtype()), DataTypeName(output_dtype_));
       }
       out_type = zero_point->dtype();
-      const int64_t since = OutputTypeSince(out_type);
+      const int64_t since = QuantizedTypeSince(out_type, QuantOp::kQuantize);
       if (since == 0 || since > version_) {
         ThrowInvalid(rt, "input 2 ('{}', y_zero_point) has type {}, which is not a quantized type of QuantizeLinear-{}",
                      rt.input_name(2), DataTypeName(out_type), version_);
