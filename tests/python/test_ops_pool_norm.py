@@ -3,6 +3,10 @@ onnx.reference, or ONNX Runtime where the reference computes something else (sai
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -265,6 +269,32 @@ def test_deform_conv_channel_blocks_within_offset_groups():
     mask = random((1, 2 * 9, 6, 7), low=0, high=1, seed=14)
     inputs = {"x": x, "w": w, "offset": offset, "b": random((5,), seed=15), "mask": mask}
     check_node("DeformConv", inputs, {"offset_group": 2, "pads": [1, 1, 1, 1]}, opset=19, rtol=1e-4, atol=1e-5)
+
+
+def test_deform_conv_sampling_paths_agree_bit_for_bit(tmp_path):
+    # Bilinear sampling has an AVX-512 gather path and a portable one; both add the four corners
+    # in the same order, so a fresh process with AVX-512 disabled must give the same bits.
+    x = random((1, 20, 9, 11), seed=21)
+    x[0, 3, 0, 0] = np.nan   # a padding corner reads index 0 and must not bring this NaN in
+    w = random((6, 20, 3, 3), seed=22)
+    offset = random((1, 2 * 9 * 2, 9, 11), low=-3.0, high=3.0, seed=23)
+    feeds = {"x": x, "w": w, "offset": offset}
+    model = node_model("DeformConv", feeds, {"offset_group": 2, "pads": [1, 1, 1, 1]}, opset=19)
+    model_path = tmp_path / "deform.onnx"
+    model_path.write_bytes(model.SerializeToString())
+    np.savez(tmp_path / "feeds.npz", **feeds)
+    script = (
+        "import sys, numpy as np, onnx_light.runtime as rt\n"
+        "feeds = dict(np.load(sys.argv[1] + '/feeds.npz'))\n"
+        "s = rt.RuntimeSession(sys.argv[1] + '/deform.onnx', rt.RuntimeSessionOptions(num_threads=1))\n"
+        "c = rt.RuntimeContext(rt.KernelContext(rt.default_opset(19)))\n"
+        "np.save(sys.argv[1] + '/' + sys.argv[2], s.run(c, feeds)['y0'])\n")
+    for name, disable in (("fast.npy", "0"), ("portable.npy", "1")):
+        env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX512=disable)
+        subprocess.run([sys.executable, "-c", script, str(tmp_path), name], env=env, check=True, timeout=120)
+    fast, portable = np.load(tmp_path / "fast.npy"), np.load(tmp_path / "portable.npy")
+    np.testing.assert_array_equal(fast.view(np.uint32), portable.view(np.uint32))
+    assert 0 < np.isnan(fast).mean() < 0.5   # the NaN reaches only the outputs whose taps read it
 
 
 def test_deform_conv_zero_offsets_is_conv():

@@ -7,16 +7,82 @@
 #include <cmath>
 #include <vector>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "core/thread_pool.h"
 #include "kernels/math/half_precision.h"
 #include "kernels/math/linalg_util.h"
 #include "kernels/nn/im2col.h"
+#include "kernels/registry/cpu_features.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
 
 namespace onnx_light::runtime {
 
 namespace {
+
+// dst[t - t0] for taps [t0, t1) of one plane: corner k of tap t reads plane[ti[k * taps + t]]
+// with weight tw[k * taps + t], index -1 adding 0 (its weight is 0 too). Corners are added in
+// order, so every path gives the same sums.
+template <int kCorners, typename T>
+inline void SampleTaps(const T* plane, const int64_t* ti, const T* tw, int64_t taps, int64_t corners, int64_t t0,
+                       int64_t t1, T* dst) {
+  const int64_t n = kCorners > 0 ? kCorners : corners;
+  for (int64_t t = t0; t < t1; ++t) {
+    T v = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = ti[k * taps + t];
+      v += i >= 0 ? tw[k * taps + t] * plane[i] : T(0);
+    }
+    dst[t] = v;
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// Two-dimensional taps on AVX-512, eight at a time: one masked gather per corner (a padding
+// corner gathers 0 and has weight 0), the products added in corner order like SampleTaps.
+__attribute__((target("avx512f"))) void SampleRow4Avx512(const float* plane, const int64_t* ti, const float* tw,
+                                                         int64_t taps, int64_t t0, int64_t t1, float* dst) {
+  const __m512i none = _mm512_set1_epi64(-1);
+  int64_t t = t0;
+  for (; t + 8 <= t1; t += 8) {
+    __m256 v = _mm256_setzero_ps();
+    for (int64_t k = 0; k < 4; ++k) {
+      const __m512i index = _mm512_loadu_si512(ti + k * taps + t);
+      const __mmask8 valid = _mm512_cmpgt_epi64_mask(index, none);
+      const __m256 value = _mm512_mask_i64gather_ps(_mm256_setzero_ps(), valid, index, plane, 4);
+      v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_loadu_ps(tw + k * taps + t), value));
+    }
+    _mm256_storeu_ps(dst + t, v);
+  }
+  SampleTaps<4>(plane, ti, tw, taps, 4, t, t1, dst);
+}
+#endif
+
+ONNX_LIGHT_CPU_CLONES void SampleRowClones(const float* plane, const int64_t* ti, const float* tw, int64_t taps,
+                                           int64_t corners, int64_t t0, int64_t t1, float* dst) {
+  if (corners == 4) {
+    SampleTaps<4>(plane, ti, tw, taps, corners, t0, t1, dst);
+  } else {
+    SampleTaps<0>(plane, ti, tw, taps, corners, t0, t1, dst);
+  }
+}
+
+void SampleRow(const float* plane, const int64_t* ti, const float* tw, int64_t taps, int64_t corners, int64_t t0,
+               int64_t t1, float* dst) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx512 = UseAvx512();
+  if (corners == 4 && avx512) return SampleRow4Avx512(plane, ti, tw, taps, t0, t1, dst);
+#endif
+  SampleRowClones(plane, ti, tw, taps, corners, t0, t1, dst);
+}
+
+void SampleRow(const double* plane, const int64_t* ti, const double* tw, int64_t taps, int64_t corners, int64_t t0,
+               int64_t t1, double* dst) {
+  SampleTaps<0>(plane, ti, tw, taps, corners, t0, t1, dst);
+}
 
 class DeformConvKernel final : public KernelBase {
  public:
@@ -93,31 +159,24 @@ class DeformConvKernel final : public KernelBase {
   }
 
  private:
-  // Channels handled per pass over the taps: each tap's corners and weights are read once for
-  // this many channels instead of once per channel (the tap table of a 64-channel 32x32 layer is
-  // larger than L1, and re-reading it per channel was most of the sampling time).
+  // Channels sampled per unit of work, all from one offset group: each chunk of the tap table is
+  // read from L1 for all of them.
   static constexpr int64_t kChannelBlock = 8;
 
-  // For `count` (at most kChannelBlock) planes of one offset group, at plane_stride apart:
-  // dst[c * dst_stride + t] = sum over the corners of tap t of weight * plane_c[index] (index -1
-  // reads 0); kCorners fixes the corner count at compile time (0: `corners`).
-  template <int kCorners, typename T>
+  // Taps sampled per pass over a block of channels: their corner table (12 bytes per corner)
+  // stays in L1 while every channel of the block reads it.
+  static constexpr int64_t kTapChunk = 512;
+
+  // For `count` planes of one offset group, plane_stride apart: dst[c * dst_stride + t] = the
+  // sum over the corners k of tap t of tw[k * taps + t] * plane_c[ti[k * taps + t]], a corner
+  // with index -1 adding 0, for taps in chunks of kTapChunk.
+  template <typename T>
   static void FillColumns(const T* planes, int64_t plane_stride, int64_t count, const int64_t* ti, const T* tw,
                           int64_t taps, int64_t corners, T* dst, int64_t dst_stride) {
-    const int64_t n = kCorners > 0 ? kCorners : corners;
-    for (int64_t t = 0; t < taps; ++t, ti += n, tw += n) {
-      // Unchecked loads when every corner is inside (a conditional load cannot become a select).
-      bool inside = true;
-      for (int64_t k = 0; k < n; ++k) inside = inside && ti[k] >= 0;
+    for (int64_t t0 = 0; t0 < taps; t0 += kTapChunk) {
+      const int64_t t1 = std::min(taps, t0 + kTapChunk);
       for (int64_t c = 0; c < count; ++c) {
-        const T* plane = planes + c * plane_stride;
-        T v = 0;
-        if (inside) {
-          for (int64_t k = 0; k < n; ++k) v += tw[k] * plane[ti[k]];
-        } else {
-          for (int64_t k = 0; k < n; ++k) v += ti[k] >= 0 ? tw[k] * plane[ti[k]] : T(0);
-        }
-        dst[c * dst_stride + t] = v;
+        SampleRow(planes + c * plane_stride, ti, tw, taps, corners, t0, t1, dst + c * dst_stride);
       }
     }
   }
@@ -165,8 +224,10 @@ class DeformConvKernel final : public KernelBase {
               lo[a] = static_cast<int64_t>(f);
               frac[a] = pos - f;
             }
-            int64_t* ti = tap_index.data() + (gk * out_size + o) * corners;
-            T* tw = tap_weight.data() + (gk * out_size + o) * corners;
+            // Corner c of tap t of offset group og at (og * corners + c) * taps_per_group + t.
+            const int64_t tap = (gk % ksize) * out_size + o;
+            int64_t* ti = tap_index.data() + og * corners * taps_per_group + tap;
+            T* tw = tap_weight.data() + og * corners * taps_per_group + tap;
             const T scale = msk ? msk[o] : T(1);
             for (int64_t c = 0; c < corners; ++c) {
               int64_t flat = 0;
@@ -179,8 +240,8 @@ class DeformConvKernel final : public KernelBase {
                 flat += i * in_strides[a];
                 weight *= high ? frac[a] : T(1) - frac[a];
               }
-              ti[c] = valid ? flat : -1;
-              tw[c] = valid ? weight : T(0);
+              ti[c * taps_per_group] = valid ? flat : -1;
+              tw[c * taps_per_group] = valid ? weight : T(0);
             }
             for (size_t a = r; a-- > 0;) {
               if (++oidx[a] < g.output[a]) break;
@@ -198,14 +259,10 @@ class DeformConvKernel final : public KernelBase {
           const int64_t og = unit / blocks_per_group;
           const int64_t c0 = og * channels_per_offset_group + unit % blocks_per_group * kChannelBlock;
           const int64_t count = std::min(kChannelBlock, (og + 1) * channels_per_offset_group - c0);
-          const int64_t* ti = tap_index.data() + og * taps_per_group * corners;
-          const T* tw = tap_weight.data() + og * taps_per_group * corners;
+          const int64_t* ti = tap_index.data() + og * corners * taps_per_group;
+          const T* tw = tap_weight.data() + og * corners * taps_per_group;
           T* dst = col.data() + c0 * taps_per_group;
-          if (corners == 4) {
-            FillColumns<4>(xn + c0 * in_size, in_size, count, ti, tw, taps_per_group, corners, dst, taps_per_group);
-          } else {
-            FillColumns<0>(xn + c0 * in_size, in_size, count, ti, tw, taps_per_group, corners, dst, taps_per_group);
-          }
+          FillColumns(xn + c0 * in_size, in_size, count, ti, tw, taps_per_group, corners, dst, taps_per_group);
         }
       });
       T* yn = y + n * out_channels * out_size;
