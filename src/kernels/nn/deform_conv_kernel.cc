@@ -23,7 +23,7 @@ namespace onnx_light::runtime {
 
 namespace {
 
-// dst[t - t0] for taps [t0, t1) of one plane: corner k of tap t reads plane[ti[k * taps + t]]
+// dst[t] for taps t in [t0, t1) of one plane: corner k of tap t reads plane[ti[k * taps + t]]
 // with weight tw[k * taps + t], index -1 adding 0 (its weight is 0 too). Corners are added in
 // order, so every path gives the same sums.
 template <int kCorners, typename T>
@@ -61,22 +61,17 @@ __attribute__((target("avx512f"))) void SampleRow4Avx512(const float* plane, con
 }
 #endif
 
-ONNX_LIGHT_CPU_CLONES void SampleRowClones(const float* plane, const int64_t* ti, const float* tw, int64_t taps,
-                                           int64_t corners, int64_t t0, int64_t t1, float* dst) {
-  if (corners == 4) {
-    SampleTaps<4>(plane, ti, tw, taps, corners, t0, t1, dst);
-  } else {
-    SampleTaps<0>(plane, ti, tw, taps, corners, t0, t1, dst);
-  }
-}
-
 void SampleRow(const float* plane, const int64_t* ti, const float* tw, int64_t taps, int64_t corners, int64_t t0,
                int64_t t1, float* dst) {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool avx512 = UseAvx512();
   if (corners == 4 && avx512) return SampleRow4Avx512(plane, ti, tw, taps, t0, t1, dst);
 #endif
-  SampleRowClones(plane, ti, tw, taps, corners, t0, t1, dst);
+  if (corners == 4) {
+    SampleTaps<4>(plane, ti, tw, taps, corners, t0, t1, dst);
+  } else {
+    SampleTaps<0>(plane, ti, tw, taps, corners, t0, t1, dst);
+  }
 }
 
 void SampleRow(const double* plane, const int64_t* ti, const double* tw, int64_t taps, int64_t corners, int64_t t0,
