@@ -22,7 +22,7 @@ constexpr int kTileChannels = 8;     // accumulators per vector of pixels: half 
 constexpr int kTileVectors = 3;      // 8 x 3 = 24 accumulators
 constexpr int64_t kTilePixels = kLanes * kTileVectors;
 // A chunk is the run of tiles whose output rows get the epilogue in one call per channel; its
-// input panel (k rows of the chunk's pixels) should stay in L2 while every channel block reads it.
+// input panel (one pass's rows of the chunk's pixels) should stay in L2 while every channel block reads it.
 constexpr int64_t kMaxChunkTiles = 4;
 constexpr int64_t kChunkPanelBytes = int64_t{256} << 10;
 // Tails of this many pixels or fewer take PointwiseTail.
@@ -310,7 +310,8 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
 // Every tile of the product, over `pool`.
 void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, ThreadPool* pool) {
   if (o.pixels <= 0 || m <= 0) return;
-  const int64_t panel_tile_bytes = std::min(std::max<int64_t>(o.k, 1), kDepthBlock) * kTilePixels * int64_t{sizeof(float)};
+  const int64_t pass_rows = std::min(std::max<int64_t>(o.k, 1), kDepthBlock);
+  const int64_t panel_tile_bytes = pass_rows * kTilePixels * int64_t{sizeof(float)};
   const int64_t chunk_tiles = std::clamp<int64_t>(kChunkPanelBytes / panel_tile_bytes, 1, kMaxChunkTiles);
   const int64_t chunk_pixels = chunk_tiles * kTilePixels;
   const int64_t chunks = (o.pixels + chunk_pixels - 1) / chunk_pixels;
