@@ -226,7 +226,7 @@ WindowGeometry ResolvePoolWindow(const RuntimeContext& rt, const WindowAttribute
 // tap's block of the column buffer is the input plane shifted by a constant: one copy over all the
 // valid rows, then the few columns that wrapped around from the neighbouring row are zeroed.
 template <typename T>
-void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
+void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col, T pad) {
   const int64_t ih_n = g.input[0];
   const int64_t iw_n = g.input[1];
   const int64_t oh_n = g.output[0];
@@ -249,32 +249,32 @@ void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col)
           const int64_t oh_lo = std::clamp<int64_t>(-h_offset, 0, oh_n);
           const int64_t oh_hi = std::clamp<int64_t>(ih_n - h_offset, oh_lo, oh_n);
           // Column entry i reads plane[i + shift]; clip to the plane (what falls outside is
-          // wrapped padding, zeroed below).
+          // wrapped padding, filled below).
           const int64_t shift = h_offset * iw_n + w_offset;
           // A tap entirely above the input (padding taller than the input, oh_lo == oh_n) may
           // have -shift past the block: clamp so the fills stay inside it.
           const int64_t begin = std::min(std::max(oh_lo * ow_n, -shift), oh_n * ow_n);
           const int64_t end = std::max(begin, std::min(oh_hi * ow_n, plane_size - shift));
-          std::fill(col, col + begin, T{0});
+          std::fill(col, col + begin, pad);
           std::memcpy(col + begin, plane + begin + shift, static_cast<size_t>(end - begin) * sizeof(T));
-          std::fill(col + end, col + oh_n * ow_n, T{0});
+          std::fill(col + end, col + oh_n * ow_n, pad);
           // Column by column (a handful of them): per-row fills would each become a memset call.
-          auto zero_column = [&](int64_t o) {
-            for (int64_t oh = oh_lo; oh < oh_hi; ++oh) col[oh * ow_n + o] = T{0};
+          auto fill_column = [&](int64_t o) {
+            for (int64_t oh = oh_lo; oh < oh_hi; ++oh) col[oh * ow_n + o] = pad;
           };
-          for (int64_t o = 0; o < lo; ++o) zero_column(o);
-          for (int64_t o = hi; o < ow_n; ++o) zero_column(o);
+          for (int64_t o = 0; o < lo; ++o) fill_column(o);
+          for (int64_t o = hi; o < ow_n; ++o) fill_column(o);
           col += oh_n * ow_n;
           continue;
         }
         for (int64_t oh = 0; oh < oh_n; ++oh, col += ow_n) {
           const int64_t ih = oh * sh + h_offset;
           if (ih < 0 || ih >= ih_n || lo >= hi) {
-            std::fill(col, col + ow_n, T{0});
+            std::fill(col, col + ow_n, pad);
             continue;
           }
           const T* src = plane + ih * iw_n + w_offset + lo * sw;  // input under output position lo
-          for (int64_t o = 0; o < lo; ++o) col[o] = T{0};
+          for (int64_t o = 0; o < lo; ++o) col[o] = pad;
           if (sw == 1) {
             for (int64_t o = lo; o < hi; ++o) col[o] = src[o - lo];
           } else if (sw == 2) {
@@ -282,7 +282,7 @@ void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col)
           } else {
             for (int64_t o = lo; o < hi; ++o) col[o] = src[(o - lo) * sw];
           }
-          for (int64_t o = hi; o < ow_n; ++o) col[o] = T{0};
+          for (int64_t o = hi; o < ow_n; ++o) col[o] = pad;
         }
       }
     }
@@ -290,9 +290,9 @@ void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col)
 }
 
 template <typename T>
-void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
+void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col, T pad) {
   const size_t r = g.rank();
-  if (r == 2) return Im2Col2d(image, channels, g, col);
+  if (r == 2) return Im2Col2d(image, channels, g, col, pad);
   const int64_t stride = g.stride[r - 1];
   const int64_t inner_out = g.output[r - 1];
   ForEachColumnRun(
@@ -300,11 +300,11 @@ void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
       [&](int64_t col_offset, int64_t image_offset, int64_t inner_offset, int64_t lo, int64_t hi) {
         T* dst = col + col_offset;
         if (image_offset < 0 || lo >= hi) {
-          std::fill(dst, dst + inner_out, T{0});
+          std::fill(dst, dst + inner_out, pad);
           return;
         }
         const T* src = image + image_offset + inner_offset + lo * stride;  // input under output position lo
-        std::fill(dst, dst + lo, T{0});
+        std::fill(dst, dst + lo, pad);
         if (stride == 1) {
           std::memcpy(dst + lo, src, static_cast<size_t>(hi - lo) * sizeof(T));
         } else if (stride == 2) {  // common enough to deserve a constant stride the compiler can vectorise
@@ -312,7 +312,7 @@ void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
         } else {
           for (int64_t o = lo; o < hi; ++o) dst[o] = src[(o - lo) * stride];
         }
-        std::fill(dst + hi, dst + inner_out, T{0});
+        std::fill(dst + hi, dst + inner_out, pad);
       });
 }
 
@@ -330,10 +330,12 @@ void Col2Im(const T* col, int64_t channels, const WindowGeometry& g, T* image) {
       });
 }
 
-template void Im2Col<float>(const float*, int64_t, const WindowGeometry&, float*);
-template void Im2Col<double>(const double*, int64_t, const WindowGeometry&, double*);
+template void Im2Col<float>(const float*, int64_t, const WindowGeometry&, float*, float);
+template void Im2Col<double>(const double*, int64_t, const WindowGeometry&, double*, double);
 // ConvInteger and QLinearConv gather zero-point-adjusted int16 images (kernels/quantization).
-template void Im2Col<int16_t>(const int16_t*, int64_t, const WindowGeometry&, int16_t*);
+template void Im2Col<int16_t>(const int16_t*, int64_t, const WindowGeometry&, int16_t*, int16_t);
+// The VNNI convolution gathers the raw uint8 image, padding with its zero point.
+template void Im2Col<uint8_t>(const uint8_t*, int64_t, const WindowGeometry&, uint8_t*, uint8_t);
 template void Col2Im<float>(const float*, int64_t, const WindowGeometry&, float*);
 template void Col2Im<double>(const double*, int64_t, const WindowGeometry&, double*);
 

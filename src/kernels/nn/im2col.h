@@ -70,8 +70,10 @@ WindowGeometry ResolvePoolWindow(const RuntimeContext& rt, const WindowAttribute
 /// X's rank, and X, W and the optional B share one element type.
 void CheckConvOperands(const RuntimeContext& rt, const Tensor& x, const Tensor& w, const Tensor* b);
 
+/// Columns [channels * kernel size, output size] of `image` [channels, input...]; entries in the
+/// padding read `pad` (0, or a quantized image's zero point).
 template <typename T>
-void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col);
+void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col, T pad = T{0});
 
 /// The adjoint of Im2Col: adds every column entry onto the image element it was read from
 /// (entries that fall into the padding are dropped). `image` must be initialised.

@@ -24,8 +24,7 @@ class ConvIntegerKernel final : public KernelBase {
     Tensor& y = rt.AllocateOutput(0, DataType::kInt32, out_shape);
     conv_.Run(rt, x, w, x_zp[0], w_zp, g, y.data<int32_t>());
     if (rt.kernel_usage_enabled()) {
-      const char* impl = IntGemmUsesAvx2() ? "im2col-int16-avx2" : "im2col-int16";
-      rt.RecordKernelUsage(KernelUsageName("ConvInteger", x.dtype(), impl));
+      rt.RecordKernelUsage(KernelUsageName("ConvInteger", x.dtype(), IntConv::ImplName()));
     }
   }
 

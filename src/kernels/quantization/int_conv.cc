@@ -32,8 +32,16 @@ IntConv::IntConv(const KernelBuildInfo& info, size_t w_index, size_t w_zp_index)
     zp.resize(static_cast<size_t>(z->size()));
     for (int64_t i = 0; i < z->size(); ++i) zp[static_cast<size_t>(i)] = ByteAt(*z, i);
   }
-  prepared_ = WidenWeights(*w, zp);
+  if (U8S8GemmAvailable()) {
+    vnni_ = std::make_shared<const VnniConv>(*w, zp.data(), zp.size() > 1, group_);
+  } else {
+    prepared_ = WidenWeights(*w, zp);
+  }
   prepared_shape_ = w->shape();
+}
+
+const char* IntConv::ImplName() {
+  return U8S8GemmAvailable() ? "im2col-u8s8-vnni" : IntGemmUsesAvx2() ? "im2col-int16-avx2" : "im2col-int16";
 }
 
 std::vector<int16_t> IntConv::WidenWeights(const Tensor& w, const std::vector<int32_t>& w_zp) const {
@@ -107,6 +115,16 @@ void IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, in
     return;
   }
   const Tensor x = x_in.Contiguous(rt.allocator());
+  if (U8S8GemmAvailable()) {
+    // Prepared weights exist only when W and its zero point are the constants seen at build.
+    if (vnni_ != nullptr && w_in.shape() == prepared_shape_) {
+      vnni_->Run(rt, x, x_zp, g, out);
+    } else {
+      const VnniConv local(w_in.Contiguous(rt.allocator()), w_zp.data(), w_zp.size() > 1, group_);
+      local.Run(rt, x, x_zp, g, out);
+    }
+    return;
+  }
   std::vector<int16_t> widened;
   const std::vector<int16_t>* weights = &prepared_;
   // Prepared rows exist only when W and its zero point are the constants seen at build.

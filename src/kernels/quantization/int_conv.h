@@ -1,14 +1,16 @@
 #pragma once
 // What ConvInteger and QLinearConv share: the int32 convolution of int8/uint8 X and W minus their
-// zero points (X per tensor, W per tensor or per output channel), as im2col of the int16 image
-// (padding reads 0, i.e. the zero point) times the int16 weights through IntGemm, per image and
-// group. The window attributes are Conv's (nn/im2col.h).
+// zero points (X per tensor, W per tensor or per output channel), per image and group. With AVX-512
+// VNNI it is VnniConv (int_conv_vnni.h); otherwise im2col of the int16 image (padding reads 0,
+// i.e. the zero point) times the int16 weights through IntGemm. The window attributes are Conv's
+// (nn/im2col.h).
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "kernels/nn/im2col.h"
+#include "kernels/quantization/int_conv_vnni.h"
 #include "onnx_light/runtime/kernel_base.h"
 
 namespace onnx_light::runtime {
@@ -38,6 +40,10 @@ class IntConv {
 
   int64_t group() const { return group_; }
 
+  /// The kernel-usage suffix of the product Run uses here: "im2col-u8s8-vnni" (VnniConv),
+  /// "im2col-int16-avx2" or "im2col-int16".
+  static const char* ImplName();
+
  private:
   std::vector<int16_t> WidenWeights(const Tensor& w, const std::vector<int32_t>& w_zp) const;
 
@@ -47,6 +53,8 @@ class IntConv {
   // are constants; `prepared_shape_` is W's shape.
   std::vector<int16_t> prepared_;
   Shape prepared_shape_;
+  // The same constant weights for the VNNI product, when this CPU has it.
+  std::shared_ptr<const VnniConv> vnni_;
 };
 
 }  // namespace onnx_light::runtime

@@ -96,46 +96,107 @@ PerChannel ReadMatMulZeroPoint(const RuntimeContext& rt, const Tensor* zero_poin
   return zp;
 }
 
-std::shared_ptr<const PackedIntB> PrepackConstantB(const KernelBuildInfo& info, size_t b_index, size_t zp_index) {
+PrepackedIntB PrepackConstantB(const KernelBuildInfo& info, size_t b_index, size_t zp_index) {
   const Tensor* b = info.constant_input(b_index);
-  if (b == nullptr || b->rank() != 2 || !IsByteType(b->dtype()) || !b->is_contiguous()) return nullptr;
+  if (b == nullptr || b->rank() != 2 || !IsByteType(b->dtype()) || !b->is_contiguous()) return {};
   const bool has_zp = zp_index < info.num_inputs() && !info.node().inputs[zp_index].empty();
   const Tensor* zp = has_zp ? info.constant_input(zp_index) : nullptr;
-  if (has_zp && zp == nullptr) return nullptr;  // a zero point computed at run time
+  if (has_zp && zp == nullptr) return {};  // a zero point computed at run time
   std::vector<int32_t> zps{0};
   bool per_column = false;
   if (zp != nullptr) {
-    if (zp->dtype() != b->dtype() || !zp->is_contiguous()) return nullptr;  // Run reports the error
+    if (zp->dtype() != b->dtype() || !zp->is_contiguous()) return {};  // Run reports the error
     if (zp->size() == b->dim(1) && zp->size() != 1) {
       per_column = true;
     } else if (zp->size() != 1) {
-      return nullptr;
+      return {};
     }
     zps.resize(static_cast<size_t>(zp->size()));
     for (int64_t i = 0; i < zp->size(); ++i) zps[static_cast<size_t>(i)] = ByteAt(*zp, i);
   }
-  auto packed = std::make_shared<PackedIntB>();
-  PackInt8B(b->raw_data(), b->dtype() == DataType::kInt8, b->dim(0), b->dim(1), b->dim(1), zps.data(), per_column,
-            packed.get());
+  const bool is_signed = b->dtype() == DataType::kInt8;
+  PrepackedIntB packed;
+  if (U8S8GemmAvailable()) {
+    auto vnni = std::make_shared<PackedU8S8B>();
+    PackU8S8B(b->raw_data(), is_signed, b->dim(0), b->dim(1), b->dim(1), zps.data(), per_column, vnni.get());
+    packed.vnni = std::move(vnni);
+  } else {
+    auto int16 = std::make_shared<PackedIntB>();
+    PackInt8B(b->raw_data(), is_signed, b->dim(0), b->dim(1), b->dim(1), zps.data(), per_column, int16.get());
+    packed.int16 = std::move(int16);
+  }
   return packed;
 }
 
+std::string IntMatMulImplName(bool prepacked) {
+  const char* product = U8S8GemmAvailable() ? "u8s8-vnni" : IntGemmUsesAvx2() ? "int16-avx2" : "int16";
+  return std::string(product) + (prepacked ? "-prepacked" : "");
+}
+
+namespace {
+
+// The VNNI product: A as uint8 (an int8 A is shifted by 128 into a copy, its zero points with
+// it), B packed per batch unless prepacked.
+void RunU8S8MatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& s,
+                   const PerChannel& a_zp, const PerChannel& b_zp, const PackedU8S8B* prepacked, bool a_consecutive,
+                   int32_t* c) {
+  const bool a_signed = a.dtype() == DataType::kInt8;
+  const auto* a_bytes = static_cast<const uint8_t*>(a.raw_data());
+  Tensor shifted;
+  std::vector<int32_t> a_zero = a_zp.values;
+  if (a_signed) {
+    shifted = Tensor::Allocate(DataType::kUInt8, {a.size()}, rt.allocator());
+    uint8_t* dst = shifted.data<uint8_t>();
+    for (int64_t i = 0; i < a.size(); ++i) dst[i] = static_cast<uint8_t>(a_bytes[i] ^ 0x80);
+    a_bytes = dst;
+    for (int32_t& z : a_zero) z += 128;
+  }
+  PackedU8S8B local;
+  const PackedU8S8B* packed = prepacked;
+  Tensor storage;
+  int64_t packed_offset = prepacked != nullptr ? 0 : -1;
+  auto pack_b = [&](int64_t offset) {
+    if (packed_offset == offset) return;
+    if (!storage.defined()) storage = Tensor::Allocate(DataType::kInt8, {QuadPanelsSize(s.k, s.n)}, rt.allocator());
+    PackU8S8B(static_cast<const uint8_t*>(b.raw_data()) + offset, b.dtype() == DataType::kInt8, s.k, s.n, s.n,
+              b_zp.values.data(), b_zp.per_channel, &local, storage.data<int8_t>());
+    packed = &local;
+    packed_offset = offset;
+  };
+  if (s.b_shared && a_consecutive && !a_zp.per_channel) {
+    pack_b(0);
+    U8S8Gemm(s.batch_count * s.m, a_bytes, s.k, a_zero.data(), false, *packed, c, s.n, rt.thread_pool());
+    return;
+  }
+  for (int64_t i = 0; i < s.batch_count; ++i) {
+    pack_b(s.b_offsets[i]);
+    U8S8Gemm(s.m, a_bytes + s.a_offsets[i], s.k, a_zero.data(), a_zp.per_channel, *packed, c + i * s.m * s.n, s.n,
+             rt.thread_pool());
+  }
+}
+
+}  // namespace
+
 void RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& s, const PerChannel& a_zp,
-                  const PerChannel& b_zp, const PackedIntB* prepacked, int32_t* c) {
+                  const PerChannel& b_zp, const PrepackedIntB* prepacked, int32_t* c) {
   const int64_t out_count = s.batch_count * s.m * s.n;
   if (out_count == 0) return;
   if (s.k == 0) {
     std::fill(c, c + out_count, 0);
     return;
   }
-  const bool a_signed = a.dtype() == DataType::kInt8, b_signed = b.dtype() == DataType::kInt8;
-  const int64_t kp = PaddedDepth(s.k);
   // A is read contiguously batch after batch when its batches are not broadcast: then all of it
   // is one tall A' when B is shared (one GEMM), else one batch at a time.
   bool a_consecutive = true;
   for (int64_t i = 0; i < s.batch_count; ++i) a_consecutive = a_consecutive && s.a_offsets[i] == i * s.m * s.k;
+  if (U8S8GemmAvailable()) {
+    RunU8S8MatMul(rt, a, b, s, a_zp, b_zp, prepacked != nullptr ? prepacked->vnni.get() : nullptr, a_consecutive, c);
+    return;
+  }
+  const bool a_signed = a.dtype() == DataType::kInt8, b_signed = b.dtype() == DataType::kInt8;
+  const int64_t kp = PaddedDepth(s.k);
   PackedIntB local;
-  const PackedIntB* packed = prepacked;
+  const PackedIntB* packed = prepacked != nullptr ? prepacked->int16.get() : nullptr;
   // Per-run panels live in the run's allocator, which keeps freed blocks (no fresh pages).
   Tensor storage;
   auto pack_b = [&](int64_t offset) {

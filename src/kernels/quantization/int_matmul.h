@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/quantization/int_gemm.h"
+#include "kernels/quantization/u8s8_gemm.h"
 #include "onnx_light/runtime/kernel_base.h"
 
 namespace onnx_light::runtime {
@@ -40,12 +41,24 @@ PerChannel ReadMatMulZeroPoint(const RuntimeContext& rt, const Tensor* zero_poin
 /// column of B as ReadMatMulZeroPoint accepts, false when it has one element; throws otherwise.
 bool CheckPerChannelShape(const RuntimeContext& rt, const Tensor& t, size_t index, int64_t channels, bool of_a);
 
-/// B packed at build from a constant 2-D B (and constant or absent zero point), else null.
-std::shared_ptr<const PackedIntB> PrepackConstantB(const KernelBuildInfo& info, size_t b_index, size_t zp_index);
+/// A constant B packed at build for the product this CPU runs: VNNI panels when
+/// U8S8GemmAvailable(), int16 panels otherwise. Immutable; shared by the kernel's runs.
+struct PrepackedIntB {
+  std::shared_ptr<const PackedIntB> int16;
+  std::shared_ptr<const PackedU8S8B> vnni;
+  bool empty() const { return int16 == nullptr && vnni == nullptr; }
+};
+
+/// B packed at build from a constant 2-D B (and constant or absent zero point), else empty.
+PrepackedIntB PrepackConstantB(const KernelBuildInfo& info, size_t b_index, size_t zp_index);
 
 /// C (int32, contiguous, shape.out_shape) = (A - a_zp) x (B - b_zp) for every batch.
-/// `a` and `b` must be contiguous. `prepacked` is used when non-null (2-D B).
+/// `a` and `b` must be contiguous. `prepacked` is used when non-null and not empty (2-D B).
 void RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& shape,
-                  const PerChannel& a_zp, const PerChannel& b_zp, const PackedIntB* prepacked, int32_t* c);
+                  const PerChannel& a_zp, const PerChannel& b_zp, const PrepackedIntB* prepacked, int32_t* c);
+
+/// The kernel-usage suffix of the product RunIntMatMul runs here: "u8s8-vnni", "int16-avx2" or
+/// "int16", plus "-prepacked" when `prepacked`.
+std::string IntMatMulImplName(bool prepacked);
 
 }  // namespace onnx_light::runtime

@@ -22,17 +22,15 @@ class MatMulIntegerKernel final : public KernelBase {
     Tensor& y = rt.AllocateOutput(0, DataType::kInt32, shape.out_shape);
     const Tensor a = a_in.Contiguous(rt.allocator());
     const Tensor b = b_in.Contiguous(rt.allocator());
-    const bool use_packed = packed_b_ != nullptr && b_in.rank() == 2;
-    RunIntMatMul(rt, a, b, shape, a_zp, b_zp, use_packed ? packed_b_.get() : nullptr, y.data<int32_t>());
+    const bool use_packed = !packed_b_.empty() && b_in.rank() == 2;
+    RunIntMatMul(rt, a, b, shape, a_zp, b_zp, use_packed ? &packed_b_ : nullptr, y.data<int32_t>());
     if (rt.kernel_usage_enabled()) {
-      const std::string impl =
-          std::string(IntGemmUsesAvx2() ? "int16-avx2" : "int16") + (use_packed ? "-prepacked" : "");
-      rt.RecordKernelUsage(KernelUsageName("MatMulInteger", a_in.dtype(), impl));
+      rt.RecordKernelUsage(KernelUsageName("MatMulInteger", a_in.dtype(), IntMatMulImplName(use_packed)));
     }
   }
 
  private:
-  std::shared_ptr<const PackedIntB> packed_b_;
+  PrepackedIntB packed_b_;
 };
 
 }  // namespace

@@ -65,8 +65,7 @@ class QLinearConvKernel final : public KernelBase {
       }
     }
     if (rt.kernel_usage_enabled()) {
-      const char* impl = IntGemmUsesAvx2() ? "im2col-int16-avx2" : "im2col-int16";
-      rt.RecordKernelUsage(KernelUsageName("QLinearConv", x.dtype(), impl));
+      rt.RecordKernelUsage(KernelUsageName("QLinearConv", x.dtype(), IntConv::ImplName()));
     }
   }
 

@@ -37,9 +37,9 @@ class QLinearMatMulKernel final : public KernelBase {
     Tensor& y = rt.AllocateOutput(0, out_type, shape.out_shape);
     const int64_t rows = shape.batch_count * shape.m;
     std::vector<int32_t> acc(static_cast<size_t>(rows * shape.n));
-    const bool use_packed = packed_b_ != nullptr && b_in.rank() == 2;
+    const bool use_packed = !packed_b_.empty() && b_in.rank() == 2;
     RunIntMatMul(rt, a_in.Contiguous(rt.allocator()), b_in.Contiguous(rt.allocator()), shape, a_zp, b_zp,
-                 use_packed ? packed_b_.get() : nullptr, acc.data());
+                 use_packed ? &packed_b_ : nullptr, acc.data());
     const bool is_signed = out_type == DataType::kInt8;
     auto* out = static_cast<uint8_t*>(y.raw_data());
     std::vector<double> multipliers(static_cast<size_t>(shape.n));
@@ -56,15 +56,13 @@ class QLinearMatMulKernel final : public KernelBase {
       }
     }
     if (rt.kernel_usage_enabled()) {
-      const std::string impl =
-          std::string(IntGemmUsesAvx2() ? "int16-avx2" : "int16") + (use_packed ? "-prepacked" : "");
-      rt.RecordKernelUsage(KernelUsageName("QLinearMatMul", a_in.dtype(), impl));
+      rt.RecordKernelUsage(KernelUsageName("QLinearMatMul", a_in.dtype(), IntMatMulImplName(use_packed)));
     }
   }
 
  private:
   int64_t version_;
-  std::shared_ptr<const PackedIntB> packed_b_;
+  PrepackedIntB packed_b_;
 };
 
 }  // namespace

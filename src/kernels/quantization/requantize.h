@@ -3,7 +3,6 @@
 // accumulator times the multiplier (a_scale * b_scale / y_scale, in the scales' type) in
 // float64, plus the output zero point, rounded half to even and clipped to int8/uint8.
 
-#include <cmath>
 #include <cstdint>
 
 #include "kernels/quantization/quant_arith.h"
@@ -18,23 +17,7 @@ inline double RequantMultiplier(DataType scale_type, double a_scale, double b_sc
 /// y[i] = clip(rint(acc[i] * multiplier + zero_point)); `y` is int8_t* or uint8_t*.
 /// Clipping to integer bounds commutes with rounding, so the value is clipped first (NaN gives
 /// the minimum) and then rounded half to even by adding and subtracting 1.5 * 2^52, which the
-/// baseline x86-64 build would otherwise do with a libm call per element.
-inline void RequantizeRow(const int32_t* acc, int64_t n, double multiplier, double zero_point, bool is_signed,
-                          void* y) {
-  const double lo = is_signed ? -128.0 : 0.0, hi = is_signed ? 127.0 : 255.0;
-  constexpr double kRound = 0x1.8p52;
-  for (int64_t i = 0; i < n; ++i) {
-    double v = static_cast<double>(acc[i]) * multiplier;
-    v += zero_point;
-    v = v > lo ? v : lo;
-    v = v < hi ? v : hi;
-    v = (v + kRound) - kRound;
-    if (is_signed) {
-      static_cast<int8_t*>(y)[i] = static_cast<int8_t>(v);
-    } else {
-      static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(v);
-    }
-  }
-}
+/// baseline x86-64 build would otherwise do with a libm call per element. Vectorised per CPU.
+void RequantizeRow(const int32_t* acc, int64_t n, double multiplier, double zero_point, bool is_signed, void* y);
 
 }  // namespace onnx_light::runtime

@@ -1,0 +1,77 @@
+#include "kernels/quantization/int_conv_vnni.h"
+
+#include <algorithm>
+
+#include "onnx_light/runtime/tensor.h"
+
+namespace onnx_light::runtime {
+
+VnniConv::VnniConv(const Tensor& w, const int32_t* w_zp, bool per_channel, int64_t group)
+    : weight_shape_(w.shape()), group_(group) {
+  const int64_t m = w.dim(0);
+  depth_ = m == 0 ? 0 : w.size() / m;
+  // A uint8 W moves to int8 by subtracting 128 (XOR 0x80), and its zero point with it.
+  const bool is_signed = w.dtype() == DataType::kInt8;
+  const uint8_t flip = is_signed ? 0 : 0x80;
+  const int32_t shift = is_signed ? 0 : 128;
+  const auto* src = static_cast<const uint8_t*>(w.raw_data());
+  rows_.resize(static_cast<size_t>(m * depth_));
+  row_s_.resize(static_cast<size_t>(m));
+  zero_point_.resize(static_cast<size_t>(m));
+  for (int64_t co = 0; co < m; ++co) {
+    uint32_t sum = 0;
+    for (int64_t j = 0; j < depth_; ++j) {
+      const auto v = static_cast<uint8_t>(src[co * depth_ + j] ^ flip);
+      rows_[static_cast<size_t>(co * depth_ + j)] = v;
+      sum += static_cast<uint32_t>(static_cast<int32_t>(static_cast<int8_t>(v)));
+    }
+    const int32_t z = w_zp[per_channel ? co : 0] - shift;
+    zero_point_[static_cast<size_t>(co)] = z;
+    zero_point_nonzero_ = zero_point_nonzero_ || z != 0;
+    row_s_[static_cast<size_t>(co)] =
+        static_cast<int32_t>(sum - static_cast<uint32_t>(depth_) * static_cast<uint32_t>(z));
+  }
+}
+
+void VnniConv::Run(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const WindowGeometry& g, int32_t* out) const {
+  const int64_t n = x.dim(0), c = x.dim(1), m = weight_shape_[0];
+  const int64_t cg = c / group_, mg = m / group_;
+  const int64_t in_size = g.input_size(), out_size = g.output_size();
+  const bool pointwise =
+      std::all_of(g.kernel.begin(), g.kernel.end(), [](int64_t k) { return k == 1; }) &&
+      std::all_of(g.stride.begin(), g.stride.end(), [](int64_t s) { return s == 1; }) &&
+      std::all_of(g.pad_begin.begin(), g.pad_begin.end(), [](int64_t p) { return p == 0; }) &&
+      std::all_of(g.pad_end.begin(), g.pad_end.end(), [](int64_t p) { return p == 0; });
+  // An int8 X moves to uint8 by adding 128 (XOR 0x80), and its zero point with it.
+  const bool x_signed = x.dtype() == DataType::kInt8;
+  const int32_t x_zero = x_signed ? x_zp + 128 : x_zp;
+  // Scratch from the run's allocator, which keeps freed blocks: no fresh pages on every run.
+  Tensor shifted_t = Tensor::Allocate(DataType::kUInt8, {x_signed ? cg * in_size : 0}, rt.allocator());
+  Tensor col_t = Tensor::Allocate(DataType::kUInt8, {pointwise ? 0 : depth_ * out_size}, rt.allocator());
+  Tensor panels_t = Tensor::Allocate(DataType::kInt8, {QuadPanelsSize(depth_, out_size)}, rt.allocator());
+  const std::vector<int32_t> col_u(static_cast<size_t>(out_size), x_zero);
+  QuadPanels panels;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t gi = 0; gi < group_; ++gi) {
+      const uint8_t* image = static_cast<const uint8_t*>(x.raw_data()) + (b * c + gi * cg) * in_size;
+      if (x_signed) {
+        uint8_t* dst = shifted_t.data<uint8_t>();
+        for (int64_t i = 0; i < cg * in_size; ++i) dst[i] = static_cast<uint8_t>(image[i] ^ 0x80);
+        image = dst;
+      }
+      const uint8_t* columns = image;
+      if (!pointwise) {
+        Im2Col<uint8_t>(image, cg, g, col_t.data<uint8_t>(), static_cast<uint8_t>(x_zero));
+        columns = col_t.data<uint8_t>();
+      }
+      PackQuadPanels(columns, depth_, out_size, out_size, 0, zero_point_nonzero_, false, &panels,
+                     panels_t.data<int8_t>());
+      const int64_t first = gi * mg;
+      QuadGemm(mg, rows_.data() + first * depth_, depth_, false, panels, row_s_.data() + first, col_u.data(),
+               zero_point_nonzero_ ? zero_point_.data() + first : nullptr, panels.column_sums.data(),
+               out + (b * m + first) * out_size, out_size, rt.thread_pool());
+    }
+  }
+}
+
+}  // namespace onnx_light::runtime

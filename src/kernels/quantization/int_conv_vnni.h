@@ -1,0 +1,39 @@
+#pragma once
+// The integer convolution on the VNNI product (u8s8_gemm.h), channels-first like the rest of
+// the graph: the weights' rows (int8, one per output channel, packed when the kernel is built)
+// are broadcast against the image's columns (uint8 im2col, padded with the zero point, packed
+// into 32-pixel panels per run), so the product lands in NCHW order with no transposition.
+// Zero points become QuadGemm's two corrections.
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/nn/im2col.h"
+#include "kernels/quantization/u8s8_gemm.h"
+#include "onnx_light/runtime/kernel_base.h"
+
+namespace onnx_light::runtime {
+
+/// Immutable once built; Run may be called from several threads at once.
+class VnniConv {
+ public:
+  /// Takes W ([M, C / group, k...], int8 or uint8, contiguous) and its zero point (`w_zp`: one
+  /// value, or M when `per_channel`).
+  VnniConv(const Tensor& w, const int32_t* w_zp, bool per_channel, int64_t group);
+
+  /// out (int32 [N, M, out...]) = conv(X - x_zp, W - w_zp) for X int8 or uint8 [N, C, in...].
+  void Run(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const WindowGeometry& g, int32_t* out) const;
+
+  const Shape& weight_shape() const { return weight_shape_; }
+
+ private:
+  Shape weight_shape_;
+  int64_t group_;
+  int64_t depth_;                 // C / group * kernel size
+  std::vector<uint8_t> rows_;     // W (shifted to int8) as M rows of depth_ bytes
+  std::vector<int32_t> row_s_;    // sum of the row - depth * w_zp
+  std::vector<int32_t> zero_point_;  // w_zp (shifted), per output channel
+  bool zero_point_nonzero_ = false;
+};
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,263 @@
+#include "kernels/quantization/u8s8_gemm.h"
+
+#include <emmintrin.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/thread_pool.h"
+#include "kernels/registry/cpu_features.h"
+
+namespace onnx_light::runtime {
+
+namespace {
+
+constexpr int64_t kPanel = 32;       // columns per panel (two registers of 16 int32 lanes)
+constexpr int64_t kQuadBytes = 128;  // one group of four k for the panel's 32 columns
+constexpr int kTileRows = 8;         // 16 accumulators, 2 panel registers, 1 broadcast
+constexpr int64_t kRowBlock = 64;    // rows per task unit: a panel is read once per block
+
+// Four rows of 16 columns interleaved into 64 bytes (column-major groups of four), with SSE2.
+inline void InterleaveQuad16(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, __m128i flip,
+                             int8_t* dst) {
+  const __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0)), flip);
+  const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1)), flip);
+  const __m128i c = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r2)), flip);
+  const __m128i d = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r3)), flip);
+  const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+  const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+  auto* out = reinterpret_cast<__m128i*>(dst);
+  _mm_storeu_si128(out + 0, _mm_unpacklo_epi16(ab_lo, cd_lo));
+  _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
+  _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
+  _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ONNX_LIGHT_U8S8_VNNI 1
+#define ONNX_LIGHT_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+ONNX_LIGHT_VNNI_TARGET int32_t RowSum(const uint8_t* a, int64_t k) {
+  __m512i sum = _mm512_setzero_si512();
+  int64_t i = 0;
+  for (; i + 64 <= k; i += 64) {
+    sum = _mm512_add_epi64(sum, _mm512_sad_epu8(_mm512_loadu_si512(a + i), _mm512_setzero_si512()));
+  }
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(lanes, sum);
+  uint64_t total = 0;
+  for (uint64_t lane : lanes) total += lane;
+  for (; i < k; ++i) total += a[i];
+  return static_cast<int32_t>(static_cast<uint32_t>(total));
+}
+
+// vpdpbusd takes the unsigned bytes first: the broadcast row bytes or the panel's.
+template <bool kRowsUnsigned>
+ONNX_LIGHT_VNNI_TARGET inline __m512i Dot(__m512i acc, __m512i row, __m512i panel) {
+  return kRowsUnsigned ? _mm512_dpbusd_epi32(acc, row, panel) : _mm512_dpbusd_epi32(acc, panel, row);
+}
+
+struct Corrections {
+  const int32_t* row_s;
+  const int32_t* row_t;  // null: no second correction
+  __m512i col_u[2], col_v[2];
+};
+
+// R rows against one panel, corrected, stored to C[r][0..cols).
+template <int R, bool kRowsUnsigned>
+ONNX_LIGHT_VNNI_TARGET void Tile(const uint8_t* rows, int64_t lda, const int8_t* panel, int64_t k,
+                                 const Corrections& corr, int32_t* c, int64_t ldc, int64_t cols) {
+  __m512i acc0[R], acc1[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm512_setzero_si512();
+  const int64_t full = k / 4;
+  for (int64_t q = 0; q < full; ++q) {
+    const __m512i b0 = _mm512_loadu_si512(panel + q * kQuadBytes);
+    const __m512i b1 = _mm512_loadu_si512(panel + q * kQuadBytes + 64);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      int32_t quad;
+      std::memcpy(&quad, rows + r * lda + 4 * q, sizeof(quad));
+      const __m512i av = _mm512_set1_epi32(quad);
+      acc0[r] = Dot<kRowsUnsigned>(acc0[r], av, b0);
+      acc1[r] = Dot<kRowsUnsigned>(acc1[r], av, b1);
+    }
+  }
+  if (k % 4 != 0) {  // the last group: the row's remaining bytes, the panel zero past k
+    const __m512i b0 = _mm512_loadu_si512(panel + full * kQuadBytes);
+    const __m512i b1 = _mm512_loadu_si512(panel + full * kQuadBytes + 64);
+    for (int r = 0; r < R; ++r) {
+      int32_t quad = 0;
+      std::memcpy(&quad, rows + r * lda + 4 * full, static_cast<size_t>(k % 4));
+      const __m512i av = _mm512_set1_epi32(quad);
+      acc0[r] = Dot<kRowsUnsigned>(acc0[r], av, b0);
+      acc1[r] = Dot<kRowsUnsigned>(acc1[r], av, b1);
+    }
+  }
+  const __mmask16 m0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32 ? __mmask16(0xFFFF) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+  for (int r = 0; r < R; ++r) {
+    const __m512i s = _mm512_set1_epi32(corr.row_s[r]);
+    __m512i c0 = _mm512_sub_epi32(acc0[r], _mm512_mullo_epi32(s, corr.col_u[0]));
+    __m512i c1 = _mm512_sub_epi32(acc1[r], _mm512_mullo_epi32(s, corr.col_u[1]));
+    if (corr.row_t != nullptr) {
+      const __m512i t = _mm512_set1_epi32(corr.row_t[r]);
+      c0 = _mm512_sub_epi32(c0, _mm512_mullo_epi32(t, corr.col_v[0]));
+      c1 = _mm512_sub_epi32(c1, _mm512_mullo_epi32(t, corr.col_v[1]));
+    }
+    _mm512_mask_storeu_epi32(c + r * ldc, m0, c0);
+    _mm512_mask_storeu_epi32(c + r * ldc + 16, m1, c1);
+  }
+}
+
+using TileFn = void (*)(const uint8_t*, int64_t, const int8_t*, int64_t, const Corrections&, int32_t*, int64_t,
+                        int64_t);
+
+template <bool U>
+constexpr TileFn kTiles[kTileRows + 1] = {nullptr,       Tile<1, U>, Tile<2, U>, Tile<3, U>, Tile<4, U>,
+                                          Tile<5, U>, Tile<6, U>, Tile<7, U>, Tile<8, U>};
+
+ONNX_LIGHT_VNNI_TARGET __m512i LoadColumns(const int32_t* v, int64_t count) {
+  const __mmask16 mask = count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max<int64_t>(count, 0)) - 1);
+  return _mm512_maskz_loadu_epi32(mask, v);
+}
+
+// Rows [r0, r1) against panel p.
+ONNX_LIGHT_VNNI_TARGET void PanelRows(int64_t p, int64_t r0, int64_t r1, const uint8_t* rows, int64_t lda,
+                                      bool rows_unsigned, const QuadPanels& b, const int32_t* row_s,
+                                      const int32_t* col_u, const int32_t* row_t, const int32_t* col_v, int32_t* c,
+                                      int64_t ldc) {
+  const int64_t c0 = p * kPanel, cols = std::min(kPanel, b.n - c0);
+  Corrections corr;
+  corr.col_u[0] = LoadColumns(col_u + c0, cols);
+  corr.col_u[1] = LoadColumns(col_u + c0 + 16, cols - 16);
+  if (row_t != nullptr) {
+    corr.col_v[0] = LoadColumns(col_v + c0, cols);
+    corr.col_v[1] = LoadColumns(col_v + c0 + 16, cols - 16);
+  }
+  const int8_t* panel = b.panels_data + p * b.quads * kQuadBytes;
+  const TileFn* tiles = rows_unsigned ? kTiles<true> : kTiles<false>;
+  for (int64_t r = r0; r < r1; r += kTileRows) {
+    const int rows_here = static_cast<int>(std::min<int64_t>(kTileRows, r1 - r));
+    corr.row_s = row_s + r;
+    corr.row_t = row_t == nullptr ? nullptr : row_t + r;
+    tiles[rows_here](rows + r * lda, lda, panel, b.k, corr, c + r * ldc + c0, ldc, cols);
+  }
+}
+#endif
+
+}  // namespace
+
+bool U8S8GemmAvailable() {
+#ifdef ONNX_LIGHT_U8S8_VNNI
+  static const bool available =
+      UseAvx512() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+  return available;
+#else
+  return false;
+#endif
+}
+
+void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_t flip, bool sums, bool signed_sums,
+                    QuadPanels* out, int8_t* storage) {
+  out->k = k;
+  out->n = n;
+  out->quads = (k + 3) / 4;
+  out->panels = (n + kPanel - 1) / kPanel;
+  if (storage == nullptr) {
+    out->data.resize(static_cast<size_t>(QuadPanelsSize(k, n)));
+    storage = out->data.data();
+  } else {
+    out->data.clear();
+  }
+  out->panels_data = storage;
+  const __m128i flip_v = _mm_set1_epi8(static_cast<char>(flip));
+  for (int64_t p = 0; p < out->panels; ++p) {
+    int8_t* panel = storage + p * out->quads * kQuadBytes;
+    const int64_t c0 = p * kPanel, cols = std::min(kPanel, n - c0);
+    for (int64_t q = 0; q < out->quads; ++q) {
+      int8_t* dst = panel + q * kQuadBytes;
+      const uint8_t* r0 = src + 4 * q * ld + c0;
+      if (cols == kPanel && 4 * q + 4 <= k) {
+        InterleaveQuad16(r0, r0 + ld, r0 + 2 * ld, r0 + 3 * ld, flip_v, dst);
+        InterleaveQuad16(r0 + 16, r0 + ld + 16, r0 + 2 * ld + 16, r0 + 3 * ld + 16, flip_v, dst + 64);
+        continue;
+      }
+      std::memset(dst, 0, kQuadBytes);
+      for (int64_t i = 0; i < 4 && 4 * q + i < k; ++i) {
+        for (int64_t j = 0; j < cols; ++j) dst[j * 4 + i] = static_cast<int8_t>(r0[i * ld + j] ^ flip);
+      }
+    }
+  }
+  out->column_sums.clear();
+  if (!sums) return;
+  std::vector<uint32_t> acc(static_cast<size_t>(n), 0);
+  for (int64_t r = 0; r < k; ++r) {
+    const uint8_t* row = src + r * ld;
+    if (signed_sums) {
+      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<uint32_t>(static_cast<int8_t>(row[j] ^ flip));
+    } else {
+      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<uint8_t>(row[j] ^ flip);
+    }
+  }
+  out->column_sums.assign(acc.begin(), acc.end());
+}
+
+void QuadGemm(int64_t m, const uint8_t* rows, int64_t lda, bool rows_unsigned, const QuadPanels& b,
+              const int32_t* row_s, const int32_t* col_u, const int32_t* row_t, const int32_t* col_v, int32_t* c,
+              int64_t ldc, ThreadPool* pool) {
+#ifdef ONNX_LIGHT_U8S8_VNNI
+  if (m == 0 || b.n == 0) return;
+  const int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
+  // Units are (panel, block of rows), panel-major so a task's units share panels.
+  const int64_t per_unit = std::max<int64_t>(1, std::min(m, kRowBlock) * b.quads * 4 * kPanel);
+  const int64_t min_units = std::max<int64_t>(1, (int64_t{1} << 17) / per_unit);
+  ParallelFor(pool, b.panels * row_blocks, min_units, [&](int64_t first, int64_t last) {
+    for (int64_t u = first; u < last; ++u) {
+      const int64_t p = u / row_blocks, r0 = (u % row_blocks) * kRowBlock;
+      PanelRows(p, r0, std::min(m, r0 + kRowBlock), rows, lda, rows_unsigned, b, row_s, col_u, row_t, col_v, c, ldc);
+    }
+  });
+#else
+  (void)m, (void)rows, (void)lda, (void)rows_unsigned, (void)b, (void)row_s, (void)col_u, (void)row_t, (void)col_v;
+  (void)c, (void)ldc, (void)pool;
+#endif
+}
+
+void PackU8S8B(const void* b, bool is_signed, int64_t k, int64_t n, int64_t ldb, const int32_t* zero_point,
+               bool per_column, PackedU8S8B* out, int8_t* storage) {
+  // A uint8 B moves to int8 by subtracting 128 (XOR 0x80), and its zero point with it.
+  const int32_t shift = is_signed ? 0 : 128;
+  PackQuadPanels(static_cast<const uint8_t*>(b), k, n, ldb, is_signed ? 0 : 0x80, true, true, &out->panels, storage);
+  out->zero_point.resize(static_cast<size_t>(n));
+  out->adjusted_sums.resize(static_cast<size_t>(n));
+  out->zero_point_nonzero = false;
+  for (int64_t j = 0; j < n; ++j) {
+    const int32_t z = zero_point[per_column ? j : 0] - shift;
+    out->zero_point[static_cast<size_t>(j)] = z;
+    out->zero_point_nonzero = out->zero_point_nonzero || z != 0;
+    out->adjusted_sums[static_cast<size_t>(j)] = static_cast<int32_t>(
+        static_cast<uint32_t>(out->panels.column_sums[j]) - static_cast<uint32_t>(k) * static_cast<uint32_t>(z));
+  }
+}
+
+void U8S8Gemm(int64_t m, const uint8_t* a, int64_t lda, const int32_t* a_zp, bool a_zp_per_row,
+              const PackedU8S8B& b, int32_t* c, int64_t ldc, ThreadPool* pool) {
+#ifdef ONNX_LIGHT_U8S8_VNNI
+  if (m == 0 || b.panels.n == 0) return;
+  std::vector<int32_t> row_zp(a_zp, a_zp + (a_zp_per_row ? m : 1));
+  if (!a_zp_per_row) row_zp.assign(static_cast<size_t>(m), a_zp[0]);
+  std::vector<int32_t> row_sums;
+  if (b.zero_point_nonzero) {
+    row_sums.resize(static_cast<size_t>(m));
+    for (int64_t r = 0; r < m; ++r) row_sums[static_cast<size_t>(r)] = RowSum(a + r * lda, b.panels.k);
+  }
+  QuadGemm(m, a, lda, true, b.panels, row_zp.data(), b.adjusted_sums.data(),
+           row_sums.empty() ? nullptr : row_sums.data(), b.zero_point.data(), c, ldc, pool);
+#else
+  (void)m, (void)a, (void)lda, (void)a_zp, (void)a_zp_per_row, (void)b, (void)c, (void)ldc, (void)pool;
+#endif
+}
+
+}  // namespace onnx_light::runtime
