@@ -353,7 +353,7 @@ class RuntimeSessionOptions:
                  max_subgraphs: int = 100_000, persistent_tensor_reserved_rows: int = 4096,
                  fold_constants: bool = True, eliminate_noop_nodes: bool = True,
                  fuse_gelu: bool = True, fuse_conv_activation: bool = True,
-                 fuse_attention: bool = True, fuse_quantized_matmul: bool = True) -> None: ...
+                 fuse_attention: bool = True, fuse_quantized_matmul: bool = True, fuse_qdq: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -396,6 +396,7 @@ class RuntimeSessionOptions:
     the query heads or 1. Also lets attention read grouped-query keys and values once instead of
     through the chain that repeats every head (docs/graph-passes.md)."""
     fuse_quantized_matmul: bool
+    fuse_qdq: bool
     """Run MatMul(A, DequantizeLinear(W)) with a constant int4/uint4 W (per tensor, per column or
     blocked along K, float32 scales) as one kernel that keeps W packed in 4 bits and dequantizes it
     while multiplying; no float copy of W is held (docs/quantization.md)."""

@@ -393,7 +393,8 @@ void BindSession(py::module_& m) {
                        bool fuse_conv_batchnorm, const std::string& load_mode, int64_t max_expanded_nodes,
                        int64_t max_nesting_depth, int64_t max_subgraphs, int64_t reserved_rows,
                        bool fold_constants, bool eliminate_noop_nodes, bool fuse_gelu,
-                       bool fuse_conv_activation, bool fuse_attention, bool fuse_quantized_matmul) {
+                       bool fuse_conv_activation, bool fuse_attention, bool fuse_quantized_matmul,
+                       bool fuse_qdq) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
                                            .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
@@ -405,6 +406,7 @@ void BindSession(py::module_& m) {
                                            .fuse_gelu = fuse_gelu,
                                            .fuse_attention = fuse_attention,
                                            .fuse_quantized_matmul = fuse_quantized_matmul,
+                                           .fuse_qdq = fuse_qdq,
                                            .load_mode = LoadModeFromPython(load_mode)};
              options.max_expanded_nodes = max_expanded_nodes;
              options.max_nesting_depth = max_nesting_depth;
@@ -421,7 +423,8 @@ void BindSession(py::module_& m) {
            py::arg("persistent_tensor_reserved_rows") = RuntimeSessionOptions{}.persistent_tensor_reserved_rows,
            py::arg("fold_constants") = true, py::arg("eliminate_noop_nodes") = true,
            py::arg("fuse_gelu") = true, py::arg("fuse_conv_activation") = true,
-           py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true)
+           py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true,
+           py::arg("fuse_qdq") = true)
       .def_property("load_mode",
                     [](const RuntimeSessionOptions& o) { return std::string(LoadModeName(o.load_mode)); },
                     [](RuntimeSessionOptions& o, const std::string& mode) { o.load_mode = LoadModeFromPython(mode); },
@@ -448,6 +451,10 @@ void BindSession(py::module_& m) {
       .def_readwrite("fuse_quantized_matmul", &RuntimeSessionOptions::fuse_quantized_matmul,
                      "Run MatMul(A, DequantizeLinear(constant int4/uint4 W)) as one kernel that keeps W "
                      "packed in 4 bits (docs/quantization.md).")
+      .def_readwrite("fuse_qdq", &RuntimeSessionOptions::fuse_qdq,
+                     "Run the DequantizeLinear -> Conv/MatMul -> QuantizeLinear groups of QDQ models as "
+                     "QLinearConv/QLinearMatMul; results may differ by one quantization step "
+                     "(docs/quantization.md).")
       .def_property(
           "persistent_tensor_initial_capacity",
           [](const RuntimeSessionOptions& o) { return o.persistent_tensor_initial_capacity; },

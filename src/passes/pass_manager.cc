@@ -8,6 +8,7 @@
 #include "passes/conv_batchnorm_fusion.h"
 #include "passes/gelu_fusion.h"
 #include "passes/noop_elimination.h"
+#include "passes/qdq_fusion.h"
 #include "passes/quantized_matmul_fusion.h"
 #include "passes/working_graph.h"
 
@@ -34,6 +35,7 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   if (options.fuse_gelu) FuseGelu(work, context);
   if (options.fuse_attention) FuseAttention(work, context);
   if (options.fuse_quantized_matmul) FuseQuantizedMatMul(work, context);
+  if (options.fuse_qdq) FuseQdq(work, context);
   if (!work.changed()) return std::nullopt;
   return std::move(work).Finish();
 }

@@ -20,6 +20,7 @@ struct PassOptions {
   bool fuse_gelu = true;
   bool fuse_attention = true;
   bool fuse_quantized_matmul = true;
+  bool fuse_qdq = true;
 };
 
 /// Runs the enabled passes over `graph`. Returns nullopt when none of them changed anything,

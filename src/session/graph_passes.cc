@@ -63,7 +63,8 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
                            .fuse_conv_activation = options.fuse_conv_activation,
                            .fuse_gelu = options.fuse_gelu,
                            .fuse_attention = options.fuse_attention,
-                           .fuse_quantized_matmul = options.fuse_quantized_matmul};
+                           .fuse_quantized_matmul = options.fuse_quantized_matmul,
+                           .fuse_qdq = options.fuse_qdq};
   std::optional<RewrittenGraph> rewritten = RunGraphPasses(model.graph, passes, context);
   if (!rewritten) return nullptr;
   return std::make_shared<const RewrittenGraph>(std::move(*rewritten));

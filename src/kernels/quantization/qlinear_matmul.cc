@@ -36,24 +36,28 @@ class QLinearMatMulKernel final : public KernelBase {
 
     Tensor& y = rt.AllocateOutput(0, out_type, shape.out_shape);
     const int64_t rows = shape.batch_count * shape.m;
-    std::vector<int32_t> acc(static_cast<size_t>(rows * shape.n));
+    // Scratch from the run's allocator, which keeps freed blocks: no fresh pages on every run.
+    Tensor acc_t = Tensor::Allocate(DataType::kInt32, {rows * shape.n}, rt.allocator());
+    int32_t* acc = acc_t.data<int32_t>();
     const bool use_packed = !packed_b_.empty() && b_in.rank() == 2;
     RunIntMatMul(rt, a_in.Contiguous(rt.allocator()), b_in.Contiguous(rt.allocator()), shape, a_zp, b_zp,
-                 use_packed ? &packed_b_ : nullptr, acc.data());
+                 use_packed ? &packed_b_ : nullptr, acc);
     const bool is_signed = out_type == DataType::kInt8;
     auto* out = static_cast<uint8_t*>(y.raw_data());
-    std::vector<double> multipliers(static_cast<size_t>(shape.n));
+    std::vector<double> multipliers(static_cast<size_t>(b_cols ? shape.n : 0));
+    double row_scale = -1;  // the A scale the multipliers were computed for
     for (int64_t r = 0; r < rows; ++r) {
       const double sa = as[a_rows ? r % shape.m : 0];
       if (!b_cols) {
-        RequantizeRow(acc.data() + r * shape.n, shape.n, RequantMultiplier(ts, sa, bs[0], ys), y_zp, is_signed,
+        RequantizeRow(acc + r * shape.n, shape.n, RequantMultiplier(ts, sa, bs[0], ys), y_zp, is_signed,
                       out + r * shape.n);
         continue;
       }
-      for (int64_t c = 0; c < shape.n; ++c) {
-        RequantizeRow(acc.data() + r * shape.n + c, 1, RequantMultiplier(ts, sa, bs[c], ys), y_zp, is_signed,
-                      out + r * shape.n + c);
+      if (sa != row_scale) {
+        for (int64_t c = 0; c < shape.n; ++c) multipliers[c] = RequantMultiplier(ts, sa, bs[c], ys);
+        row_scale = sa;
       }
+      RequantizeColumns(acc + r * shape.n, shape.n, multipliers.data(), y_zp, is_signed, out + r * shape.n);
     }
     if (rt.kernel_usage_enabled()) {
       rt.RecordKernelUsage(KernelUsageName("QLinearMatMul", a_in.dtype(), IntMatMulImplName(use_packed)));

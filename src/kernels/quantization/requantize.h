@@ -20,4 +20,8 @@ inline double RequantMultiplier(DataType scale_type, double a_scale, double b_sc
 /// baseline x86-64 build would otherwise do with a libm call per element. Vectorised per CPU.
 void RequantizeRow(const int32_t* acc, int64_t n, double multiplier, double zero_point, bool is_signed, void* y);
 
+/// The same with one multiplier per element (per-column scales of a matmul row).
+void RequantizeColumns(const int32_t* acc, int64_t n, const double* multipliers, double zero_point, bool is_signed,
+                       void* y);
+
 }  // namespace onnx_light::runtime

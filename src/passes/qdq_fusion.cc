@@ -1,0 +1,263 @@
+#include "passes/qdq_fusion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+namespace onnx_light::runtime {
+
+namespace {
+
+bool IsByte(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
+
+// The node feeding `value` when it is a built-in `op_type`, else -1.
+int64_t ProducerOf(const WorkingGraph& graph, const PassContext& context, const std::string& value,
+                   std::string_view op_type) {
+  const int64_t p = graph.Producer(value);
+  if (p < 0 || !context.IsBuiltin(graph.node(static_cast<size_t>(p)), op_type)) return -1;
+  return p;
+}
+
+// The one node reading `value` (and nothing else reading it), else -1.
+int64_t SoleConsumer(const WorkingGraph& graph, const std::string& value) {
+  const auto uses = graph.Uses(value);
+  if (uses.size() != 1 || graph.Pinned(value)) return -1;
+  return static_cast<int64_t>(uses[0].node);
+}
+
+bool HasNonDefault(const Node& node, const char* name, int64_t default_value) {
+  const Attribute* a = node.FindAttribute(name);
+  return a != nullptr && a->i != default_value;
+}
+
+// A DequantizeLinear or QuantizeLinear whose scale and zero point are constants.
+struct Quantizer {
+  size_t index = 0;
+  const Tensor* scale = nullptr;
+  const Tensor* zero_point = nullptr;
+  int64_t axis = 1;
+};
+
+std::optional<Quantizer> ReadQuantizer(const WorkingGraph& graph, int64_t index) {
+  if (index < 0) return std::nullopt;
+  const Node& node = graph.node(static_cast<size_t>(index));
+  if (node.inputs.size() < 3 || node.inputs[2].empty() || node.outputs.size() != 1) return std::nullopt;
+  // Blocked scales, another output type or a computation precision are not these groups.
+  if (HasNonDefault(node, "block_size", 0) || HasNonDefault(node, "output_dtype", 0) ||
+      node.FindAttribute("precision") != nullptr) {
+    return std::nullopt;
+  }
+  Quantizer q;
+  q.index = static_cast<size_t>(index);
+  q.scale = graph.Constant(node.inputs[1]);
+  q.zero_point = graph.Constant(node.inputs[2]);
+  if (q.scale == nullptr || q.zero_point == nullptr || q.scale->dtype() != DataType::kFloat ||
+      !IsByte(q.zero_point->dtype()) || q.zero_point->shape() != q.scale->shape() || !q.scale->is_contiguous() ||
+      !q.zero_point->is_contiguous()) {
+    return std::nullopt;
+  }
+  const Attribute* axis = node.FindAttribute("axis");
+  q.axis = axis == nullptr ? 1 : axis->i;
+  return q;
+}
+
+bool PerTensor(const Quantizer& q) { return q.scale->size() == 1 && q.scale->rank() <= 1; }
+
+// Scale and zero point hold the same values (a DequantizeLinear undone by a QuantizeLinear).
+bool SameParameters(const Quantizer& a, const Quantizer& b) {
+  if (!PerTensor(a) || !PerTensor(b) || a.zero_point->dtype() != b.zero_point->dtype()) return false;
+  return a.scale->data<float>()[0] == b.scale->data<float>()[0] &&
+         static_cast<const uint8_t*>(a.zero_point->raw_data())[0] ==
+             static_cast<const uint8_t*>(b.zero_point->raw_data())[0];
+}
+
+// Per output channel along `axis` of a weight of rank `rank` with `channels` channels.
+bool PerChannel(const Quantizer& q, int64_t axis, int64_t rank, int64_t channels) {
+  const int64_t a = q.axis < 0 ? q.axis + rank : q.axis;
+  return a == axis && q.scale->rank() == 1 && q.scale->dim(0) == channels;
+}
+
+// The zero point as the minimum of its type: QuantizeLinear then clips like a Relu.
+bool ZeroPointIsMinimum(const Quantizer& q) {
+  if (q.zero_point->dtype() == DataType::kUInt8) return q.zero_point->data<uint8_t>()[0] == 0;
+  return q.zero_point->data<int8_t>()[0] == -128;
+}
+
+// The integer operator's output side: node `op` (output 0) -> [Relu] -> QuantizeLinear.
+struct OutputSide {
+  std::vector<size_t> covered;  // Relu (if any) and the QuantizeLinear
+  Quantizer q;
+};
+
+std::optional<OutputSide> MatchOutput(const WorkingGraph& graph, const PassContext& context, size_t op,
+                                      bool relu_allowed) {
+  const Node& node = graph.node(op);
+  if (node.outputs.size() != 1) return std::nullopt;
+  int64_t next = SoleConsumer(graph, node.outputs[0]);
+  OutputSide out;
+  if (relu_allowed && next >= 0 && context.IsBuiltin(graph.node(static_cast<size_t>(next)), "Relu")) {
+    out.covered.push_back(static_cast<size_t>(next));
+    next = SoleConsumer(graph, graph.node(static_cast<size_t>(next)).outputs[0]);
+  }
+  if (next < 0 || !context.IsBuiltin(graph.node(static_cast<size_t>(next)), "QuantizeLinear")) return std::nullopt;
+  const std::optional<Quantizer> q = ReadQuantizer(graph, next);
+  if (!q || !PerTensor(*q) || graph.node(q->index).inputs[0] != graph.node(out.covered.empty() ? op : out.covered[0])
+                                                                     .outputs[0]) {
+    return std::nullopt;
+  }
+  if (!out.covered.empty() && !ZeroPointIsMinimum(*q)) return std::nullopt;
+  out.covered.push_back(q->index);
+  out.q = *q;
+  return out;
+}
+
+// An activation input: DequantizeLinear with one scale and zero point.
+std::optional<Quantizer> MatchActivation(const WorkingGraph& graph, const PassContext& context,
+                                         const std::string& value) {
+  std::optional<Quantizer> q = ReadQuantizer(graph, ProducerOf(graph, context, value, "DequantizeLinear"));
+  if (!q || !PerTensor(*q)) return std::nullopt;
+  return q;
+}
+
+// The DequantizeLinear nodes whose only reader is input `input` of node `consumer`.
+void CoverIfOnly(const WorkingGraph& graph, const Quantizer& q, size_t consumer, size_t input,
+                 std::vector<size_t>* covered) {
+  if (graph.OnlyFeeds(graph.node(q.index).outputs[0], consumer, input)) covered->push_back(q.index);
+}
+
+void ReplaceGroup(WorkingGraph& graph, std::vector<size_t> covered, Node fused) {
+  std::sort(covered.begin(), covered.end());
+  graph.Replace(covered, std::move(fused));
+}
+
+// The int32 bias of QLinearConv: DequantizeLinear(constant int32 B, x_scale * w_scale, 0).
+bool BiasMatches(const WorkingGraph& graph, const Node& dq, const Quantizer& x, const Quantizer& w, int64_t m) {
+  if (dq.inputs.size() < 2 || dq.outputs.size() != 1 || HasNonDefault(dq, "block_size", 0) ||
+      HasNonDefault(dq, "output_dtype", 0)) {
+    return false;
+  }
+  const Tensor* b = graph.Constant(dq.inputs[0]);
+  const Tensor* scale = graph.Constant(dq.inputs[1]);
+  if (b == nullptr || scale == nullptr || b->dtype() != DataType::kInt32 || b->rank() != 1 || b->dim(0) != m ||
+      scale->dtype() != DataType::kFloat || (scale->size() != 1 && scale->size() != m) || !scale->is_contiguous()) {
+    return false;
+  }
+  if (dq.inputs.size() > 2 && !dq.inputs[2].empty()) {
+    const Tensor* zp = graph.Constant(dq.inputs[2]);
+    if (zp == nullptr || zp->dtype() != DataType::kInt32 || !zp->is_contiguous()) return false;
+    for (int64_t i = 0; i < zp->size(); ++i) {
+      if (zp->data<int32_t>()[i] != 0) return false;
+    }
+  }
+  for (int64_t c = 0; c < m; ++c) {
+    const float want = x.scale->data<float>()[0] * w.scale->data<float>()[w.scale->size() == 1 ? 0 : c];
+    const float got = scale->data<float>()[scale->size() == 1 ? 0 : c];
+    if (std::fabs(got - want) > std::fabs(want) * 0x1p-20f) return false;
+  }
+  return true;
+}
+
+void FuseConv(WorkingGraph& graph, const PassContext& context, size_t i) {
+  const Node& conv = graph.node(i);
+  if (conv.inputs.size() < 2 || conv.outputs.size() != 1) return;
+  const std::optional<Quantizer> x = MatchActivation(graph, context, conv.inputs[0]);
+  const std::optional<Quantizer> w =
+      ReadQuantizer(graph, ProducerOf(graph, context, conv.inputs[1], "DequantizeLinear"));
+  if (!x || !w) return;
+  const Tensor* weights = graph.Constant(graph.node(w->index).inputs[0]);
+  if (weights == nullptr || !IsByte(weights->dtype()) || weights->rank() < 3 ||
+      w->zero_point->dtype() != weights->dtype()) {
+    return;
+  }
+  const int64_t m = weights->dim(0);
+  if (!PerTensor(*w) && !PerChannel(*w, 0, weights->rank(), m)) return;
+  const bool has_bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
+  const int64_t bias_dq = has_bias ? ProducerOf(graph, context, conv.inputs[2], "DequantizeLinear") : -1;
+  if (has_bias && (bias_dq < 0 || !BiasMatches(graph, graph.node(static_cast<size_t>(bias_dq)), *x, *w, m))) return;
+  std::optional<OutputSide> out = MatchOutput(graph, context, i, true);
+  if (!out) return;
+
+  const Node& xq = graph.node(x->index);
+  const Node& wq = graph.node(w->index);
+  const Node& yq = graph.node(out->q.index);
+  Node fused;
+  fused.name = conv.name;
+  fused.op_type = "QLinearConv";
+  fused.inputs = {xq.inputs[0], xq.inputs[1], xq.inputs[2], wq.inputs[0], wq.inputs[1], wq.inputs[2],
+                  yq.inputs[1], yq.inputs[2]};
+  if (has_bias) fused.inputs.push_back(graph.node(static_cast<size_t>(bias_dq)).inputs[0]);
+  fused.outputs = yq.outputs;
+  fused.attributes = conv.attributes;
+  std::vector<size_t> covered = out->covered;
+  covered.push_back(i);
+  CoverIfOnly(graph, *x, i, 0, &covered);
+  CoverIfOnly(graph, *w, i, 1, &covered);
+  if (has_bias && graph.OnlyFeeds(conv.inputs[2], i, 2)) covered.push_back(static_cast<size_t>(bias_dq));
+  ReplaceGroup(graph, std::move(covered), std::move(fused));
+}
+
+void FuseMatMul(WorkingGraph& graph, const PassContext& context, size_t i) {
+  const Node& matmul = graph.node(i);
+  if (matmul.inputs.size() != 2 || matmul.outputs.size() != 1) return;
+  const std::optional<Quantizer> a = MatchActivation(graph, context, matmul.inputs[0]);
+  const std::optional<Quantizer> b =
+      ReadQuantizer(graph, ProducerOf(graph, context, matmul.inputs[1], "DequantizeLinear"));
+  if (!a || !b) return;
+  if (!PerTensor(*b)) {
+    // Per column of a constant 2-D B (QLinearMatMul's per-column layout).
+    const Tensor* weights = graph.Constant(graph.node(b->index).inputs[0]);
+    if (weights == nullptr || weights->rank() != 2 || !PerChannel(*b, 1, 2, weights->dim(1))) return;
+  }
+  std::optional<OutputSide> out = MatchOutput(graph, context, i, false);
+  if (!out) return;
+  const Node& aq = graph.node(a->index);
+  const Node& bq = graph.node(b->index);
+  const Node& yq = graph.node(out->q.index);
+  Node fused;
+  fused.name = matmul.name;
+  fused.op_type = "QLinearMatMul";
+  fused.inputs = {aq.inputs[0], aq.inputs[1], aq.inputs[2], bq.inputs[0], bq.inputs[1], bq.inputs[2],
+                  yq.inputs[1], yq.inputs[2]};
+  fused.outputs = yq.outputs;
+  std::vector<size_t> covered = out->covered;
+  covered.push_back(i);
+  CoverIfOnly(graph, *a, i, 0, &covered);
+  CoverIfOnly(graph, *b, i, 1, &covered);
+  ReplaceGroup(graph, std::move(covered), std::move(fused));
+}
+
+void FuseMaxPool(WorkingGraph& graph, const PassContext& context, size_t i) {
+  const Node& pool = graph.node(i);
+  if (context.DefaultOpsetVersion() < 12 || pool.inputs.size() != 1 || pool.outputs.size() != 1) return;
+  const std::optional<Quantizer> x = MatchActivation(graph, context, pool.inputs[0]);
+  if (!x) return;
+  std::optional<OutputSide> out = MatchOutput(graph, context, i, false);
+  if (!out || !SameParameters(*x, out->q)) return;
+  Node rewritten = pool;
+  rewritten.inputs = {graph.node(x->index).inputs[0]};
+  rewritten.outputs = graph.node(out->q.index).outputs;
+  std::vector<size_t> covered = out->covered;
+  covered.push_back(i);
+  CoverIfOnly(graph, *x, i, 0, &covered);
+  ReplaceGroup(graph, std::move(covered), std::move(rewritten));
+}
+
+}  // namespace
+
+void FuseQdq(WorkingGraph& graph, const PassContext& context) {
+  if (context.DefaultOpsetVersion() < 10) return;
+  for (size_t i = 0; i < graph.size(); ++i) {
+    if (!graph.live(i)) continue;
+    const Node& node = graph.node(i);
+    if (context.IsBuiltin(node, "Conv")) {
+      FuseConv(graph, context, i);
+    } else if (context.IsBuiltin(node, "MatMul")) {
+      FuseMatMul(graph, context, i);
+    } else if (context.IsBuiltin(node, "MaxPool")) {
+      FuseMaxPool(graph, context, i);
+    }
+  }
+}
+
+}  // namespace onnx_light::runtime

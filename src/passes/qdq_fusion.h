@@ -1,0 +1,29 @@
+#pragma once
+// QDQ fusion (RuntimeSessionOptions::fuse_qdq): the node groups a QDQ-format model writes around
+// each quantized operator run as the integer operator they stand for (docs/quantization.md,
+// "QDQ models"):
+//
+//   QuantizeLinear(Conv(DequantizeLinear(x), DequantizeLinear(W)[, DequantizeLinear(B)]))
+//     -> QLinearConv(x, ..., W, ..., B)        (a Relu before the QuantizeLinear is folded in
+//                                                when the output zero point is the type's minimum)
+//   QuantizeLinear(MatMul(DequantizeLinear(a), DequantizeLinear(b)))  -> QLinearMatMul(a, ..., b, ...)
+//   QuantizeLinear(MaxPool(DequantizeLinear(x)))  -> MaxPool(x)   (same scale and zero point)
+//
+// The integer kernels compute the same convolution or product exactly and round once, where the
+// written graph sums float32 products and rounds the sum; the two can differ by one quantization
+// step where the float sum lands within rounding error of a half step. MaxPool commutes with the
+// monotonic dequantization, so that rewrite is exact.
+//
+// Scales and zero points must be constants with one value (per tensor), except the weights' of
+// a convolution (per output channel, axis 0) and the constant B of a MatMul (per column); scales
+// are float32; a bias must be int32 with zero point 0 and scale x_scale * w_scale (float32), as
+// onnxruntime.quantization writes it. Anything else is left as written.
+
+#include "passes/pass_context.h"
+#include "passes/working_graph.h"
+
+namespace onnx_light::runtime {
+
+void FuseQdq(WorkingGraph& graph, const PassContext& context);
+
+}  // namespace onnx_light::runtime

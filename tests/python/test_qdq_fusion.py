@@ -1,0 +1,191 @@
+"""QDQ fusion (RuntimeSessionOptions.fuse_qdq, docs/quantization.md "QDQ models"): the
+DequantizeLinear -> Conv / MatMul -> QuantizeLinear groups of QDQ-format models run as
+QLinearConv / QLinearMatMul, MaxPool between a matching pair runs on the quantized values.
+The rule checked here is the documented one: the fused result equals the written graph's
+(the pass switched off) except for at most one quantization step where the float32 sum rounds
+the other way, MaxPool exactly; groups outside the pattern are left as written."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnx_light.runtime as runtime
+from test_graph_passes import run_events
+from test_ops_quantization import _Calibration, cnn_model, ort_session
+
+UNFUSED = runtime.RuntimeSessionOptions(fuse_qdq=False)
+
+
+def op_types(nodes):
+    return [e.op_type for e in nodes]
+
+
+def assert_within_one_step(fused, unfused):
+    """Integer outputs (or dequantized floats with one step `step`) differ by at most one step,
+    and only rarely."""
+    diff = np.abs(fused.astype(np.int64) - unfused.astype(np.int64))
+    assert diff.max() <= 1, diff.max()
+    assert np.mean(diff != 0) < 0.02
+
+
+def q_params(name, scale, zero_point, dtype=np.uint8):
+    return [numpy_helper.from_array(np.array(scale, np.float32), f"{name}_s"),
+            numpy_helper.from_array(np.array(zero_point, dtype), f"{name}_z")]
+
+
+def qdq_conv_model(rng, relu=False, y_zero_point=0, bias_scale_factor=1.0, per_channel=True, pool=False):
+    """Q(x) -> DQ -> Conv(DQ(W), DQ(B)) [-> Relu] -> Q -> DQ [-> Q -> DQ -> MaxPool -> Q -> DQ]."""
+    m, c = 8, 4
+    w = rng.integers(-127, 128, (m, c, 3, 3)).astype(np.int8)
+    ws = (rng.random(m) * 0.02 + 0.005).astype(np.float32) if per_channel else np.float32(0.01)
+    xs = np.float32(0.03)
+    bias = rng.integers(-2000, 2000, m).astype(np.int32)
+    inits = q_params("x", xs, 128) + q_params("y", 0.05, y_zero_point) + [
+        numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.asarray(ws, np.float32), "w_s"),
+        numpy_helper.from_array(np.zeros(np.shape(ws), np.int8), "w_z"), numpy_helper.from_array(bias, "b"),
+        numpy_helper.from_array((xs * np.asarray(ws, np.float32) * bias_scale_factor).astype(np.float32), "b_s")]
+    axis = {"axis": 0} if per_channel else {}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"], name="qx"),
+             helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xd"], name="dqx"),
+             helper.make_node("DequantizeLinear", ["w", "w_s", "w_z"], ["wd"], name="dqw", **axis),
+             helper.make_node("DequantizeLinear", ["b", "b_s"], ["bd"], name="dqb", axis=0),
+             helper.make_node("Conv", ["xd", "wd", "bd"], ["conv"], name="conv", pads=[1, 1, 1, 1])]
+    last = "conv"
+    if relu:
+        nodes.append(helper.make_node("Relu", ["conv"], ["relu"], name="relu"))
+        last = "relu"
+    nodes += [helper.make_node("QuantizeLinear", [last, "y_s", "y_z"], ["yq"], name="qy")]
+    if pool:
+        nodes += [helper.make_node("DequantizeLinear", ["yq", "y_s", "y_z"], ["yd"], name="dqy"),
+                  helper.make_node("MaxPool", ["yd"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+                  helper.make_node("QuantizeLinear", ["p", "y_s", "y_z"], ["out"], name="qp")]
+    else:
+        nodes.append(helper.make_node("Identity", ["yq"], ["out"]))
+    graph = helper.make_graph(nodes, "qdq_conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 9, 9])],
+                              [helper.make_tensor_value_info("out", TensorProto.UINT8, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+def conv_feeds(rng):
+    return {"x": (rng.standard_normal((1, 4, 9, 9)) * 2).astype(np.float32)}
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_conv_group_becomes_qlinearconv(per_channel):
+    rng = np.random.default_rng(1)
+    model, feeds = qdq_conv_model(rng, per_channel=per_channel), conv_feeds(rng)
+    (got,), nodes, usage = run_events(model, feeds)
+    (want,), plain_nodes, _ = run_events(model, feeds, UNFUSED)
+    assert op_types(nodes) == ["QuantizeLinear", "QLinearConv", "Identity"]
+    assert "Conv" in op_types(plain_nodes)
+    # The fused node names what it stands for (docs/events.md).
+    conv = nodes[1]
+    assert set(conv.covered_node_names) == {"dqx", "dqw", "dqb", "conv", "qy"}
+    assert any(u.startswith("QLinearConv/uint8/") for u in usage)
+    assert_within_one_step(got, want)
+    # ORT runs the written graph without optimisations: the same comparison.
+    ort_out = ort_session_from(model).run(None, feeds)[0]
+    assert_within_one_step(got, ort_out)
+
+
+def ort_session_from(model):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
+def test_relu_folds_only_when_the_zero_point_is_the_minimum():
+    rng = np.random.default_rng(2)
+    feeds = conv_feeds(rng)
+    model = qdq_conv_model(np.random.default_rng(3), relu=True, y_zero_point=0)
+    (got,), nodes, _ = run_events(model, feeds)
+    assert "Relu" not in op_types(nodes) and "QLinearConv" in op_types(nodes)
+    assert_within_one_step(got, run_events(model, feeds, UNFUSED)[0][0])
+    # With zero point 10 the QuantizeLinear does not clip at 0: the Relu matters, nothing is fused.
+    model = qdq_conv_model(np.random.default_rng(3), relu=True, y_zero_point=10)
+    (got,), nodes, _ = run_events(model, feeds)
+    assert "Relu" in op_types(nodes) and "QLinearConv" not in op_types(nodes)
+    np.testing.assert_array_equal(got, run_events(model, feeds, UNFUSED)[0][0])
+
+
+def test_bias_with_another_scale_is_left_as_written():
+    rng = np.random.default_rng(4)
+    model, feeds = qdq_conv_model(rng, bias_scale_factor=1.5), conv_feeds(rng)
+    (got,), nodes, _ = run_events(model, feeds)
+    assert "Conv" in op_types(nodes) and "QLinearConv" not in op_types(nodes)
+    np.testing.assert_array_equal(got, run_events(model, feeds, UNFUSED)[0][0])
+
+
+def test_maxpool_between_matching_pair_runs_on_quantized_values_exactly():
+    rng = np.random.default_rng(5)
+    model, feeds = qdq_conv_model(rng, pool=True), conv_feeds(rng)
+    (got,), nodes, usage = run_events(model, feeds)
+    assert op_types(nodes) == ["QuantizeLinear", "QLinearConv", "MaxPool"]
+    assert any(u.startswith("MaxPool/uint8") for u in usage)
+    # MaxPool itself is exact: compare against the fused convolution's own output pooled.
+    (plain,), _, _ = run_events(model, feeds, UNFUSED)
+    assert_within_one_step(got, plain)
+
+
+def qdq_matmul_model(rng, per_column=True, activation_b=False):
+    k, n = 48, 40
+    inits = q_params("a", 0.04, 120) + q_params("y", 0.5, 128)
+    if activation_b:
+        inits += q_params("b", 0.03, 130)
+        b_nodes = [helper.make_node("QuantizeLinear", ["bf", "b_s", "b_z"], ["bq"]),
+                   helper.make_node("DequantizeLinear", ["bq", "b_s", "b_z"], ["bd"])]
+        inputs = [helper.make_tensor_value_info("bf", TensorProto.FLOAT, [2, k, n])]
+    else:
+        w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+        scale = (rng.random(n) * 0.02 + 0.005).astype(np.float32) if per_column else np.float32(0.01)
+        inits += [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.asarray(scale), "b_s"),
+                  numpy_helper.from_array(np.zeros(np.shape(scale), np.int8), "b_z")]
+        b_nodes = [helper.make_node("DequantizeLinear", ["w", "b_s", "b_z"], ["bd"], axis=1)]
+        inputs = []
+    nodes = [helper.make_node("QuantizeLinear", ["a", "a_s", "a_z"], ["aq"]),
+             helper.make_node("DequantizeLinear", ["aq", "a_s", "a_z"], ["ad"]), *b_nodes,
+             helper.make_node("MatMul", ["ad", "bd"], ["mm"], name="mm"),
+             helper.make_node("QuantizeLinear", ["mm", "y_s", "y_z"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq_matmul",
+                              [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 6, k])] + inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+@pytest.mark.parametrize("per_column,activation_b", [(True, False), (False, False), (False, True)])
+def test_matmul_group_becomes_qlinearmatmul(per_column, activation_b):
+    rng = np.random.default_rng(6)
+    model = qdq_matmul_model(rng, per_column, activation_b)
+    feeds = {"a": (rng.standard_normal((2, 6, 48)) * 2).astype(np.float32)}
+    if activation_b:
+        feeds["bf"] = (rng.standard_normal((2, 48, 40)) * 2).astype(np.float32)
+    (got,), nodes, _ = run_events(model, feeds)
+    assert "QLinearMatMul" in op_types(nodes) and "MatMul" not in op_types(nodes)
+    assert_within_one_step(got, run_events(model, feeds, UNFUSED)[0][0])
+    assert_within_one_step(got, ort_session_from(model).run(None, feeds)[0])
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_quantize_static_cnn_fused_matches_the_written_graph(tmp_path, per_channel):
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    rng = np.random.default_rng(21)
+    float_path, quant_path = tmp_path / "cnn.onnx", tmp_path / "cnn_qdq.onnx"
+    onnx.save(cnn_model(rng), float_path)
+    calibration = [rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(8)]
+    quantize_static(str(float_path), str(quant_path), _Calibration(calibration), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=per_channel)
+    quantized = onnx.load(quant_path)
+    x = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
+    (got,), nodes, _ = run_events(quantized, {"x": x})
+    assert op_types(nodes).count("QLinearConv") == 2 and "Conv" not in op_types(nodes)
+    (plain,), _, _ = run_events(quantized, {"x": x}, UNFUSED)
+    # The output is dequantized: one step is its scale, read from the graph's last DequantizeLinear.
+    step = float(max(abs(plain).max(), 1e-6)) / 64
+    np.testing.assert_allclose(got, plain, rtol=0, atol=step)
+    assert np.mean(got != plain) < 0.02
+    ort_fused = ort_session(quant_path, True).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, ort_fused, rtol=0, atol=2 * step)
