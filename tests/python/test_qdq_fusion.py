@@ -5,6 +5,11 @@ The rule checked here is the documented one: the fused result equals the written
 (the pass switched off) except for at most one quantization step where the float32 sum rounds
 the other way, MaxPool exactly; groups outside the pattern are left as written."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -189,3 +194,19 @@ def test_quantize_static_cnn_fused_matches_the_written_graph(tmp_path, per_chann
     assert np.mean(got != plain) < 0.02
     ort_fused = ort_session(quant_path, True).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, ort_fused, rtol=0, atol=2 * step)
+
+
+def runs_vnni():
+    model = qdq_conv_model(np.random.default_rng(0))
+    return any("u8s8-vnni" in u for u in run_events(model, conv_feeds(np.random.default_rng(0)))[2])
+
+
+@pytest.mark.skipif(not runs_vnni(), reason="this CPU (or ONNX_LIGHT_DISABLE_AVX512) already runs the int16 path")
+def test_integer_tests_pass_on_the_int16_path():
+    # CPUs without AVX-512 VNNI run the int16 pair GEMM; ONNX_LIGHT_DISABLE_AVX512 selects it here.
+    env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX512="1")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_ops_quantization.py",
+         "test_qdq_fusion.py"], cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/thread_pool.h"
 #include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
@@ -61,11 +62,17 @@ void VnniConv::Run(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const Wind
       }
       const uint8_t* columns = image;
       if (!pointwise) {
-        Im2Col<uint8_t>(image, cg, g, col_t.data<uint8_t>(), static_cast<uint8_t>(x_zero));
-        columns = col_t.data<uint8_t>();
+        // Channels gather into disjoint blocks of rows: split them over the threads.
+        uint8_t* col = col_t.data<uint8_t>();
+        const int64_t rows_per_channel = depth_ / std::max<int64_t>(cg, 1);
+        ParallelFor(rt.thread_pool(), cg, 1, [&](int64_t first, int64_t last) {
+          Im2Col<uint8_t>(image + first * in_size, last - first, g, col + first * rows_per_channel * out_size,
+                          static_cast<uint8_t>(x_zero));
+        });
+        columns = col;
       }
       PackQuadPanels(columns, depth_, out_size, out_size, 0, zero_point_nonzero_, false, &panels,
-                     panels_t.data<int8_t>());
+                     panels_t.data<int8_t>(), rt.thread_pool());
       const int64_t first = gi * mg;
       QuadGemm(mg, rows_.data() + first * depth_, depth_, false, panels, row_s_.data() + first, col_u.data(),
                zero_point_nonzero_ ? zero_point_.data() + first : nullptr, panels.column_sums.data(),

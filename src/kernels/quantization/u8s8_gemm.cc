@@ -207,7 +207,7 @@ bool U8S8GemmAvailable() {
 }
 
 void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_t flip, bool sums, bool signed_sums,
-                    QuadPanels* out, int8_t* storage) {
+                    QuadPanels* out, int8_t* storage, ThreadPool* pool) {
   out->k = k;
   out->n = n;
   out->quads = (k + 3) / 4;
@@ -219,36 +219,39 @@ void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_
     out->data.clear();
   }
   out->panels_data = storage;
+  out->column_sums.assign(sums ? static_cast<size_t>(n) : 0, 0);
   const __m128i flip_v = _mm_set1_epi8(static_cast<char>(flip));
-  for (int64_t p = 0; p < out->panels; ++p) {
-    int8_t* panel = storage + p * out->quads * kQuadBytes;
-    const int64_t c0 = p * kPanel, cols = std::min(kPanel, n - c0);
-    for (int64_t q = 0; q < out->quads; ++q) {
-      int8_t* dst = panel + q * kQuadBytes;
-      const uint8_t* r0 = src + 4 * q * ld + c0;
-      if (cols == kPanel && 4 * q + 4 <= k) {
-        InterleaveQuad16(r0, r0 + ld, r0 + 2 * ld, r0 + 3 * ld, flip_v, dst);
-        InterleaveQuad16(r0 + 16, r0 + ld + 16, r0 + 2 * ld + 16, r0 + 3 * ld + 16, flip_v, dst + 64);
-        continue;
+  const int64_t quads = out->quads;
+  int32_t* column_sums = out->column_sums.data();
+  ParallelFor(pool, out->panels, std::max<int64_t>(1, 4096 / std::max<int64_t>(k, 1)), [&](int64_t first, int64_t last) {
+    for (int64_t p = first; p < last; ++p) {
+      int8_t* panel = storage + p * quads * kQuadBytes;
+      const int64_t c0 = p * kPanel, cols = std::min(kPanel, n - c0);
+      for (int64_t q = 0; q < quads; ++q) {
+        int8_t* dst = panel + q * kQuadBytes;
+        const uint8_t* r0 = src + 4 * q * ld + c0;
+        if (cols == kPanel && 4 * q + 4 <= k) {
+          InterleaveQuad16(r0, r0 + ld, r0 + 2 * ld, r0 + 3 * ld, flip_v, dst);
+          InterleaveQuad16(r0 + 16, r0 + ld + 16, r0 + 2 * ld + 16, r0 + 3 * ld + 16, flip_v, dst + 64);
+          continue;
+        }
+        std::memset(dst, 0, kQuadBytes);
+        for (int64_t i = 0; i < 4 && 4 * q + i < k; ++i) {
+          for (int64_t j = 0; j < cols; ++j) dst[j * 4 + i] = static_cast<int8_t>(r0[i * ld + j] ^ flip);
+        }
       }
-      std::memset(dst, 0, kQuadBytes);
-      for (int64_t i = 0; i < 4 && 4 * q + i < k; ++i) {
-        for (int64_t j = 0; j < cols; ++j) dst[j * 4 + i] = static_cast<int8_t>(r0[i * ld + j] ^ flip);
+      if (!sums) continue;
+      uint32_t acc[kPanel] = {};
+      for (int64_t r = 0; r < k; ++r) {
+        const uint8_t* row = src + r * ld + c0;
+        for (int64_t j = 0; j < cols; ++j) {
+          const auto v = static_cast<uint8_t>(row[j] ^ flip);
+          acc[j] += signed_sums ? static_cast<uint32_t>(static_cast<int8_t>(v)) : v;
+        }
       }
+      for (int64_t j = 0; j < cols; ++j) column_sums[c0 + j] = static_cast<int32_t>(acc[j]);
     }
-  }
-  out->column_sums.clear();
-  if (!sums) return;
-  std::vector<uint32_t> acc(static_cast<size_t>(n), 0);
-  for (int64_t r = 0; r < k; ++r) {
-    const uint8_t* row = src + r * ld;
-    if (signed_sums) {
-      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<uint32_t>(static_cast<int8_t>(row[j] ^ flip));
-    } else {
-      for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<uint8_t>(row[j] ^ flip);
-    }
-  }
-  out->column_sums.assign(acc.begin(), acc.end());
+  });
 }
 
 void QuadGemm(int64_t m, const uint8_t* rows, int64_t lda, bool rows_unsigned, const QuadPanels& b,

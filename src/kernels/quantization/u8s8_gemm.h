@@ -45,9 +45,10 @@ inline int64_t QuadPanelsSize(int64_t k, int64_t n) { return ((n + 31) / 32) * (
 
 /// Packs a [k, n] byte matrix (row stride `ld`), each byte XOR `flip` (0x80 shifts by 128
 /// between int8 and uint8). `sums`: also the column sums of the packed bytes, read as int8
-/// (`signed_sums`) or uint8. With `storage` (QuadPanelsSize bytes) the panels go there.
+/// (`signed_sums`) or uint8. With `storage` (QuadPanelsSize bytes) the panels go there. Splits
+/// the panels over `pool` when given.
 void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_t flip, bool sums, bool signed_sums,
-                    QuadPanels* out, int8_t* storage = nullptr);
+                    QuadPanels* out, int8_t* storage = nullptr, ThreadPool* pool = nullptr);
 
 /// C (row stride `ldc`) = rows x panels - row_s * col_u - row_t * col_v (see above). `rows`:
 /// m rows of b.k bytes, stride `lda`, uint8 when `rows_unsigned` (the panels then int8) or int8
