@@ -16,16 +16,26 @@ pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 # ("this build has no WebP decoder"); ONNX_LIGHT_WITH_IMAGE_CODECS=OFF builds without all of them.
 # See docs/dependencies.md for how they are linked and their licences.
 option(ONNX_LIGHT_WITH_IMAGE_CODECS "Link the JPEG/PNG/TIFF/WebP/JPEG 2000 libraries for ImageDecoder" ON)
+# Which of them to look for. Portable wheels leave TIFF out: Debian's libtiff loads JBIG-KIT,
+# which is GPL-2+ and cannot be bundled into an Apache-2.0 wheel (docs/dependencies.md).
+set(ONNX_LIGHT_IMAGE_CODECS "JPEG;PNG;TIFF;WEBP;OPENJPEG" CACHE STRING
+    "ImageDecoder formats to link a library for (JPEG, PNG, TIFF, WEBP, OPENJPEG)")
 set(ONNX_LIGHT_IMAGE_CODEC_TARGETS "")
 set(ONNX_LIGHT_IMAGE_CODEC_DEFINITIONS "")
+set(ONNX_LIGHT_IMAGE_CODEC_MODULES "")  # NAME=pkg-config module of each codec found (install files)
 if(ONNX_LIGHT_WITH_IMAGE_CODECS)
   foreach(codec IN ITEMS "JPEG;libjpeg" "PNG;libpng16" "TIFF;libtiff-4" "WEBP;libwebp" "OPENJPEG;libopenjp2")
     list(GET codec 0 name)
     list(GET codec 1 module)
+    if(NOT name IN_LIST ONNX_LIGHT_IMAGE_CODECS)
+      message(STATUS "ImageDecoder: ${name} not in ONNX_LIGHT_IMAGE_CODECS; that format will be refused")
+      continue()
+    endif()
     pkg_check_modules(IMG_${name} QUIET IMPORTED_TARGET ${module})
     if(IMG_${name}_FOUND)
       list(APPEND ONNX_LIGHT_IMAGE_CODEC_TARGETS PkgConfig::IMG_${name})
       list(APPEND ONNX_LIGHT_IMAGE_CODEC_DEFINITIONS ONNX_LIGHT_HAVE_${name}=1)
+      list(APPEND ONNX_LIGHT_IMAGE_CODEC_MODULES ${name}=${module})
     else()
       message(STATUS "ImageDecoder: ${module} not found; that format will be refused")
     endif()

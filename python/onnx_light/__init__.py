@@ -27,4 +27,6 @@ runtime.export_chrome_trace = _trace.export_chrome_trace
 Error = runtime.Error
 
 __all__ = ["Error", "runtime"]
-__version__ = "0.1.0"
+# The compiled module carries the version CMake wrote into onnx_light/runtime/version.h, the same
+# string pyproject.toml gives the distribution.
+__version__ = runtime.__version__

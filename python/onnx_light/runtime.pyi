@@ -25,6 +25,9 @@ from typing import IO, Any, Literal, Union, overload
 
 import numpy as np
 
+__version__: str
+"""The runtime's version (ONNX_LIGHT_VERSION_STRING of the C++ headers); also onnx_light.__version__."""
+
 ModelSource = Union[str, os.PathLike[str], bytes, bytearray, memoryview, Any]
 """A model: a file path, serialized bytes (viewed, not copied) or an onnx.ModelProto."""
 

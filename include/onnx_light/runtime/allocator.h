@@ -10,11 +10,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "onnx_light/runtime/export.h"
+
 namespace onnx_light::runtime {
 
 /// Abstract allocator. Implementations must be thread-safe: sessions running on several threads
 /// share one allocator.
-class Allocator {
+class ONNX_LIGHT_API Allocator {
  public:
   virtual ~Allocator() = default;
 
@@ -39,7 +41,7 @@ class Allocator {
 /// Below 64 KiB a class is the size rounded up to 64 bytes; from 64 KiB on there are eight
 /// classes per power of two, so temporaries that grow slightly from run to run (over a growing
 /// KV cache) still find a block. Cached blocks do not count as live bytes.
-class CpuAllocator final : public Allocator {
+class ONNX_LIGHT_API CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kDefaultMaxCachedBytes = size_t{256} << 20;
 
@@ -71,14 +73,14 @@ class CpuAllocator final : public Allocator {
 };
 
 /// A fresh CpuAllocator. Each root RuntimeContext gets its own unless its options name one.
-std::shared_ptr<Allocator> MakeCpuAllocator();
+ONNX_LIGHT_API std::shared_ptr<Allocator> MakeCpuAllocator();
 
 /// Allocates `bytes` from `allocator` and returns an owner that frees the block when the last
 /// reference goes away. The owner keeps the allocator alive.
-std::shared_ptr<void> AllocateBuffer(const std::shared_ptr<Allocator>& allocator, size_t bytes);
+ONNX_LIGHT_API std::shared_ptr<void> AllocateBuffer(const std::shared_ptr<Allocator>& allocator, size_t bytes);
 
 /// Whether `owner` was returned by AllocateBuffer: runtime memory, never a caller's, a model's or
 /// a custom kernel's buffer. Cheap (no allocation, no lock).
-bool IsAllocatorBuffer(const std::shared_ptr<void>& owner) noexcept;
+ONNX_LIGHT_API bool IsAllocatorBuffer(const std::shared_ptr<void>& owner) noexcept;
 
 }  // namespace onnx_light::runtime

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "onnx_light/runtime/export.h"
+
 namespace onnx_light::runtime {
 
 enum class DataType : int32_t {
@@ -53,7 +55,7 @@ inline constexpr int32_t kMaxDataTypeCode = 28;
 /// Bits one element occupies in storage: 8 * bytes for the byte-sized types, 4 for
 /// int4/uint4/float4e2m1, 2 for int2/uint2, 6 for the float6 types, 8 * sizeof(std::string) for
 /// strings; 0 for kUndefined and codes the runtime does not know.
-int ElementBits(DataType type) noexcept;
+ONNX_LIGHT_API int ElementBits(DataType type) noexcept;
 
 /// True for the types whose elements are narrower than a byte (several share one byte).
 inline bool IsSubByte(DataType type) noexcept {
@@ -64,13 +66,13 @@ inline bool IsSubByte(DataType type) noexcept {
 /// Bytes per element of a byte-addressable type (1, 2, 4, 8, 16, or sizeof(std::string)).
 /// 0 for sub-byte types (their elements have no byte size: use StorageBytes), for kUndefined and
 /// for unknown codes.
-size_t ElementSize(DataType type) noexcept;
+ONNX_LIGHT_API size_t ElementSize(DataType type) noexcept;
 
 /// Bytes that `elements` elements of `type` occupy stored contiguously from a byte boundary:
 /// ceil(elements * ElementBits(type) / 8). 0 for unknown types and non-positive counts;
 /// SIZE_MAX when the count does not fit size_t (no real buffer has that size, so comparing or
 /// allocating with it fails).
-size_t StorageBytes(DataType type, int64_t elements) noexcept;
+ONNX_LIGHT_API size_t StorageBytes(DataType type, int64_t elements) noexcept;
 
 /// True when element `index` of a contiguous run starts on a byte boundary (always for
 /// byte-sized types; for sub-byte types when index * bits is a multiple of 8).
@@ -85,12 +87,12 @@ inline int64_t ByteOffset(DataType type, int64_t index) noexcept {
 
 /// Lowercase name as used in kernel-usage names and messages: "float32", "int64", "float16",
 /// and ONNX's spelling for the newer types ("float8e4m3fn", "int4", "float6e3m2", ...).
-std::string_view DataTypeName(DataType type) noexcept;
+ONNX_LIGHT_API std::string_view DataTypeName(DataType type) noexcept;
 
 /// True for the ONNX codes this runtime can hold in a Tensor.
-bool IsSupportedDataType(int32_t onnx_code) noexcept;
+ONNX_LIGHT_API bool IsSupportedDataType(int32_t onnx_code) noexcept;
 
 /// True for the float8/float6/float4 types and float8e8m0 (the low-precision floats).
-bool IsLowPrecisionFloat(DataType type) noexcept;
+ONNX_LIGHT_API bool IsLowPrecisionFloat(DataType type) noexcept;
 
 }  // namespace onnx_light::runtime

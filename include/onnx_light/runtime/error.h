@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "onnx_light/runtime/export.h"
+
 namespace onnx_light::runtime {
 
 enum class ErrorCode {
@@ -19,7 +21,7 @@ enum class ErrorCode {
 
 /// Thrown by every runtime API on failure. Messages name the node, operator or input involved
 /// and the expected versus actual value.
-class Error : public std::runtime_error {
+class ONNX_LIGHT_API Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
   ErrorCode code() const noexcept { return code_; }

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/runtime_event.h"
 
 namespace onnx_light::runtime {
@@ -12,7 +13,7 @@ namespace onnx_light::runtime {
 /// Threading: Append and Clear are serialised by an internal mutex, so children running on
 /// different threads may record concurrently. entries() hands out the vector itself and requires
 /// that nothing records or clears at the same time; Snapshot() copies under the lock.
-class EventLog {
+class ONNX_LIGHT_API EventLog {
  public:
   void Append(RuntimeEvent event) {
     std::lock_guard lock(mutex_);

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "onnx_light/runtime/export.h"
+
 namespace onnx_light::runtime {
 
-struct Float16 {
+struct ONNX_LIGHT_API Float16 {
   uint16_t bits = 0;
 
   Float16() = default;
@@ -56,7 +58,7 @@ struct Float16 {
   }
 };
 
-struct BFloat16 {
+struct ONNX_LIGHT_API BFloat16 {
   uint16_t bits = 0;
 
   BFloat16() = default;

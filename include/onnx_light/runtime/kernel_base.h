@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/runtime_context.h"
 
@@ -20,14 +21,14 @@ namespace onnx_light::runtime {
 /// and reads inputs and writes outputs through `rt` (RuntimeContext::Input, AllocateOutput, ...).
 /// Threading: sessions may run on several threads at once, so Run must not mutate the kernel
 /// (keep per-run scratch on the stack or in the context).
-class KernelBase {
+class ONNX_LIGHT_API KernelBase {
  public:
   virtual ~KernelBase() = default;
   virtual void Run(RuntimeContext& rt) const = 0;
 };
 
 /// A compiled child graph (If branch, Loop/Scan body, function body) as a kernel sees it.
-class SubgraphRunner {
+class ONNX_LIGHT_API SubgraphRunner {
  public:
   virtual ~SubgraphRunner() = default;
   virtual size_t num_inputs() const noexcept = 0;
@@ -47,7 +48,7 @@ class SubgraphRunner {
 /// What a factory sees of the node it builds a kernel for. Attribute getters throw
 /// Error(kInvalidArgument) naming the node when an attribute has the wrong type or a required
 /// one is missing.
-class KernelBuildInfo {
+class ONNX_LIGHT_API KernelBuildInfo {
  public:
   /// `constant_inputs`, when given, holds one entry per input of `node`: the input's value when
   /// it is a constant of the graph, null otherwise (see constant_input()).
@@ -128,7 +129,7 @@ using KernelFactory = std::function<std::unique_ptr<KernelBase>(const KernelBuil
 /// The opset versions of one operator's domain that a kernel implements: every version v with
 /// since <= v <= until. A built-in kernel states both ends; `until` stops before the next version
 /// of the operator whose semantics the kernel does not implement.
-struct OpsetRange {
+struct ONNX_LIGHT_API OpsetRange {
   int64_t since = 1;
   int64_t until = kOpenEndedOpset;
   /// `until` of a registration that serves every later version (custom kernels).
@@ -140,7 +141,7 @@ struct OpsetRange {
 /// contains the model's version, the one with the highest `since` (so a later custom
 /// registration can take over from some version on).
 /// Threading: Register is not thread-safe against lookups; lookups are thread-safe.
-class KernelRegistry {
+class ONNX_LIGHT_API KernelRegistry {
  public:
   void Register(std::string domain, std::string op_type, OpsetRange versions, KernelFactory factory);
   /// Serves every version from `since_version` on (the form custom kernels use).
@@ -178,17 +179,17 @@ class KernelRegistry {
 };
 
 /// The built-in kernels (one explicit table, built on first use). Thread-safe.
-const KernelRegistry& BuiltinKernels();
+ONNX_LIGHT_API const KernelRegistry& BuiltinKernels();
 /// Process-wide custom kernels, consulted before the built-ins. Register before building
 /// sessions that should see them; guarded by a mutex.
-void RegisterGlobalKernel(std::string domain, std::string op_type, KernelFactory factory,
+ONNX_LIGHT_API void RegisterGlobalKernel(std::string domain, std::string op_type, KernelFactory factory,
                           int64_t since_version = 1);
 /// Per-context custom kernels, consulted before global and built-in ones by sessions run with a
 /// context built from `kernel_context`.
-void RegisterContextKernel(KernelContext& kernel_context, std::string domain, std::string op_type,
+ONNX_LIGHT_API void RegisterContextKernel(KernelContext& kernel_context, std::string domain, std::string op_type,
                            KernelFactory factory, int64_t since_version = 1);
 
 /// Normalises "ai.onnx" to "".
-std::string_view CanonicalDomain(std::string_view domain) noexcept;
+ONNX_LIGHT_API std::string_view CanonicalDomain(std::string_view domain) noexcept;
 
 }  // namespace onnx_light::runtime

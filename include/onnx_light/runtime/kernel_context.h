@@ -5,12 +5,14 @@
 #include <memory>
 #include <string>
 
+#include "onnx_light/runtime/export.h"
+
 namespace onnx_light::runtime {
 
 class KernelRegistry;
 
 /// An operator-set id: a domain ("" is ai.onnx) and its version.
-struct OpsetId {
+struct ONNX_LIGHT_API OpsetId {
   std::string domain;
   int64_t version = 0;
 };
@@ -22,7 +24,7 @@ struct OpsetId {
 inline constexpr int64_t kMaxOnnxOpset = 28;
 
 /// The ai.onnx opset `version`. Throws Error(kInvalidArgument) outside [1, kMaxOnnxOpset].
-OpsetId DefaultOpset(int64_t version);
+ONNX_LIGHT_API OpsetId DefaultOpset(int64_t version);
 
 /// The scope in which custom kernels are registered (RegisterContextKernel): sessions built with
 /// RuntimeSessionOptions::kernel_context, and runs whose RuntimeContext was built from it, see
@@ -38,7 +40,7 @@ OpsetId DefaultOpset(int64_t version);
 /// copy is visible through all of them (and through every RuntimeContext built from them).
 /// Threading: registering while a session runs with this context is not allowed; lookups are
 /// read-only and thread-safe.
-class KernelContext {
+class ONNX_LIGHT_API KernelContext {
  public:
   /// Labelled with the newest supported ai.onnx opset, DefaultOpset(kMaxOnnxOpset).
   KernelContext();

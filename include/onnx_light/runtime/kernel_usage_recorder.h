@@ -9,11 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include "onnx_light/runtime/export.h"
+
 namespace onnx_light::runtime {
 
 /// Threading: every method is thread-safe. While disabled, Record costs one relaxed atomic load.
 /// Keeps the first `limit` names (duplicates included) and drops the rest until Clear().
-class KernelUsageRecorder {
+class ONNX_LIGHT_API KernelUsageRecorder {
  public:
   explicit KernelUsageRecorder(size_t limit) : limit_(limit) {}
 

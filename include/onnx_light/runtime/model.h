@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "onnx_light/runtime/allocator.h"
+#include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/kernel_context.h"
 #include "onnx_light/runtime/tensor.h"
 
@@ -20,7 +21,7 @@ namespace onnx_light::runtime {
 struct Graph;
 
 /// ONNX TypeProto, reduced to what the runtime checks.
-struct TypeInfo {
+struct ONNX_LIGHT_API TypeInfo {
   enum class Kind { kUnknown, kTensor, kSequence, kOptional, kMap, kSparseTensor };
   Kind kind = Kind::kUnknown;
   /// Tensor element type (for kTensor / kSparseTensor), or the map key type.
@@ -31,7 +32,7 @@ struct TypeInfo {
   std::shared_ptr<const TypeInfo> inner;
 };
 
-struct ValueInfo {
+struct ONNX_LIGHT_API ValueInfo {
   std::string name;
   TypeInfo type;
 };
@@ -42,7 +43,7 @@ enum class AttributeType : int32_t {
   kSparseTensor = 11, kSparseTensors = 12, kTypeProto = 13, kTypeProtos = 14,
 };
 
-struct Attribute {
+struct ONNX_LIGHT_API Attribute {
   std::string name;
   AttributeType type = AttributeType::kUndefined;
   /// Inside a function body: the caller's attribute this one refers to ("" when a value).
@@ -59,7 +60,7 @@ struct Attribute {
   std::vector<std::shared_ptr<const Graph>> graphs;
 };
 
-struct Node {
+struct ONNX_LIGHT_API Node {
   std::string name;
   std::string op_type;
   std::string domain;  // "" and "ai.onnx" both mean the default domain
@@ -72,19 +73,19 @@ struct Node {
   const Attribute* FindAttribute(std::string_view attr_name) const;
 };
 
-struct Initializer {
+struct ONNX_LIGHT_API Initializer {
   std::string name;
   Tensor tensor;
 };
 
 /// A graph-declared feedback value: output `output_name` of one call becomes input `input_name`
 /// of the next (GraphProto field 1001).
-struct PersistentBinding {
+struct ONNX_LIGHT_API PersistentBinding {
   std::string input_name;
   std::string output_name;
 };
 
-struct Graph {
+struct ONNX_LIGHT_API Graph {
   std::string name;
   std::vector<Node> nodes;
   std::vector<Initializer> initializers;
@@ -95,7 +96,7 @@ struct Graph {
 };
 
 /// A model-local function (FunctionProto).
-struct Function {
+struct ONNX_LIGHT_API Function {
   std::string name;
   std::string domain;
   std::string overload;
@@ -122,7 +123,7 @@ enum class LoadMode {
   kMap,
 };
 
-struct ModelLoadOptions {
+struct ONNX_LIGHT_API ModelLoadOptions {
   LoadMode mode = LoadMode::kCopy;
   /// Memory for the copied file bytes (copy mode) and for initializers the loader decodes or
   /// copies (typed value fields, misaligned raw data, bool normalisation). Null: a fresh
@@ -133,7 +134,7 @@ struct ModelLoadOptions {
 /// Immutable after loading; safe to share between threads and sessions. `backing` keeps the
 /// bytes the model was parsed from alive (the copied or mapped file, or the caller's buffer);
 /// every initializer that views them shares that ownership.
-struct Model {
+struct ONNX_LIGHT_API Model {
   int64_t ir_version = 0;
   std::vector<OpsetId> opset_imports;
   std::string producer_name;
@@ -166,7 +167,7 @@ struct Model {
 
 /// The version `imports` (a model's or a function's opset_imports) gives `domain`; "" and
 /// "ai.onnx" both name the default domain. 0 when `domain` is not imported.
-int64_t ImportedOpsetVersion(std::span<const OpsetId> imports, std::string_view domain);
+ONNX_LIGHT_API int64_t ImportedOpsetVersion(std::span<const OpsetId> imports, std::string_view domain);
 
 /// Reads a model file; external data is read relative to the file's folder. `options.mode`
 /// says whether the files are copied (default) or mapped. Throws Error(kInvalidArgument) naming
@@ -177,26 +178,26 @@ int64_t ImportedOpsetVersion(std::span<const OpsetId> imports, std::string_view 
 /// resolution (openat2 RESOLVE_BENEATH; without it, a walk that refuses symbolic links), and
 /// name a regular file; otherwise Error(kInvalidArgument) naming the tensor, location and folder
 /// (kNotFound for a missing file). Bool tensors are normalised: a byte other than 0 means 1.
-std::shared_ptr<const Model> LoadModel(const std::filesystem::path& path,
+ONNX_LIGHT_API std::shared_ptr<const Model> LoadModel(const std::filesystem::path& path,
                                        const ModelLoadOptions& options = {});
 
 /// Reads a model from bytes that `owner` keeps alive; initializers view those bytes, so the
 /// caller must not change them while the model lives. `base_directory` resolves external data
 /// (empty: external data is an error), which `options.mode` copies or maps as LoadModel does.
-std::shared_ptr<const Model> LoadModelFromBuffer(std::shared_ptr<const void> owner,
+ONNX_LIGHT_API std::shared_ptr<const Model> LoadModelFromBuffer(std::shared_ptr<const void> owner,
                                                  std::span<const std::byte> bytes,
                                                  const std::filesystem::path& base_directory = {},
                                                  const ModelLoadOptions& options = {});
 
 /// Reads a model from a string of bytes, which the model takes over.
-std::shared_ptr<const Model> LoadModelFromBytes(std::string bytes,
+ONNX_LIGHT_API std::shared_ptr<const Model> LoadModelFromBytes(std::string bytes,
                                                 const std::filesystem::path& base_directory = {},
                                                 const ModelLoadOptions& options = {});
 
 /// Returns `model_bytes` with GraphProto field 1001 declarations appended for each
 /// {input_name, output_name} pair (existing declarations are kept). The result is a valid ONNX
 /// model for every standard reader, which ignores the field.
-std::string WithPersistentBindings(std::string_view model_bytes,
+ONNX_LIGHT_API std::string WithPersistentBindings(std::string_view model_bytes,
                                    std::span<const PersistentBinding> bindings);
 
 }  // namespace onnx_light::runtime

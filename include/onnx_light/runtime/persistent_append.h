@@ -21,13 +21,14 @@
 #include <string_view>
 #include <vector>
 
+#include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
 
 class RuntimeContext;
 
-struct PersistentAppendReservation {
+struct ONNX_LIGHT_API PersistentAppendReservation {
   /// `past` followed by the reserved rows: the value to output. May be strided (the buffer keeps
   /// spare capacity along the append axis).
   Tensor full;
@@ -43,7 +44,7 @@ struct PersistentAppendReservation {
 };
 
 /// Bytes [offset, offset + bytes) of a value, counted from its first element.
-struct PersistentByteRange {
+struct ONNX_LIGHT_API PersistentByteRange {
   size_t offset = 0;
   size_t bytes = 0;
 };
@@ -66,7 +67,7 @@ enum class PersistentReplaceStart {
 /// value: with kPast it brings the spare buffer up to date by copying only the ranges the
 /// previous call wrote. A buffer someone else still holds (a result kept from two calls ago) is
 /// never written; a fresh one is allocated instead.
-struct PersistentReplaceReservation {
+struct ONNX_LIGHT_API PersistentReplaceReservation {
   /// Writable, contiguous, with past's type and shape; never aliases `past`.
   Tensor value;
   uint64_t token = 0;
@@ -77,7 +78,7 @@ struct PersistentReplaceReservation {
 
 /// Implemented by PersistentValueState for the duration of one call. Threading: used only by the
 /// thread running that call (the state rejects overlapping calls).
-class PersistentAppendSink {
+class ONNX_LIGHT_API PersistentAppendSink {
  public:
   virtual ~PersistentAppendSink() = default;
   virtual PersistentAppendReservation Reserve(RuntimeContext& rt, std::string_view output_name,

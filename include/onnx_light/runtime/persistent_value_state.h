@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/runtime_context.h"
 #include "onnx_light/runtime/runtime_session.h"
@@ -30,7 +31,7 @@ class PersistentBuffer;
 /// fails with Error(kFailedPrecondition) instead of racing. Different states are independent and
 /// may run concurrently (they may even share a root context's event log through child contexts,
 /// but each call needs its own RuntimeContext).
-class PersistentValueState {
+class ONNX_LIGHT_API PersistentValueState {
  public:
   using Values = std::unordered_map<std::string, RuntimeValue>;
 

@@ -18,3 +18,4 @@
 #include "onnx_light/runtime/runtime_value.h"
 #include "onnx_light/runtime/tensor.h"
 #include "onnx_light/runtime/trace_export.h"
+#include "onnx_light/runtime/version.h"

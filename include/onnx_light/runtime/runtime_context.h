@@ -15,6 +15,7 @@
 
 #include "onnx_light/runtime/allocator.h"
 #include "onnx_light/runtime/event_log.h"
+#include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/kernel_context.h"
 #include "onnx_light/runtime/kernel_usage_recorder.h"
 #include "onnx_light/runtime/persistent_append.h"
@@ -28,7 +29,7 @@ struct DispatchFrame;
 struct RunControl;
 class ThreadPool;
 
-struct RuntimeContextOptions {
+struct ONNX_LIGHT_API RuntimeContextOptions {
   /// Record events (value mutations, node dispatches, persistent-storage work). Off by default;
   /// when off, recording costs one branch and the log is left unchanged.
   bool events_enabled = false;
@@ -54,7 +55,7 @@ enum class ChildContextKind { kSubgraph, kFunction, kFeedback, kHalfPrecisionScr
 /// any time; the kernel-usage methods are thread-safe; related contexts (children, copies) may run
 /// on different threads, their RecordEvent calls serialised by the shared log. events() hands out
 /// the log itself and needs no concurrent recording or clearing.
-class RuntimeContext {
+class ONNX_LIGHT_API RuntimeContext {
  public:
   /// Kernel-usage names kept before further ones are dropped (until ClearKernelUsage()).
   static constexpr size_t kKernelUsageLimit = 1024;

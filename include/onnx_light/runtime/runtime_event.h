@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "onnx_light/runtime/data_type.h"
+#include "onnx_light/runtime/export.h"
 
 namespace onnx_light::runtime {
 
@@ -30,16 +31,16 @@ enum class TensorKind : int32_t {
 };
 
 /// "add", "replace", "remove", "run_node", "persistent_storage"; "unknown" for anything else.
-std::string_view RuntimeEventActionName(RuntimeEventAction action) noexcept;
+ONNX_LIGHT_API std::string_view RuntimeEventActionName(RuntimeEventAction action) noexcept;
 /// "unknown", "initializer", "input", "intermediate", "output"; "unknown" for anything else.
-std::string_view TensorKindName(TensorKind kind) noexcept;
+ONNX_LIGHT_API std::string_view TensorKindName(TensorKind kind) noexcept;
 
 /// node_index values that are not node positions.
 inline constexpr int64_t kNodeIndexNone = -1;         // graph input, removal or idle context
 inline constexpr int64_t kNodeIndexInitializer = -2;  // initializer materialisation
 
 /// A plain value type: copies are independent; no internal synchronisation.
-struct RuntimeEvent {
+struct ONNX_LIGHT_API RuntimeEvent {
   RuntimeEventAction action = RuntimeEventAction::kAdd;
   TensorKind kind = TensorKind::kUnknown;
   /// Nanoseconds since the Unix epoch. Zero means "now" when recorded; a nonzero value (for

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/runtime_context.h"
 
@@ -20,7 +21,7 @@ class GraphPlan;
 class KernelRegistry;
 class ThreadPool;
 
-struct RuntimeSessionOptions {
+struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// Rows reserved along the append axis the first time a persistent value grows in place
   /// (PersistentValueState); 0 disables reservations, so every append reallocates.
   int64_t persistent_tensor_initial_capacity = 32;
@@ -116,7 +117,7 @@ inline constexpr int64_t kMaxNestingDepthLimit = 1024;
 
 /// Throws Error(kInvalidArgument) naming the first option out of range, its value and the
 /// accepted range. RuntimeSession's constructor calls it.
-void ValidateSessionOptions(const RuntimeSessionOptions& options);
+ONNX_LIGHT_API void ValidateSessionOptions(const RuntimeSessionOptions& options);
 
 /// Ownership: the session shares ownership of its Model, so initializer views stay valid for the
 /// session's life. Outputs left in a context own or share their storage and outlive the session.
@@ -124,7 +125,7 @@ void ValidateSessionOptions(const RuntimeSessionOptions& options);
 /// Threading: Run is const and thread-safe — several threads may run one session at once, each
 /// with its own RuntimeContext (a context held by another run is refused, see RuntimeContext).
 /// Construction is not shared with other calls.
-class RuntimeSession {
+class ONNX_LIGHT_API RuntimeSession {
  public:
   /// Compiles `model`. Throws Error(kUnimplemented) naming the node for an operator, domain or
   /// opset without a kernel, Error(kInvalidArgument) for a malformed graph (a value used before

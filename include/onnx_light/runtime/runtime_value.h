@@ -7,18 +7,19 @@
 #include <variant>
 #include <vector>
 
+#include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
 
 /// An ONNX sequence of tensors sharing one element type.
-struct TensorSequence {
+struct ONNX_LIGHT_API TensorSequence {
   DataType element_type = DataType::kUndefined;
   std::vector<Tensor> items;
 };
 
 /// An ONNX optional that holds nothing. An optional that holds something is stored as its content.
-struct EmptyOptional {
+struct ONNX_LIGHT_API EmptyOptional {
   enum class Content { kTensor, kSequence } content = Content::kTensor;
   DataType element_type = DataType::kUndefined;
 };
@@ -28,7 +29,7 @@ struct EmptyOptional {
 /// (kernels, the Python dict conversion) keep that order, and a map fed to a session is checked
 /// (ValidateInputValue), so kernels may binary-search `keys`. A copy shares both tensors'
 /// storage (ZipMap's maps all share one key tensor); threading as for RuntimeValue.
-struct TensorMap {
+struct ONNX_LIGHT_API TensorMap {
   Tensor keys;
   Tensor values;
   int64_t size() const noexcept { return keys.shape().empty() ? 0 : keys.shape()[0]; }
@@ -36,7 +37,7 @@ struct TensorMap {
 
 /// An ONNX sequence of maps sharing key and value types (ZipMap's output). Kept apart from
 /// TensorSequence so sequence kernels, which hold tensors only, never see a map.
-struct MapSequence {
+struct ONNX_LIGHT_API MapSequence {
   DataType key_type = DataType::kUndefined;
   DataType value_type = DataType::kUndefined;
   std::vector<TensorMap> items;
@@ -44,7 +45,7 @@ struct MapSequence {
 
 /// Bytes in a format the runtime does not interpret (for example a serialized map or sparse
 /// tensor handed through by a custom kernel). `format` names the encoding.
-struct EncodedValue {
+struct ONNX_LIGHT_API EncodedValue {
   std::string format;
   std::shared_ptr<const std::string> bytes;
 };
@@ -52,7 +53,7 @@ struct EncodedValue {
 /// One graph value. Copying shares tensor storage; it never copies elements.
 /// Threading: like Tensor, thread-compatible — concurrent reads are safe, writes need external
 /// synchronisation.
-class RuntimeValue {
+class ONNX_LIGHT_API RuntimeValue {
  public:
   /// In the order of the variant's alternatives (kind() is the variant index).
   enum class Kind { kNone, kTensor, kSequence, kEmptyOptional, kEncoded, kMap, kMapSequence };
@@ -90,6 +91,6 @@ class RuntimeValue {
 };
 
 /// "none", "tensor", "sequence", "empty optional", "encoded", "map", "map sequence".
-std::string_view RuntimeValueKindName(RuntimeValue::Kind kind) noexcept;
+ONNX_LIGHT_API std::string_view RuntimeValueKindName(RuntimeValue::Kind kind) noexcept;
 
 }  // namespace onnx_light::runtime

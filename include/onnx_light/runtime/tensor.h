@@ -10,6 +10,7 @@
 
 #include "onnx_light/runtime/allocator.h"
 #include "onnx_light/runtime/data_type.h"
+#include "onnx_light/runtime/export.h"
 
 namespace onnx_light::runtime {
 
@@ -17,18 +18,18 @@ using Shape = std::vector<int64_t>;
 
 /// Number of elements of `shape` (1 for a scalar). Throws Error(kInvalidArgument) on a negative
 /// dimension or an element count that overflows int64.
-int64_t ShapeSize(std::span<const int64_t> shape);
+ONNX_LIGHT_API int64_t ShapeSize(std::span<const int64_t> shape);
 
 /// "[2, 3, 4]".
-std::string ShapeToString(std::span<const int64_t> shape);
+ONNX_LIGHT_API std::string ShapeToString(std::span<const int64_t> shape);
 
 /// The largest tensor Tensor::Allocate attempts: the machine's physical memory in bytes. A
 /// larger request can never be satisfied without swapping the whole machine, so it is refused
 /// before the allocator is asked.
-int64_t MaxTensorBytes();
+ONNX_LIGHT_API int64_t MaxTensorBytes();
 
 /// Row-major element strides of a contiguous tensor with `shape`.
-Shape ContiguousStrides(std::span<const int64_t> shape);
+ONNX_LIGHT_API Shape ContiguousStrides(std::span<const int64_t> shape);
 
 /// A typed view of memory. Thread-compatible: concurrent reads are safe; writes to the elements
 /// need external synchronisation like any buffer.
@@ -47,7 +48,7 @@ Shape ContiguousStrides(std::span<const int64_t> shape);
 /// elements move with the one strided copy (core/strided_copy.h), bit by bit where needed. A view
 /// must start on a byte boundary: a slice, split or scan step whose first element lies inside a
 /// byte is copied instead of viewed (see IsByteAligned/ByteOffset in data_type.h).
-class Tensor {
+class ONNX_LIGHT_API Tensor {
  public:
   Tensor() = default;
   /// A view over `data` kept alive by `owner`. Empty `strides` means row-major contiguous;
@@ -119,6 +120,6 @@ class Tensor {
 
 /// Copies elements of `src` into the contiguous tensor `dst` of the same type and size, following
 /// `src`'s strides.
-void CopyElements(const Tensor& src, Tensor& dst);
+ONNX_LIGHT_API void CopyElements(const Tensor& src, Tensor& dst);
 
 }  // namespace onnx_light::runtime

@@ -23,11 +23,12 @@
 #include <iosfwd>
 #include <span>
 
+#include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/runtime_event.h"
 
 namespace onnx_light::runtime {
 
-struct ChromeTraceOptions {
+struct ONNX_LIGHT_API ChromeTraceOptions {
   /// Also write value additions, replacements and removals (they can dominate the file).
   bool include_value_events = false;
 };
@@ -36,12 +37,12 @@ struct ChromeTraceOptions {
 /// them alive for the duration of the call (pass a Snapshot() when other threads may record).
 /// Strings are JSON-escaped; bytes that are not valid UTF-8 become U+FFFD. Throws
 /// Error(kInvalidArgument) when the stream reports a write failure.
-void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
+ONNX_LIGHT_API void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
                        const ChromeTraceOptions& options = {});
 
 /// Writes the trace to the file at `path`, replacing it. Throws Error(kInvalidArgument) naming
 /// the path when it cannot be opened or written.
-void ExportChromeTrace(std::span<const RuntimeEvent> events, const std::filesystem::path& path,
+ONNX_LIGHT_API void ExportChromeTrace(std::span<const RuntimeEvent> events, const std::filesystem::path& path,
                        const ChromeTraceOptions& options = {});
 
 }  // namespace onnx_light::runtime
