@@ -83,6 +83,13 @@ std::vector<std::string> NamesFromPython(py::handle names, std::string_view what
 py::object StringElementToPython(const std::string& text);
 /// Element `index` of the string feed `feed` into `out`, encoded as NameFromPython does.
 void StringElementFromPython(py::handle item, std::string& out, std::string_view feed, int64_t index);
+/// The outputs the first argument of run(None | [names], feeds) asks for: every output (None) or
+/// the named ones (KeyError naming an unknown one; TypeError for anything but a list or tuple).
+std::vector<std::string> WantedOutputs(py::handle first, const std::vector<ValueInfo>& outputs);
+/// Those outputs of a run's result dict as a list, in `wanted` order (None for an absent one).
+py::list SelectOutputs(const py::dict& outputs, const std::vector<std::string>& wanted);
+/// A short TypeError listing the forms of run() when `feeds` is neither None nor a dict.
+void CheckFeedsArgument(py::handle first, py::handle feeds);
 /// Serialized model bytes from a path, bytes-like object or onnx.ModelProto.
 std::string ModelBytesFromPython(py::handle model);
 /// A model from a path (str or os.PathLike), bytes-like object or onnx.ModelProto. A path is

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -146,34 +147,76 @@ class FeedRestorer {
   }
 
   void Put(const std::string& name, RuntimeValue value) {
-    bool seen = false;
-    for (const auto& [n, v] : previous_) seen = seen || n == name;
-    if (!seen) {
-      if (const Tensor* t = rt_.FindTensor(name)) {
-        previous_.emplace_back(name, RuntimeValue(*t));
-      } else if (const RuntimeValue* v = rt_.FindValue(name)) {
-        previous_.emplace_back(name, *v);
-      } else {
-        previous_.emplace_back(name, RuntimeValue());
-      }
-    }
+    Remember(name);
     rt_.PutValue(name, std::move(value), TensorKind::kInput);
+  }
+  /// Takes `name` out of the context for this run (restored if the run fails).
+  void Remove(const std::string& name) {
+    if (rt_.FindTensor(name) == nullptr && rt_.FindValue(name) == nullptr) return;
+    Remember(name);
+    rt_.RemoveValue(name, TensorKind::kInput);
   }
   void Commit() noexcept { committed_ = true; }
 
  private:
+  void Remember(const std::string& name) {
+    for (const auto& [n, v] : previous_) {
+      if (n == name) return;
+    }
+    if (const Tensor* t = rt_.FindTensor(name)) {
+      previous_.emplace_back(name, RuntimeValue(*t));
+    } else if (const RuntimeValue* v = rt_.FindValue(name)) {
+      previous_.emplace_back(name, *v);
+    } else {
+      previous_.emplace_back(name, RuntimeValue());
+    }
+  }
+
   RuntimeContext& rt_;
   absl::InlinedVector<std::pair<std::string, RuntimeValue>, 4> previous_;  // empty value: absent
   bool committed_ = false;
 };
 
-py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::object feeds) {
+// Feeds are marked read-only inside the runtime: no kernel writes a caller's memory, and an
+// output that is a view of a feed (Identity, Reshape, Squeeze, ...) reaches Python read-only.
+RuntimeValue ReadOnlyFeed(RuntimeValue value) {
+  if (value.is_tensor()) return RuntimeValue(value.tensor().AsReadOnly());
+  return value;
+}
+
+// The rule for what a context keeps between runs (docs/runtime-context.md): without
+// `reuse_values` a run sees exactly the feeds it is given. A graph input missing from them is an
+// error naming it, unless an initializer gives it a default; a value an earlier run left under an
+// input's name is not used (it is taken out of the context, and put back if this run fails).
+void RequireFedInputs(const RuntimeSession& session, const std::vector<std::string>& fed,
+                      FeedRestorer& restorer, RuntimeContext& rt) {
+  const std::vector<std::string> required = session.RequiredInputNames();
+  for (const ValueInfo& input : session.inputs()) {
+    if (std::find(fed.begin(), fed.end(), input.name) != fed.end()) continue;
+    if (std::find(required.begin(), required.end(), input.name) == required.end()) {
+      restorer.Remove(input.name);  // its initializer default applies
+      continue;
+    }
+    const bool held = rt.FindTensor(input.name) != nullptr || rt.FindValue(input.name) != nullptr;
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("missing input '{}': it is not in the feeds (the required inputs are [{}]){}",
+                            input.name, fmt::join(required, ", "),
+                            held ? ". The context holds a value of that name from an earlier run: pass "
+                                   "reuse_values=True to run with it"
+                                 : ""));
+  }
+}
+
+py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::object feeds,
+                    bool reuse_values = false) {
   if (!feeds.is_none() && !py::isinstance<py::dict>(feeds)) {
-    throw py::type_error("feeds must be a dict mapping input names to arrays");
+    throw py::type_error(fmt::format("feeds must be a dict mapping input names to arrays, got {}",
+                                     py::str(py::type::of(feeds).attr("__name__")).cast<std::string>()));
   }
   // Held before the first feed is stored: no other run can interleave its feeds with ours.
   const RuntimeContext::RunGuard guard(rt);
   FeedRestorer restorer(rt);
+  std::vector<std::string> fed;
   if (!feeds.is_none()) {
     const auto& inputs = session.inputs();
     for (auto [key, value] : py::reinterpret_borrow<py::dict>(feeds)) {
@@ -186,9 +229,11 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
         throw py::key_error(fmt::format("feed '{}' is not a graph input; the inputs are [{}]", name,
                                         fmt::join(names, ", ")));
       }
-      restorer.Put(name, ValueFromPython(value, name, &known->type));
+      restorer.Put(name, ReadOnlyFeed(ValueFromPython(value, name, &known->type)));
+      fed.push_back(name);
     }
   }
+  if (!reuse_values) RequireFedInputs(session, fed, restorer, rt);
   {
     py::gil_scoped_release release;
     session.Run(rt, guard);
@@ -205,45 +250,77 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
   return outputs;
 }
 
-// The ORT-style forms of run: run(feeds), run(None, feeds) and run([names], feeds) use a fresh
-// default context; the first returns the dict, the others a list in graph-output order or in the
-// order of `names`.
-py::object RunSessionAnyForm(const RuntimeSession& session, py::object first, py::object feeds) {
-  if (py::isinstance<RuntimeContext>(first)) return RunSession(session, first.cast<RuntimeContext&>(), feeds);
-  if (py::isinstance<py::dict>(first) && feeds.is_none()) {
-    RuntimeContext fresh;
-    return RunSession(session, fresh, first);
+}  // namespace
+
+std::vector<std::string> WantedOutputs(py::handle first, const std::vector<ValueInfo>& outputs) {
+  std::vector<std::string> wanted;
+  if (first.is_none()) {
+    for (const ValueInfo& output : outputs) wanted.push_back(output.name);
+    return wanted;
   }
-  if (!first.is_none() && !py::isinstance<py::list>(first) && !py::isinstance<py::tuple>(first)) {
+  if (!py::isinstance<py::list>(first) && !py::isinstance<py::tuple>(first)) {
     throw py::type_error(fmt::format(
-        "run takes (context, feeds), (feeds), (None, feeds) or (output_names, feeds); the first "
+        "run takes (feeds), (None, feeds), (output_names, feeds) or (context, feeds); the first "
         "argument is a {}",
         py::str(py::type::of(first).attr("__name__")).cast<std::string>()));
   }
-  std::vector<std::string> wanted;
-  if (first.is_none()) {
-    for (const ValueInfo& output : session.outputs()) wanted.push_back(output.name);
-  } else {
-    wanted = NamesFromPython(first, "output name");
-    for (const std::string& name : wanted) {
-      bool known = false;
-      for (const ValueInfo& output : session.outputs()) known = known || output.name == name;
-      if (!known) {
-        std::vector<std::string> names;
-        for (const ValueInfo& output : session.outputs()) names.push_back(output.name);
-        throw py::key_error(fmt::format("'{}' is not a graph output; the outputs are [{}]", name,
-                                        fmt::join(names, ", ")));
-      }
+  wanted = NamesFromPython(first, "output name");
+  for (const std::string& name : wanted) {
+    bool known = false;
+    for (const ValueInfo& output : outputs) known = known || output.name == name;
+    if (!known) {
+      std::vector<std::string> names;
+      for (const ValueInfo& output : outputs) names.push_back(output.name);
+      throw py::key_error(fmt::format("'{}' is not a graph output; the outputs are [{}]", name,
+                                      fmt::join(names, ", ")));
     }
   }
-  RuntimeContext fresh;
-  const py::dict outputs = RunSession(session, fresh, feeds);
+  return wanted;
+}
+
+py::list SelectOutputs(const py::dict& outputs, const std::vector<std::string>& wanted) {
   py::list result;
   for (const std::string& name : wanted) {
     const py::str key = NameToPython(name);
     result.append(outputs.contains(key) ? py::object(outputs[key]) : py::object(py::none()));
   }
   return result;
+}
+
+void CheckFeedsArgument(py::handle first, py::handle feeds) {
+  // run(feeds) with a second positional argument, or run(x) where x is neither feeds nor a
+  // context: say which forms exist instead of printing the arguments back.
+  if (!feeds.is_none() && !py::isinstance<py::dict>(feeds)) {
+    throw py::type_error(fmt::format(
+        "run takes (feeds), (None, feeds), (output_names, feeds) or (context, feeds), with feeds a "
+        "dict of input name -> array; got ({}, {})",
+        py::str(py::type::of(first).attr("__name__")).cast<std::string>(),
+        py::str(py::type::of(feeds).attr("__name__")).cast<std::string>()));
+  }
+}
+
+namespace {
+
+// The forms of run: run(context, feeds) returns the dict of every output; run(feeds) the same
+// with a fresh default context (one per call, so concurrent calls share nothing); run(None, feeds)
+// and run([names], feeds), ONNX Runtime's habit, a list in graph-output order or in the order of
+// `names`, also with a fresh context.
+py::object RunSessionAnyForm(const RuntimeSession& session, py::object first, py::object feeds, bool reuse_values) {
+  CheckFeedsArgument(first, feeds);
+  if (py::isinstance<RuntimeContext>(first)) {
+    return RunSession(session, first.cast<RuntimeContext&>(), feeds, reuse_values);
+  }
+  if (reuse_values) {
+    throw py::value_error("reuse_values=True reuses what a context holds from an earlier run; pass "
+                          "that context: run(context, feeds, reuse_values=True)");
+  }
+  if (py::isinstance<py::dict>(first) && feeds.is_none()) {
+    RuntimeContext fresh;
+    return RunSession(session, fresh, first);
+  }
+  const std::vector<std::string> wanted = WantedOutputs(first, session.outputs());
+  RuntimeContext fresh;
+  return SelectOutputs(RunSession(session, fresh, feeds), wanted);
 }
 
 // Option setters validate the whole struct with the new value, so a bad value is a ValueError
@@ -489,11 +566,16 @@ void BindSession(py::module_& m) {
            "function body (e.g. SoftmaxCrossEntropyLoss) runs that body (see "
            "schema_function_operators()).")
       .def("run", &RunSessionAnyForm, py::arg("context") = py::none(), py::arg("feeds") = py::none(),
-           "run(context, feeds): puts feeds into the context, runs, and returns every graph output "
-           "by name. The run holds the context (RuntimeError when another thread's run holds it); a "
-           "failed run, stopped ones included, leaves the context's values as they were before the "
-           "call. run(feeds) does the same with a fresh default context; run(None, feeds) and "
-           "run([names], feeds) return a list: every output in graph order, or the named ones.")
+           py::kw_only(), py::arg("reuse_values") = false,
+           "Runs the model. run(feeds) returns a dict of every graph output by name; "
+           "run(None, feeds) a list of every output in graph order and run([names], feeds) a list "
+           "of the named ones (ONNX Runtime's form). These use a fresh default context per call, so "
+           "any number of threads may call them at once. run(context, feeds) runs in `context` "
+           "(for events, kernel usage, stop and timeout) and returns the dict; the run holds the "
+           "context (RuntimeError when another thread's run holds it). A required input missing "
+           "from `feeds` is a ValueError naming it, unless reuse_values=True, which runs with the "
+           "value the context holds from an earlier run. A failed run leaves the context's values "
+           "as they were before the call; a successful one leaves its feeds and outputs there.")
       .def("_custom_plan_count", &RuntimeSession::custom_plan_count,
            "Diagnostics: plans cached for contexts with custom kernels of their own.")
       .def_property_readonly("input_names", [](const RuntimeSession& s) {
