@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +27,19 @@ void BindErrors(py::module_& m);
 class ModelFileNotFound : public Error {
  public:
   explicit ModelFileNotFound(const Error& error) : Error(error.code(), error.what()) {}
+};
+
+/// An Error a Python callback (a custom kernel) caused: `cause` holds the py::error_already_set,
+/// which the bindings chain as the raised exception's __cause__. The runtime wraps it with
+/// std::throw_with_nested as it adds the node, so the translator looks through nested errors.
+class PythonCallbackError : public Error {
+ public:
+  PythonCallbackError(ErrorCode code, const std::string& message, std::exception_ptr cause)
+      : Error(code, message), cause_(std::move(cause)) {}
+  const std::exception_ptr& cause() const noexcept { return cause_; }
+
+ private:
+  std::exception_ptr cause_;  // destroying it takes the GIL (pybind11's error_already_set does)
 };
 
 /// Runs `open` (which reads a model file) and rethrows its Error(kNotFound) as ModelFileNotFound.
