@@ -59,6 +59,8 @@ void BindState(py::module_& m);
 void BindCustomKernels(py::module_& m);
 void BindTrace(py::module_& m);
 
+/// The numpy dtype of a tensor element type (ml_dtypes types where installed), or None.
+py::object NumpyDtypeFor(DataType type);
 /// A feed as a Tensor, without copying: a C-contiguous aligned NumPy array, a runtime.Tensor or
 /// a DLPack producer on the CPU. NumPy string arrays are converted (strings cannot be viewed).
 /// Anything else raises TypeError / ValueError naming `name`.

@@ -354,18 +354,58 @@ std::string_view TypeKindName(TypeInfo::Kind kind) {
   }
 }
 
+// The ONNX type string of a declaration, as onnx and ONNX Runtime write it: tensor(float),
+// seq(tensor(int64)), map(string,tensor(float)), optional(...), sparse_tensor(float).
+std::string OnnxElementName(DataType type) {
+  if (type == DataType::kFloat) return "float";
+  if (type == DataType::kDouble) return "double";
+  return std::string(DataTypeName(type));
+}
+
+std::string TypeString(const TypeInfo& type) {
+  const std::string inner = type.inner ? TypeString(*type.inner) : std::string("unknown");
+  switch (type.kind) {
+    case TypeInfo::Kind::kTensor: return fmt::format("tensor({})", OnnxElementName(type.element_type));
+    case TypeInfo::Kind::kSparseTensor: return fmt::format("sparse_tensor({})", OnnxElementName(type.element_type));
+    case TypeInfo::Kind::kSequence: return fmt::format("seq({})", inner);
+    case TypeInfo::Kind::kOptional: return fmt::format("optional({})", inner);
+    case TypeInfo::Kind::kMap: return fmt::format("map({},{})", OnnxElementName(type.element_type), inner);
+    default: return "unknown";
+  }
+}
+
+// runtime.ValueInfo objects (onnx_light/_value_info.py), which also read like the dicts earlier
+// versions returned.
 py::list DescribeValues(const std::vector<ValueInfo>& values) {
+  const py::object make = py::module_::import("onnx_light._value_info").attr("ValueInfo");
   py::list out;
   for (const ValueInfo& v : values) {
-    py::dict d;
-    d["name"] = NameToPython(v.name);
-    d["kind"] = std::string(TypeKindName(v.type.kind));
-    d["data_type"] = static_cast<int>(v.type.element_type);
-    if (v.type.shape) d["shape"] = py::cast(*v.type.shape);
-    else d["shape"] = py::none();
-    out.append(d);
+    const bool tensor = v.type.kind == TypeInfo::Kind::kTensor || v.type.kind == TypeInfo::Kind::kSparseTensor;
+    py::object dtype = tensor ? NumpyDtypeFor(v.type.element_type) : py::none();
+    py::list params;
+    for (const std::string& p : v.type.dim_params) params.append(NameToPython(p));
+    out.append(make(NameToPython(v.name), std::string(TypeKindName(v.type.kind)),
+                    static_cast<int>(v.type.element_type),
+                    v.type.shape ? py::cast(*v.type.shape) : py::object(py::none()), params,
+                    TypeString(v.type), dtype));
   }
   return out;
+}
+
+py::object DescribeMetadata(const Model& model) {
+  py::dict opsets;
+  for (const OpsetId& o : model.opset_imports) opsets[NameToPython(o.domain)] = o.version;
+  py::dict props;
+  for (const auto& [key, value] : model.metadata_props) props[NameToPython(key)] = NameToPython(value);
+  return py::module_::import("onnx_light._value_info")
+      .attr("ModelMetadata")(py::arg("producer_name") = NameToPython(model.producer_name),
+                             py::arg("producer_version") = NameToPython(model.producer_version),
+                             py::arg("domain") = NameToPython(model.domain),
+                             py::arg("model_version") = model.model_version,
+                             py::arg("doc_string") = NameToPython(model.doc_string),
+                             py::arg("graph_name") = NameToPython(model.graph.name),
+                             py::arg("ir_version") = model.ir_version, py::arg("opset_imports") = opsets,
+                             py::arg("metadata_props") = props);
 }
 
 // Operator uses of a graph and the graphs nested in its attributes, keyed by
@@ -398,6 +438,7 @@ py::dict DescribeModel(const Model& model) {
   py::list opsets;
   for (const OpsetId& o : model.opset_imports) opsets.append(py::make_tuple(NameToPython(o.domain), o.version));
   d["opset_imports"] = opsets;
+  d["metadata_props"] = DescribeMetadata(model).attr("metadata_props");
   d["inputs"] = DescribeValues(model.graph.inputs);
   d["outputs"] = DescribeValues(model.graph.outputs);
   d["initializer_count"] = model.graph.initializers.size();
@@ -465,7 +506,10 @@ void BindSession(py::module_& m) {
         "ir_version, producer, opset_imports, inputs, outputs, functions, persistent_bindings and "
         "the operators used (with subgraphs and function bodies) with counts.");
 
-  py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions")
+  py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions",
+                                    "How a session is built: threads, load mode, graph passes, build "
+                                    "budgets and persistent-state reservations (docs/graph-passes.md, "
+                                    "docs/threading.md, docs/persistent-state.md).")
       .def(py::init([](int64_t capacity, int64_t num_threads, std::optional<KernelContext> kernel_context,
                        bool fuse_conv_batchnorm, const std::string& load_mode, int64_t max_expanded_nodes,
                        int64_t max_nesting_depth, int64_t max_subgraphs, int64_t reserved_rows,
@@ -498,15 +542,19 @@ void BindSession(py::module_& m) {
            py::arg("persistent_tensor_reserved_rows") = RuntimeSessionOptions{}.persistent_tensor_reserved_rows,
            py::arg("fold_constants") = true, py::arg("eliminate_noop_nodes") = true,
            py::arg("fuse_gelu") = true, py::arg("fuse_conv_activation") = true,
-           py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true)
+           py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true,
+           "Every option by keyword; a value out of range is a ValueError naming it.")
       .def_property("load_mode",
                     [](const RuntimeSessionOptions& o) { return std::string(LoadModeName(o.load_mode)); },
                     [](RuntimeSessionOptions& o, const std::string& mode) { o.load_mode = LoadModeFromPython(mode); },
                     "'copy' (default): a model file and its external data are read into runtime memory, "
                     "so later changes to the files cannot reach the session. 'map': they are memory-mapped "
                     "without copying and must not be truncated or modified while the session lives.")
-      .def_readwrite("kernel_context", &RuntimeSessionOptions::kernel_context)
-      .def_readwrite("fuse_conv_batchnorm", &RuntimeSessionOptions::fuse_conv_batchnorm)
+      .def_readwrite("kernel_context", &RuntimeSessionOptions::kernel_context,
+                     "A KernelContext whose custom kernels are resolved when the session is built, or None.")
+      .def_readwrite("fuse_conv_batchnorm", &RuntimeSessionOptions::fuse_conv_batchnorm,
+                     "Fold a float32 Conv -> BatchNormalization pair with constant parameters into new "
+                     "weights at build time (docs/graph-passes.md).")
       .def_readwrite("fuse_conv_activation", &RuntimeSessionOptions::fuse_conv_activation,
                      "Run the activation that alone reads a float32 Conv's output in the "
                      "convolution's epilogue (docs/graph-passes.md).")
@@ -530,25 +578,33 @@ void BindSession(py::module_& m) {
           [](const RuntimeSessionOptions& o) { return o.persistent_tensor_initial_capacity; },
           [](RuntimeSessionOptions& o, int64_t v) {
             SetOption(o, &RuntimeSessionOptions::persistent_tensor_initial_capacity, v);
-          })
+          },
+          "Rows reserved along the append axis the first time a persistent value grows in place "
+          "(default 32; 0 disables reservations).")
       .def_property(
           "persistent_tensor_reserved_rows",
           [](const RuntimeSessionOptions& o) { return o.persistent_tensor_reserved_rows; },
           [](RuntimeSessionOptions& o, int64_t v) {
             SetOption(o, &RuntimeSessionOptions::persistent_tensor_reserved_rows, v);
-          })
+          },
+          "Rows of lazily backed address space a persistent value is laid out for (default 4096; "
+          "0 turns it off).")
       .def_property(
           "num_threads", [](const RuntimeSessionOptions& o) { return o.num_threads; },
-          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::num_threads, ThreadCount(v)); })
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::num_threads, ThreadCount(v)); },
+          "Threads one run may use, the caller's included; 0 (default) means one per core.")
       .def_property(
           "max_expanded_nodes", [](const RuntimeSessionOptions& o) { return o.max_expanded_nodes; },
-          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_expanded_nodes, v); })
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_expanded_nodes, v); },
+          "Build budget: nodes compiled in total, function bodies counted per call site (docs/errors.md).")
       .def_property(
           "max_nesting_depth", [](const RuntimeSessionOptions& o) { return o.max_nesting_depth; },
-          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_nesting_depth, v); })
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_nesting_depth, v); },
+          "Build budget: how deep subgraphs and function bodies may nest.")
       .def_property(
           "max_subgraphs", [](const RuntimeSessionOptions& o) { return o.max_subgraphs; },
-          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_subgraphs, v); });
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_subgraphs, v); },
+          "Build budget: subgraphs compiled in total.");
 
   py::class_<RuntimeSession>(m, "RuntimeSession",
                              "A model compiled for execution. run() may be called from several threads, "
@@ -582,16 +638,32 @@ void BindSession(py::module_& m) {
         py::list names;
         for (const ValueInfo& v : s.inputs()) names.append(NameToPython(v.name));
         return names;
-      })
+      }, "Names of every graph input, in graph order.")
       .def_property_readonly("output_names", [](const RuntimeSession& s) {
         py::list names;
         for (const ValueInfo& v : s.outputs()) names.append(NameToPython(v.name));
         return names;
-      })
+      }, "Names of every graph output, in graph order.")
       .def_property_readonly("required_input_names",
-                             [](const RuntimeSession& s) { return NamesToPython(s.RequiredInputNames()); })
-      .def_property_readonly("inputs", [](const RuntimeSession& s) { return DescribeValues(s.inputs()); })
-      .def_property_readonly("outputs", [](const RuntimeSession& s) { return DescribeValues(s.outputs()); });
+                             [](const RuntimeSession& s) { return NamesToPython(s.RequiredInputNames()); },
+                             "Names of the graph inputs run() needs in its feeds (those without an "
+                             "initializer default), in graph order.")
+      .def_property_readonly("inputs", [](const RuntimeSession& s) { return DescribeValues(s.inputs()); },
+                             "Every graph input as a runtime.ValueInfo (name, shape with symbolic "
+                             "dimension names, type string such as 'tensor(float)', numpy dtype), "
+                             "inputs with an initializer default included.")
+      .def_property_readonly("outputs", [](const RuntimeSession& s) { return DescribeValues(s.outputs()); },
+                             "Every graph output as a runtime.ValueInfo, in graph order.")
+      .def("get_inputs", [](const RuntimeSession& s) { return DescribeValues(s.inputs()); },
+           "ONNX Runtime's name for `inputs`.")
+      .def("get_outputs", [](const RuntimeSession& s) { return DescribeValues(s.outputs()); },
+           "ONNX Runtime's name for `outputs`.")
+      .def_property_readonly("metadata", [](const RuntimeSession& s) { return DescribeMetadata(s.model()); },
+                             "The model's own description as a runtime.ModelMetadata: producer "
+                             "name and version, domain, model_version, doc_string, graph_name, "
+                             "ir_version, opset_imports and metadata_props.")
+      .def("get_modelmeta", [](const RuntimeSession& s) { return DescribeMetadata(s.model()); },
+           "ONNX Runtime's name for `metadata`.");
 }
 
 }  // namespace onnx_light::runtime::python
