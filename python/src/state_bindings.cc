@@ -162,19 +162,21 @@ void BindState(py::module_& m) {
            "values from the context: every input that is not bound must be fed. Bound outputs "
            "(present_key) are read-only views of the state's next values.")
       .def("reset", [](PersistentValueState& state, const py::dict& values) { state.Reset(TensorsFromDict(values)); },
-           py::arg("values"))
-      .def("close", &PersistentValueState::Close)
-      .def_property_readonly("closed", &PersistentValueState::closed)
+           py::arg("values"), "Replaces every bound value (the same rules as `initial`).")
+      .def("close", &PersistentValueState::Close,
+           "Releases the state's hold on its values; later calls raise RuntimeError. Tensors "
+           "already handed out stay valid.")
+      .def_property_readonly("closed", &PersistentValueState::closed, "Whether close() was called.")
       .def_property_readonly("values", [](const PersistentValueState& state) {
         py::dict out;
         for (const auto& [name, tensor] : state.values()) out[NameToPython(name)] = py::cast(PyTensor{name, tensor, true});
         return out;
-      })
+      }, "The current bound values by input name: read-only views of the state's storage.")
       .def_property_readonly("bindings", [](const PersistentValueState& state) {
         py::dict out;
         for (const PersistentBinding& b : state.bindings()) out[NameToPython(b.input_name)] = NameToPython(b.output_name);
         return out;
-      });
+      }, "The model's declarations, {input_name: output_name}.");
 }
 
 }  // namespace onnx_light::runtime::python
