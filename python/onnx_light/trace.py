@@ -1,17 +1,19 @@
 """Chrome trace-event export of an event log, for Perfetto (https://ui.perfetto.dev) and
 chrome://tracing.
 
-    context = runtime.RuntimeContext(kernel_context, events_enabled=True)
+    context = runtime.RuntimeContext(events_enabled=True)
     session.run(context, feeds)
     runtime.export_chrome_trace(context.events(), "run.json")   # same as trace.export_chrome_trace
 
 Both functions wrap the C++ exporter (ExportChromeTrace in onnx_light/runtime/trace_export.h),
 so Python and C++ hosts write the same file:
 
+* each top-level run is an async slice (``"ph": "b"``/``"e"``, cat ``run``) whose ``args`` hold
+  run_index, node_count, completed and duration_ns;
 * each ``run_node`` event is a complete event (``"ph": "X"``) on the "nodes" track, named by its
-  op type; ``args`` holds node_index, node_name, op_domain, inputs, subgraph_node_index,
-  subgraph_attr_name, allocated_bytes and peak_bytes. Nodes of If/Loop/Scan bodies and function
-  bodies nest inside the node that ran them;
+  op type; ``args`` holds node_index, node_name, op_domain, inputs, input_shapes, outputs,
+  output_shapes, subgraph_node_index, subgraph_attr_name, allocated_bytes and peak_bytes. Nodes
+  of If/Loop/Scan bodies and function bodies nest inside the node that ran them;
 * the allocator's live bytes form the counter track ``"allocator"`` (``"ph": "C"``, series
   ``live_bytes``), sampled when each event was recorded, in time order, where the value changes;
 * each ``persistent_storage`` event is an instant event (``"ph": "i"``) on the

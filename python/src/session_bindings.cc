@@ -184,7 +184,7 @@ RuntimeValue ReadOnlyFeed(RuntimeValue value) {
   return value;
 }
 
-// The rule for what a context keeps between runs (docs/runtime-context.md): without
+// The rule for what a context keeps between runs (docs/running-models.md): without
 // `reuse_values` a run sees exactly the feeds it is given. A graph input missing from them is an
 // error naming it, unless an initializer gives it a default; a value an earlier run left under an
 // input's name is not used (it is taken out of the context, and put back if this run fails).
