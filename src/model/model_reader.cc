@@ -48,19 +48,10 @@ void ReadModelFields(ProtoReader reader, LoadContext& context, Model& model) {
         model.opset_imports.push_back(
             model_internal::ReadOpsetId(reader.ReadMessage("opset_import", "OperatorSetIdProto")));
         break;
-      case 14: {
-        ProtoReader entry = reader.ReadMessage("metadata_props", "StringStringEntryProto");
-        std::pair<std::string, std::string> prop;
-        while (entry.Next()) {
-          switch (entry.field()) {
-            case 1: prop.first = entry.ReadString("key"); break;
-            case 2: prop.second = entry.ReadString("value"); break;
-            default: entry.Skip();
-          }
-        }
-        model.metadata_props.push_back(std::move(prop));
+      case 14:
+        model.metadata_props.push_back(model_internal::ReadStringEntry(
+            reader.ReadMessage("metadata_props", "StringStringEntryProto")));
         break;
-      }
       case 25:
         model.functions.push_back(model_internal::ReadFunction(
             reader.ReadMessage("functions", "FunctionProto"), context));
