@@ -149,7 +149,10 @@ Tensor TensorFromNumpy(const py::array& array, const std::string& name) {
     throw py::value_error(fmt::format("feed '{}': the array's data is not aligned for {}", name,
                                       DataTypeName(type)));
   }
-  return Tensor(type, std::move(shape), OwnerOf(array, array.data()), const_cast<void*>(array.data()));
+  Tensor tensor(type, std::move(shape), OwnerOf(array, array.data()), const_cast<void*>(array.data()));
+  // A read-only array stays read-only through every view of it (numpy.asarray of the Tensor).
+  if (!py::cast<py::object>(array.attr("flags")).attr("writeable").cast<bool>()) return tensor.AsReadOnly();
+  return tensor;
 }
 
 // ---- DLPack ------------------------------------------------------------------------------------

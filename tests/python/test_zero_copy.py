@@ -118,3 +118,13 @@ def test_outputs_viewing_a_feed_are_read_only():
     if torch is not None:
         torch.from_dlpack(out["flat"]).add_(100)
         assert x[0, 0] == 0
+
+
+def test_a_tensor_over_a_read_only_array_stays_read_only():
+    frozen = np.arange(4, dtype=np.float32)
+    frozen.flags.writeable = False
+    wrapped = runtime.Tensor(frozen)
+    assert wrapped.readonly and not np.asarray(wrapped).flags.writeable
+    assert np.shares_memory(np.asarray(wrapped), frozen)
+    writable = runtime.Tensor(np.arange(4, dtype=np.float32))
+    assert not writable.readonly and np.asarray(writable).flags.writeable
