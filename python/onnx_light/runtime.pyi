@@ -458,6 +458,12 @@ class RuntimeSession:
         """The model's producer, domain, version, doc string, graph name, opsets and metadata_props."""
     def get_modelmeta(self) -> ModelMetadata:
         """ONNX Runtime's name for metadata."""
+    @property
+    def load_time_ns(self) -> int:
+        """How long reading the model took, ns."""
+    @property
+    def compile_time_ns(self) -> int:
+        """How long compiling the session took, ns."""
 
 class ValueInfo:
     """A graph input or output as the model declares it; also readable as info["name"]."""
@@ -591,6 +597,7 @@ def model_info(model: ModelSource, *, options: RuntimeSessionOptions | None = No
     subgraphs and function bodies."""
 
 def export_chrome_trace(events: Iterable[RuntimeEvent] | Iterable[Mapping[str, Any]] | RuntimeContext,
-                        path: str | os.PathLike[str] | IO[str], *, include_value_events: bool = False) -> None:
+                        path: str | os.PathLike[str] | IO[str], *, include_value_events: bool = False,
+                        sessions: Iterable[RuntimeSession | PersistentValueState] = ()) -> None:
     """Writes the events as a Chrome trace-event JSON file that Perfetto and chrome://tracing
     open (onnx_light.trace, a wrapper over the C++ ExportChromeTrace)."""

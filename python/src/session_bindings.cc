@@ -663,7 +663,12 @@ void BindSession(py::module_& m) {
                              "name and version, domain, model_version, doc_string, graph_name, "
                              "ir_version, opset_imports and metadata_props.")
       .def("get_modelmeta", [](const RuntimeSession& s) { return DescribeMetadata(s.model()); },
-           "ONNX Runtime's name for `metadata`.");
+           "ONNX Runtime's name for `metadata`.")
+      .def_property_readonly("load_time_ns", [](const RuntimeSession& s) { return s.model().load_duration_ns; },
+                             "How long reading the model (file, external data) took, ns.")
+      .def_property_readonly("compile_time_ns", &RuntimeSession::compile_duration_ns,
+                             "How long compiling the session took (kernel resolution, graph passes, "
+                             "planning), ns. export_chrome_trace(..., sessions=[session]) draws both.");
 }
 
 }  // namespace onnx_light::runtime::python

@@ -353,6 +353,22 @@ std::vector<RunSpan> CollectRuns(std::span<const RuntimeEvent> events) {
   return runs;
 }
 
+// Session loading and compiling, as async slices like the runs (ids after a "session-" prefix).
+void WriteBuildSpan(JsonWriter& w, const TraceSpan& span, size_t index, int64_t origin) {
+  w.NextEvent();
+  w.Raw(R"({"name":)");
+  w.String(span.name);
+  w.Format(R"(,"cat":"session","ph":"b","id":"session-{}",)", index);
+  WritePlace(w, kRunsTid, span.start_ns, origin);
+  w.Format(R"(,"args":{{"duration_ns":{}}}}})", span.duration_ns);
+  w.NextEvent();
+  w.Raw(R"({"name":)");
+  w.String(span.name);
+  w.Format(R"(,"cat":"session","ph":"e","id":"session-{}",)", index);
+  WritePlace(w, kRunsTid, span.start_ns + std::max<int64_t>(span.duration_ns, 0), origin);
+  w.Raw("}");
+}
+
 // An async slice (a "b"/"e" pair, its own "runs" track in Perfetto), so the complete ("X") events
 // stay exactly the nodes.
 void WriteRun(JsonWriter& w, const RunSpan& run, size_t index, int64_t origin) {
@@ -376,6 +392,11 @@ void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
     origin = std::min_element(events.begin(), events.end(), [](const auto& a, const auto& b) {
                return a.timestamp_ns < b.timestamp_ns;
              })->timestamp_ns;
+  }
+  bool have_origin = !events.empty();
+  for (const TraceSpan& span : options.build_spans) {
+    origin = have_origin ? std::min(origin, span.start_ns) : span.start_ns;
+    have_origin = true;
   }
 
   // Slices and instants in start order; at equal starts the longer (enclosing) node comes first,
@@ -424,6 +445,7 @@ void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
   WriteThreadName(w, kStorageTid, "persistent storage");
   if (options.include_value_events) WriteThreadName(w, kValuesTid, "values");
 
+  for (size_t i = 0; i < options.build_spans.size(); ++i) WriteBuildSpan(w, options.build_spans[i], i, origin);
   const std::vector<RunSpan> runs = CollectRuns(events);
   for (size_t i = 0; i < runs.size(); ++i) WriteRun(w, runs[i], i, origin);
 

@@ -272,3 +272,24 @@ def test_runs_are_spans_and_nodes_carry_shapes(tmp_path):
     assert [s["args"]["output_shapes"] for s in matmuls] == [[[b, 3]] for b in (1, 2, 5)]
     relus = [s for s in slices if s["name"] == "Relu"]
     assert [s["args"]["input_shapes"] for s in relus] == [[[b, 3]] for b in (1, 2, 5)]
+
+
+def test_session_load_and_compile_spans(tmp_path):
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(matmul_relu_model())
+    session = runtime.RuntimeSession(str(path))
+    assert session.load_time_ns > 0 and session.compile_time_ns > 0
+    context = runtime.RuntimeContext(events_enabled=True)
+    session.run(context, {"x": np.ones((2, 4), np.float32), "w": np.ones((4, 3), np.float32)})
+    data = trace.chrome_trace(context, sessions=[session])
+    check_structure(data)
+    spans = {e["name"]: e for e in phase(data, "b") if e["cat"] == "session"}
+    assert set(spans) == {"load model", "compile"}
+    assert spans["load model"]["args"]["duration_ns"] == session.load_time_ns
+    assert spans["compile"]["args"]["duration_ns"] == session.compile_time_ns
+    assert spans["load model"]["ts"] == 0  # the earliest thing in the trace
+    (run,) = [e for e in phase(data, "b") if e["cat"] == "run"]
+    assert run["ts"] >= spans["compile"]["ts"]
+    assert trace.chrome_trace(context)["traceEvents"] != data["traceEvents"]
+    with pytest.raises(TypeError, match="sessions: expected RuntimeSession"):
+        trace.chrome_trace(context, sessions=[3])

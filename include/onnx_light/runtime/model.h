@@ -163,6 +163,10 @@ struct Model {
   /// Bytes read from the model file and external-data files into runtime memory (copy mode);
   /// 0 for map mode and for models read from memory.
   uint64_t file_bytes_read = 0;
+  /// When reading began (ns since the Unix epoch) and how long it took, files and external data
+  /// included: for traces (ChromeTraceOptions::build_spans).
+  int64_t load_start_ns = 0;
+  int64_t load_duration_ns = 0;
   /// ModelProto.metadata_props: (key, value) pairs in file order.
   std::vector<std::pair<std::string, std::string>> metadata_props;
 
