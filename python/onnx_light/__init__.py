@@ -22,6 +22,12 @@ from onnx_light import trace as _trace  # noqa: E402  (needs the runtime module 
 # import path.
 runtime.export_chrome_trace = _trace.export_chrome_trace
 
+from onnx_light import _value_info  # noqa: E402
+
+# Descriptions session.inputs / outputs / metadata return (built by the compiled module).
+runtime.ValueInfo = _value_info.ValueInfo
+runtime.ModelMetadata = _value_info.ModelMetadata
+
 # The base of every exception the runtime raises (each is also the matching built-in exception,
 # ValueError, KeyError, ...); `.code` says which kind (runtime.ErrorCode).
 Error = runtime.Error

@@ -933,7 +933,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("-q", "--quiet", action="store_true", help="no per-case lines, only the summaries")
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     args = parser.parse_args(list(argv) if argv is not None else None)
+    from onnx_light._optional import require_onnx
 
+    require_onnx("python -m onnx_light.backend_test (it reads onnx's node test cases)")
     cases = load_cases(args.filter)
     if args.op:
         cases = [c for c in cases if c.op_type in set(args.op)]

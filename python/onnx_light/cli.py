@@ -68,6 +68,15 @@ def _shape_text(shape) -> str:
     return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
 
 
+def _dims(info) -> list | None:
+    """A graph input's dimensions as ints, -1 where not fixed (a runtime.ValueInfo, or a dict of
+    the same keys)."""
+    if "dims" in info:
+        return info["dims"]
+    shape = info["shape"]
+    return None if shape is None else [d if isinstance(d, int) else -1 for d in shape]
+
+
 def _check_model_path(path: str) -> None:
     if not os.path.exists(path):
         raise CliError(EXIT_USAGE, f"model file '{path}' does not exist")
@@ -161,6 +170,10 @@ def cmd_info(args) -> int:
 
     if args.json:
         report = dict(info, operators=ops, supported=ok, build_error=build_error)
+        for title in ("inputs", "outputs"):
+            # "shape" keeps its ints (-1: not fixed); "symbolic_shape" names dimensions as ValueInfo.shape does.
+            report[title] = [{"name": v["name"], "kind": v["kind"], "data_type": v["data_type"], "shape": _dims(v),
+                              "symbolic_shape": v["shape"], "type": v["type"]} for v in info[title]]
         report["opset_imports"] = [list(o) for o in info["opset_imports"]]
         print(json.dumps(report, indent=2))
         return EXIT_OK if ok else EXIT_MODEL
@@ -174,7 +187,7 @@ def cmd_info(args) -> int:
         print(f"{title}:")
         for v in info[title]:
             kind = "" if v["kind"] == "tensor" else f" ({v['kind']})"
-            print(f"  {v['name']:<28}{_type_name(v['data_type']):<10}{_shape_text(v['shape'])}{kind}")
+            print(f"  {v['name']:<28}{_type_name(v['data_type']):<10}{_shape_text(_dims(v))}{kind}")
     if info["functions"]:
         print("functions: " + ", ".join(f"{_domain_text(d)}::{n}" for d, n in info["functions"]))
     if info["persistent_bindings"]:
@@ -216,7 +229,7 @@ def random_input(info: dict, rng: np.random.Generator) -> np.ndarray:
     if dtype is None:
         raise CliError(EXIT_MODEL, f"input '{name}' has element type {type_name}, which the command line "
                                    "cannot generate; pass it with --inputs")
-    shape = tuple(1 if d < 0 else int(d) for d in (info["shape"] or ()))
+    shape = tuple(1 if d < 0 else int(d) for d in (_dims(info) or ()))
     count = 1
     for d in shape:
         count *= d
@@ -269,7 +282,7 @@ def _check_given(name: str, array: np.ndarray, info: dict, path: str) -> None:
             dtype is np.str_ and array.dtype.kind in "US"):
         raise CliError(EXIT_USAGE, f"inputs file '{path}': array '{name}' has dtype {array.dtype}, the "
                                    f"model's input '{name}' is {type_name}")
-    shape = info["shape"]
+    shape = _dims(info)
     if shape is None:
         return
     if array.ndim != len(shape) or any(d >= 0 and d != n for d, n in zip(shape, array.shape)):

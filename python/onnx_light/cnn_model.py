@@ -7,6 +7,9 @@ import numpy as np
 
 
 def build_cnn(channels=(3, 16, 32), classes=10, image=32, batch=None, seed=0):
+    from onnx_light._optional import require_onnx
+
+    require_onnx("onnx_light.cnn_model")
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)

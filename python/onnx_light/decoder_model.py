@@ -13,11 +13,15 @@ import numpy as np
 
 def build_decoder(layers=2, heads=4, kv_heads=None, head_size=16, d_ff=None, vocab=None, seed=0,
                   dtype=np.float32, attention="Attention"):
-    """Returns an onnx.ModelProto. ``attention="Concat"`` builds the same decoder with the
+    """Returns an onnx.ModelProto, or without the onnx package the same model from
+    onnx_light._onnx_writer (an object whose SerializeToString() gives the bytes, which every
+    runtime entry point accepts). ``attention="Concat"`` builds the same decoder with the
     exported-model pattern (Concat of past and new K/V, MatMul-Softmax-MatMul) instead of the
     Attention operator."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    try:
+        from onnx import helper, numpy_helper
+    except ImportError:
+        from onnx_light._onnx_writer import helper, numpy_helper
 
     kv_heads = kv_heads or heads
     d_model = heads * head_size
@@ -144,7 +148,9 @@ def quantize_weights_4bit(model, block_size=32, signed=True, zero_points=False):
     int4 (``signed``) or uint4 blocked along K: each becomes DequantizeLinear(W, scale[,
     zero_point], axis=0, block_size) feeding the MatMul, as onnxruntime's MatMulNBitsQuantizer
     writes with quant_format QDQ. The model must import opset 21 or later."""
-    import onnx
+    from onnx_light._optional import require_onnx
+
+    onnx = require_onnx("decoder_model.quantize_weights_4bit")
     from onnx import TensorProto, helper, numpy_helper
 
     out = onnx.ModelProto()

@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     options = runtime.RuntimeSessionOptions(persistent_tensor_initial_capacity=args.capacity)
     state = runtime.PersistentValueState(
         declared, initial=decoder_model.empty_cache(args.layers, args.heads, args.head_size), options=options)
-    context = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
+    context = runtime.RuntimeContext(events_enabled=True)
     context.set_kernel_usage_enabled(True)
 
     rng = np.random.default_rng(0)

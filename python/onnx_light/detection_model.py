@@ -13,6 +13,9 @@ def build_ssd_postprocess(anchors=3234, classes=91, max_per_class=100, detection
     """Inputs: `bbox_regression` [1, anchors, 4] (dx, dy, dw, dh) and `cls_logits`
     [1, anchors, classes] (class 0 is background). Outputs: `boxes` [D, 4] (x1, y1, x2, y2),
     `scores` [D] and `labels` [D] (int64, 1-based), D <= `detections`, best first."""
+    from onnx_light._optional import require_onnx
+
+    require_onnx("onnx_light.detection_model")
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)

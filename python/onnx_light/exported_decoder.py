@@ -51,7 +51,9 @@ class DecoderFile:
 
     @classmethod
     def read(cls, path) -> "DecoderFile":
-        import onnx
+        from onnx_light._optional import require_onnx
+
+        onnx = require_onnx("onnx_light.exported_decoder")
         from onnx import helper
 
         path = os.fspath(path)

@@ -70,7 +70,9 @@ class ExportedModel:
     @classmethod
     def from_graph(cls, path) -> "ExportedModel":
         """A file without manifest: inputs from the graph, dynamic axes set to 1."""
-        import onnx
+        from onnx_light._optional import require_onnx
+
+        onnx = require_onnx("onnx_light.exported_model")
         from onnx import helper
 
         graph = onnx.load(os.fspath(path), load_external_data=False).graph

@@ -20,7 +20,7 @@ they are not UTF-8; names passed in may be such a str or bytes.
 import enum
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any, Literal, Union, overload
 
 import numpy as np
@@ -261,7 +261,8 @@ class Tensor:
         """ONNX TensorProto element type."""
     @property
     def readonly(self) -> bool:
-        """True for views that must not be written (persistent state values)."""
+        """True when the memory must not be written: a view of persistent state, of a feed or of
+        a constant. NumPy views are then read-only (docs/zero-copy.md)."""
     @property
     def is_contiguous(self) -> bool: ...
     def numpy(self) -> np.ndarray:
@@ -276,7 +277,11 @@ class Tensor:
         """A new tensor packing an ml_dtypes int4, uint4, int2, uint2, float4_e2m1fn,
         float6_e2m3fn or float6_e3m2fn array (one element per byte in NumPy) as the runtime
         stores it: a copy."""
-    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any: ...
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """DLPack export: a 1.0 versioned capsule for a consumer passing max_version >= (1, 0),
+        else a 0.6 one. Writable tensors are shared; a read-only one is copied unless copy=False,
+        which shares it flagged read-only (BufferError for an unversioned consumer)."""
     def __dlpack_device__(self) -> tuple[int, int]: ...
     if sys.version_info >= (3, 12):
         def __buffer__(self, flags: int, /) -> memoryview: ...
@@ -420,26 +425,112 @@ class RuntimeSession:
     def run(self, feeds: Mapping[Name, Feed]) -> dict[str, Value]: ...
     @overload
     def run(self, context: Sequence[Name] | None, feeds: Mapping[Name, Feed]) -> list[Value | None]: ...
-    def run(self, context: Any = None, feeds: Mapping[Name, Feed] | None = None) -> Any:
-        """run(context, feeds): puts feeds into the context, runs, and returns every graph output
-        by name. The run holds the context (RuntimeError when another thread's run holds it); a
-        failed run, stopped ones included, leaves the context's values as they were before the
-        call. run(feeds) does the same with a fresh default context; run(None, feeds) and
-        run([names], feeds) return a list: every output in graph order, or the named ones."""
+    @overload
+    def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None, *,
+            reuse_values: bool) -> dict[str, Value]: ...
+    def run(self, context: Any = None, feeds: Mapping[Name, Feed] | None = None, *,
+            reuse_values: bool = False) -> Any:
+        """run(feeds) returns every graph output by name; run(None, feeds) and run([names],
+        feeds) a list in graph order or in the order of names; each call uses a fresh default
+        context, so any number of threads may call them at once. run(context, feeds) runs in
+        `context` (events, kernel usage, stop, timeout). A required input missing from feeds is
+        a ValueError naming it unless reuse_values=True, which runs with the value the context
+        holds from an earlier run. A failed run leaves the context's values as they were."""
     def _custom_plan_count(self) -> int:
         """Diagnostics: plans cached for contexts with custom kernels of their own."""
     @property
-    def input_names(self) -> list[str]: ...
+    def input_names(self) -> list[str]:
+        """Names of every graph input, in graph order."""
     @property
-    def output_names(self) -> list[str]: ...
+    def output_names(self) -> list[str]:
+        """Names of every graph output, in graph order."""
     @property
     def required_input_names(self) -> list[str]:
         """Inputs without an initializer default."""
     @property
-    def inputs(self) -> list[dict[str, Any]]:
-        """name, kind, data_type and shape (-1 for symbolic dimensions, None for unknown rank)."""
+    def inputs(self) -> list[ValueInfo]:
+        """Every graph input: name, shape (ints, symbolic names, None), type string, dtype."""
     @property
-    def outputs(self) -> list[dict[str, Any]]: ...
+    def outputs(self) -> list[ValueInfo]:
+        """Every graph output, in graph order."""
+    def get_inputs(self) -> list[ValueInfo]:
+        """ONNX Runtime's name for inputs."""
+    def get_outputs(self) -> list[ValueInfo]:
+        """ONNX Runtime's name for outputs."""
+    @property
+    def metadata(self) -> ModelMetadata:
+        """The model's producer, domain, version, doc string, graph name, opsets and metadata_props."""
+    def get_modelmeta(self) -> ModelMetadata:
+        """ONNX Runtime's name for metadata."""
+    @property
+    def load_time_ns(self) -> int:
+        """How long reading the model took, ns."""
+    @property
+    def compile_time_ns(self) -> int:
+        """How long compiling the session took, ns."""
+
+class ValueInfo:
+    """A graph input or output as the model declares it; also readable as info["name"]."""
+
+    name: str
+    shape: list[int | str | None] | None
+    """Fixed dimensions as ints, symbolic ones by name, unknown ones None; None for unknown rank."""
+    dims: list[int] | None
+    """The dimensions as ints, -1 where not fixed."""
+    type: str
+    """The ONNX type string, such as 'tensor(float)' or 'seq(tensor(int64))'."""
+    dtype: np.dtype[Any] | None
+    """The numpy dtype of a tensor's elements."""
+    data_type: int
+    """The ONNX element type code."""
+    kind: str
+    """'tensor', 'sequence', 'map', 'optional', 'sparse_tensor' or 'unknown'."""
+    def __getitem__(self, key: str) -> Any:
+        """The attribute named key."""
+    def __contains__(self, key: object) -> bool:
+        """Whether key is one of keys()."""
+    def __iter__(self) -> Iterator[str]:
+        """Iterates over keys()."""
+    def __len__(self) -> int:
+        """The number of keys()."""
+    def keys(self) -> list[str]:
+        """The attribute names readable as info[name]."""
+    def get(self, key: str, default: Any = None) -> Any:
+        """info[key], or default."""
+
+class ModelMetadata:
+    """What a model says about itself, like ONNX Runtime's get_modelmeta()."""
+
+    producer_name: str
+    producer_version: str
+    domain: str
+    model_version: int
+    doc_string: str
+    graph_name: str
+    ir_version: int
+    opset_imports: dict[str, int]
+    metadata_props: dict[str, str]
+    @property
+    def description(self) -> str:
+        """ONNX Runtime's name for doc_string."""
+    @property
+    def version(self) -> int:
+        """ONNX Runtime's name for model_version."""
+    @property
+    def custom_metadata_map(self) -> dict[str, str]:
+        """ONNX Runtime's name for metadata_props."""
+    def __getitem__(self, key: str) -> Any:
+        """The attribute named key."""
+    def __contains__(self, key: object) -> bool:
+        """Whether key is one of keys()."""
+    def __iter__(self) -> Iterator[str]:
+        """Iterates over keys()."""
+    def __len__(self) -> int:
+        """The number of keys()."""
+    def keys(self) -> list[str]:
+        """The attribute names readable as meta[name]."""
+    def get(self, key: str, default: Any = None) -> Any:
+        """meta[key], or default."""
 
 class ModelBytes(bytes):
     """Serialized model bytes that remember the folder their external data is read from
@@ -462,15 +553,23 @@ class PersistentValueState:
     def __init__(self, model: ModelSource, initial: Mapping[Name, Feed],
                  options: RuntimeSessionOptions | None = None, *,
                  base_dir: str | os.PathLike[str] | None = None) -> None: ...
-    def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None) -> dict[str, Value]:
-        """Runs one call with the non-bound inputs; returns every graph output. A failed call
-        leaves the state unchanged."""
+    @overload
+    def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None) -> dict[str, Value]: ...
+    @overload
+    def run(self, feeds: Mapping[Name, Feed]) -> dict[str, Value]: ...
+    @overload
+    def run(self, context: Sequence[Name] | None, feeds: Mapping[Name, Feed]) -> list[Value | None]: ...
+    def run(self, context: Any = None, feeds: Mapping[Name, Feed] | None = None) -> Any:
+        """Runs one call with the non-bound inputs, in the forms of RuntimeSession.run (a fresh
+        default context unless one is given). Every unbound input must be fed. A failed call
+        leaves the state unchanged; bound outputs are read-only views of the next values."""
     def reset(self, values: Mapping[Name, Feed]) -> None:
         """Replaces the persistent values."""
     def close(self) -> None:
         """Releases the state; later calls raise RuntimeError."""
     @property
-    def closed(self) -> bool: ...
+    def closed(self) -> bool:
+        """Whether close() was called."""
     @property
     def values(self) -> dict[str, Tensor]:
         """The persistent values by input name (shared, read-only views)."""
@@ -502,6 +601,7 @@ def model_info(model: ModelSource, *, options: RuntimeSessionOptions | None = No
     subgraphs and function bodies."""
 
 def export_chrome_trace(events: Iterable[RuntimeEvent] | Iterable[Mapping[str, Any]] | RuntimeContext,
-                        path: str | os.PathLike[str] | IO[str], *, include_value_events: bool = False) -> None:
+                        path: str | os.PathLike[str] | IO[str], *, include_value_events: bool = False,
+                        sessions: Iterable[RuntimeSession | PersistentValueState] = ()) -> None:
     """Writes the events as a Chrome trace-event JSON file that Perfetto and chrome://tracing
     open (onnx_light.trace, a wrapper over the C++ ExportChromeTrace)."""

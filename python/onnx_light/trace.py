@@ -1,17 +1,21 @@
 """Chrome trace-event export of an event log, for Perfetto (https://ui.perfetto.dev) and
 chrome://tracing.
 
-    context = runtime.RuntimeContext(kernel_context, events_enabled=True)
+    context = runtime.RuntimeContext(events_enabled=True)
     session.run(context, feeds)
     runtime.export_chrome_trace(context.events(), "run.json")   # same as trace.export_chrome_trace
 
 Both functions wrap the C++ exporter (ExportChromeTrace in onnx_light/runtime/trace_export.h),
 so Python and C++ hosts write the same file:
 
+* with ``sessions=[session]``, "load model" and "compile" async slices (cat ``session``) say how
+  long building each session took;
+* each top-level run is an async slice (``"ph": "b"``/``"e"``, cat ``run``) whose ``args`` hold
+  run_index, node_count, completed and duration_ns;
 * each ``run_node`` event is a complete event (``"ph": "X"``) on the "nodes" track, named by its
-  op type; ``args`` holds node_index, node_name, op_domain, inputs, subgraph_node_index,
-  subgraph_attr_name, allocated_bytes and peak_bytes. Nodes of If/Loop/Scan bodies and function
-  bodies nest inside the node that ran them;
+  op type; ``args`` holds node_index, node_name, op_domain, inputs, input_shapes, outputs,
+  output_shapes, subgraph_node_index, subgraph_attr_name, allocated_bytes and peak_bytes. Nodes
+  of If/Loop/Scan bodies and function bodies nest inside the node that ran them;
 * the allocator's live bytes form the counter track ``"allocator"`` (``"ph": "C"``, series
   ``live_bytes``), sampled when each event was recorded, in time order, where the value changes;
 * each ``persistent_storage`` event is an instant event (``"ph": "i"``) on the
@@ -41,28 +45,31 @@ def _events_of(events: Any) -> Iterable[Any]:
     return events
 
 
-def _trace_json(events: Any, include_value_events: bool) -> str:
-    return _runtime._chrome_trace_json(_events_of(events), include_value_events)
+def _trace_json(events: Any, include_value_events: bool, sessions: Iterable[Any]) -> str:
+    return _runtime._chrome_trace_json(_events_of(events), include_value_events, tuple(sessions))
 
 
-def chrome_trace(events: Iterable[Any], *, include_value_events: bool = False) -> dict:
+def chrome_trace(events: Iterable[Any], *, include_value_events: bool = False, sessions: Iterable[Any] = ()) -> dict:
     """The trace as a JSON-ready dict.
 
     ``events`` is a list of ``runtime.RuntimeEvent`` (as returned by ``context.events()``), their
-    ``as_dict()`` dictionaries, or a ``RuntimeContext`` whose log is read.
+    ``as_dict()`` dictionaries, or a ``RuntimeContext`` whose log is read. Each of ``sessions``
+    (RuntimeSession or PersistentValueState) adds its "load model" and "compile" spans.
     """
-    return json.loads(_trace_json(events, include_value_events))
+    return json.loads(_trace_json(events, include_value_events, sessions))
 
 
 def export_chrome_trace(events: Iterable[Any], path: Union[str, os.PathLike, IO[str]], *,
-                        include_value_events: bool = False) -> None:
+                        include_value_events: bool = False, sessions: Iterable[Any] = ()) -> None:
     """Writes ``events`` as a Chrome trace-event JSON file that Perfetto and chrome://tracing open.
 
     ``path`` is a file path (replaced if it exists) or a text file object. ``events`` is what
     ``context.events()`` returns (or the context itself). Value add/replace/remove events are
-    left out unless ``include_value_events`` is true.
+    left out unless ``include_value_events`` is true. Each of ``sessions`` (RuntimeSession or
+    PersistentValueState) adds the time it took to load its model and to compile, as spans on the
+    runs track before the first run.
     """
-    text = _trace_json(events, include_value_events)
+    text = _trace_json(events, include_value_events, sessions)
     if hasattr(path, "write"):
         path.write(text)
         return

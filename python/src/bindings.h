@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +29,19 @@ class ModelFileNotFound : public Error {
   explicit ModelFileNotFound(const Error& error) : Error(error.code(), error.what()) {}
 };
 
+/// An Error a Python callback (a custom kernel) caused: `cause` holds the py::error_already_set,
+/// which the bindings chain as the raised exception's __cause__. The runtime wraps it with
+/// std::throw_with_nested as it adds the node, so the translator looks through nested errors.
+class PythonCallbackError : public Error {
+ public:
+  PythonCallbackError(ErrorCode code, const std::string& message, std::exception_ptr cause)
+      : Error(code, message), cause_(std::move(cause)) {}
+  const std::exception_ptr& cause() const noexcept { return cause_; }
+
+ private:
+  std::exception_ptr cause_;  // destroying it takes the GIL (pybind11's error_already_set does)
+};
+
 /// Runs `open` (which reads a model file) and rethrows its Error(kNotFound) as ModelFileNotFound.
 template <typename Open>
 decltype(auto) OpeningModelFile(Open&& open) {
@@ -45,6 +59,8 @@ void BindState(py::module_& m);
 void BindCustomKernels(py::module_& m);
 void BindTrace(py::module_& m);
 
+/// The numpy dtype of a tensor element type (ml_dtypes types where installed), or None.
+py::object NumpyDtypeFor(DataType type);
 /// A feed as a Tensor, without copying: a C-contiguous aligned NumPy array, a runtime.Tensor or
 /// a DLPack producer on the CPU. NumPy string arrays are converted (strings cannot be viewed).
 /// Anything else raises TypeError / ValueError naming `name`.
@@ -83,6 +99,13 @@ std::vector<std::string> NamesFromPython(py::handle names, std::string_view what
 py::object StringElementToPython(const std::string& text);
 /// Element `index` of the string feed `feed` into `out`, encoded as NameFromPython does.
 void StringElementFromPython(py::handle item, std::string& out, std::string_view feed, int64_t index);
+/// The outputs the first argument of run(None | [names], feeds) asks for: every output (None) or
+/// the named ones (KeyError naming an unknown one; TypeError for anything but a list or tuple).
+std::vector<std::string> WantedOutputs(py::handle first, const std::vector<ValueInfo>& outputs);
+/// Those outputs of a run's result dict as a list, in `wanted` order (None for an absent one).
+py::list SelectOutputs(const py::dict& outputs, const std::vector<std::string>& wanted);
+/// A short TypeError listing the forms of run() when `feeds` is neither None nor a dict.
+void CheckFeedsArgument(py::handle first, py::handle feeds);
 /// Serialized model bytes from a path, bytes-like object or onnx.ModelProto.
 std::string ModelBytesFromPython(py::handle model);
 /// A model from a path (str or os.PathLike), bytes-like object or onnx.ModelProto. A path is

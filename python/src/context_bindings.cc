@@ -71,11 +71,12 @@ void BindContext(py::module_& m) {
         [](int action) { return std::string(RuntimeEventActionName(static_cast<RuntimeEventAction>(action))); },
         py::arg("action"), "The lowercase name of an action value ('unknown' for others).");
 
-  py::class_<OpsetId>(m, "OpsetId")
+  py::class_<OpsetId>(m, "OpsetId", "An operator set: a domain ('' is ai.onnx) and its version.")
       .def(py::init([](std::string domain, int64_t version) { return OpsetId{std::move(domain), version}; }),
-           py::arg("domain"), py::arg("version"))
-      .def_property_readonly("domain", [](const OpsetId& o) { return NameToPython(o.domain); })
-      .def_property_readonly("version", [](const OpsetId& o) { return o.version; })
+           py::arg("domain"), py::arg("version"), "The opset `version` of `domain`.")
+      .def_property_readonly("domain", [](const OpsetId& o) { return NameToPython(o.domain); },
+                             "The domain ('' for the default ai.onnx domain).")
+      .def_property_readonly("version", [](const OpsetId& o) { return o.version; }, "The opset version.")
       .def("__repr__", [](const OpsetId& o) { return DisplayText(fmt::format("OpsetId('{}', {})", o.domain, o.version)); });
   m.def("default_opset", &DefaultOpset, py::arg("version"), "The ai.onnx opset of that version.");
   m.attr("MAX_ONNX_OPSET") = kMaxOnnxOpset;
@@ -88,32 +89,48 @@ void BindContext(py::module_& m) {
            }),
            py::arg("opset") = py::none(),
            "Labelled with `opset`, or the newest supported ai.onnx opset when omitted.")
-      .def_property_readonly("opset", &KernelContext::opset);
+      .def_property_readonly("opset", &KernelContext::opset, "The OpsetId this context is labelled with.");
 
   py::class_<RuntimeEvent>(m, "RuntimeEvent", "One record of the event log (read-only).")
-      .def_property_readonly("action", [](const RuntimeEvent& e) { return e.action; })
-      .def_property_readonly("kind", [](const RuntimeEvent& e) { return std::string(TensorKindName(e.kind)); })
-      .def_readonly("timestamp_ns", &RuntimeEvent::timestamp_ns)
-      .def_property_readonly("name", [](const RuntimeEvent& e) { return NameToPython(e.name); })
-      .def_readonly("data_type", &RuntimeEvent::data_type)
-      .def_property_readonly("shape", [](const RuntimeEvent& e) { return py::tuple(py::cast(e.shape)); })
+      .def_property_readonly("action", [](const RuntimeEvent& e) { return e.action; },
+                             "What happened, a RuntimeEventAction (an int).")
+      .def_property_readonly("kind", [](const RuntimeEvent& e) { return std::string(TensorKindName(e.kind)); },
+                             "The value's role: 'unknown', 'initializer', 'input', 'intermediate' or 'output'.")
+      .def_readonly("timestamp_ns", &RuntimeEvent::timestamp_ns,
+                    "When it happened (a node: when its dispatch started), ns since the Unix epoch.")
+      .def_property_readonly("name", [](const RuntimeEvent& e) { return NameToPython(e.name); },
+                             "The value's name (tensor events) or the node's name (run_node).")
+      .def_readonly("data_type", &RuntimeEvent::data_type, "The value's ONNX element type code (0 if none).")
+      .def_property_readonly("shape", [](const RuntimeEvent& e) { return py::tuple(py::cast(e.shape)); },
+                             "The value's shape (tensor events).")
       .def_readonly("value_kind", &RuntimeEvent::value_kind,
                     "For a value that is not a tensor: 'sequence', 'map', 'map sequence', "
                     "'empty optional' or 'encoded'; '' otherwise.")
-      .def_property_readonly("op_domain", [](const RuntimeEvent& e) { return NameToPython(e.op_domain); })
-      .def_property_readonly("op_type", [](const RuntimeEvent& e) { return NameToPython(e.op_type); })
-      .def_property_readonly("inputs", [](const RuntimeEvent& e) { return py::tuple(NamesToPython(e.inputs)); })
-      .def_readonly("duration_ns", &RuntimeEvent::duration_ns)
-      .def_readonly("node_index", &RuntimeEvent::node_index)
-      .def_readonly("subgraph_node_index", &RuntimeEvent::subgraph_node_index)
-      .def_property_readonly("subgraph_attr_name", [](const RuntimeEvent& e) { return NameToPython(e.subgraph_attr_name); })
-      .def_readonly("allocated_bytes", &RuntimeEvent::allocated_bytes)
-      .def_readonly("peak_bytes", &RuntimeEvent::peak_bytes)
-      .def_readonly("storage_allocations", &RuntimeEvent::storage_allocations)
-      .def_readonly("storage_allocated_bytes", &RuntimeEvent::storage_allocated_bytes)
-      .def_readonly("storage_prefix_copied_bytes", &RuntimeEvent::storage_prefix_copied_bytes)
-      .def_readonly("storage_append_copied_bytes", &RuntimeEvent::storage_append_copied_bytes)
-      .def_readonly("storage_reuse_count", &RuntimeEvent::storage_reuse_count)
+      .def_property_readonly("op_domain", [](const RuntimeEvent& e) { return NameToPython(e.op_domain); },
+                             "The node's operator domain (run_node events).")
+      .def_property_readonly("op_type", [](const RuntimeEvent& e) { return NameToPython(e.op_type); },
+                             "The node's operator type (run_node events).")
+      .def_property_readonly("inputs", [](const RuntimeEvent& e) { return py::tuple(NamesToPython(e.inputs)); },
+                             "The node's input names (run_node events).")
+      .def_readonly("duration_ns", &RuntimeEvent::duration_ns, "How long the node's kernel ran, ns (run_node).")
+      .def_readonly("node_index", &RuntimeEvent::node_index,
+                    "The node's position in its graph; -1 for inputs, removals and idle, -2 for initializers.")
+      .def_readonly("subgraph_node_index", &RuntimeEvent::subgraph_node_index,
+                    "The position of the node owning the subgraph the event happened in; -1 at top level.")
+      .def_property_readonly("subgraph_attr_name", [](const RuntimeEvent& e) { return NameToPython(e.subgraph_attr_name); },
+                             "The graph attribute ('then_branch', 'body', ...) of that subgraph; '' at top level.")
+      .def_readonly("allocated_bytes", &RuntimeEvent::allocated_bytes, "The allocator's live bytes when recorded.")
+      .def_readonly("peak_bytes", &RuntimeEvent::peak_bytes, "The allocator's peak bytes when recorded.")
+      .def_readonly("storage_allocations", &RuntimeEvent::storage_allocations,
+                    "persistent_storage events: persistent buffers allocated by this event's work.")
+      .def_readonly("storage_allocated_bytes", &RuntimeEvent::storage_allocated_bytes,
+                    "persistent_storage events: bytes allocated for persistent storage.")
+      .def_readonly("storage_prefix_copied_bytes", &RuntimeEvent::storage_prefix_copied_bytes,
+                    "persistent_storage events: bytes copied from an existing persistent prefix.")
+      .def_readonly("storage_append_copied_bytes", &RuntimeEvent::storage_append_copied_bytes,
+                    "persistent_storage events: bytes of newly appended values copied in.")
+      .def_readonly("storage_reuse_count", &RuntimeEvent::storage_reuse_count,
+                    "persistent_storage events: reservations reused without allocating.")
       .def_property_readonly(
           "covered_node_indices", [](const RuntimeEvent& e) { return py::tuple(py::cast(e.covered_node_indices)); },
           "Positions, in the graph as written, of the nodes this record stands for after build-time "
@@ -135,14 +152,17 @@ void BindContext(py::module_& m) {
                              "Holds a run's values, the shared event log and the kernel-usage recorder. "
                              "One run at a time: a run holds the context, and a second run or a value "
                              "access from another thread meanwhile raises RuntimeError; use one context "
-                             "per thread. request_stop() works from any thread.")
+                             "per thread. request_stop() works from any thread. "
+                             "RuntimeContext.kernel_usage_limit (1024) is how many kernel-usage names "
+                             "are kept before further ones are dropped.")
       .def(py::init([](std::optional<KernelContext> kernel_context, bool events_enabled) {
              return RuntimeContext(kernel_context ? std::move(*kernel_context) : KernelContext(),
                                    RuntimeContextOptions{.events_enabled = events_enabled});
            }),
            py::arg("kernel_context") = py::none(), py::kw_only(), py::arg("events_enabled") = false,
            "Defaults: a fresh KernelContext (newest supported opset, no custom kernels), events off.")
-      .def_property_readonly("events_enabled", &RuntimeContext::events_enabled)
+      .def_property_readonly("events_enabled", &RuntimeContext::events_enabled,
+                             "Whether runs in this context record events (set when constructed).")
       .def("events", [](const RuntimeContext& rt) { return rt.event_log()->Snapshot(); },
            "A snapshot of the shared event log, in recording order.")
       .def("clear_events", &RuntimeContext::ClearEvents,
@@ -162,14 +182,18 @@ void BindContext(py::module_& m) {
       .def("__copy__", [](const RuntimeContext& rt) {
         rt.CheckNotRunning("RuntimeContext.copy");
         return RuntimeContext(rt);
-      })
-      .def("set_kernel_usage_enabled", &RuntimeContext::set_kernel_usage_enabled, py::arg("enabled"))
-      .def_property_readonly("kernel_usage_enabled", &RuntimeContext::kernel_usage_enabled)
-      .def("get_kernel_usage", [](const RuntimeContext& rt) { return NamesToPython(rt.GetKernelUsage()); })
-      .def("clear_kernel_usage", &RuntimeContext::ClearKernelUsage)
+      }, "copy.copy(context): the same as context.copy().")
+      .def("set_kernel_usage_enabled", &RuntimeContext::set_kernel_usage_enabled, py::arg("enabled"),
+           "Turns recording of kernel-usage names on or off (names already recorded stay).")
+      .def_property_readonly("kernel_usage_enabled", &RuntimeContext::kernel_usage_enabled,
+                             "Whether kernels record their implementation names (off by default).")
+      .def("get_kernel_usage", [](const RuntimeContext& rt) { return NamesToPython(rt.GetKernelUsage()); },
+           "The recorded kernel-usage names, in order, duplicates included (docs/kernel-usage.md).")
+      .def("clear_kernel_usage", &RuntimeContext::ClearKernelUsage,
+           "Empties the kernel-usage log shared by related contexts.")
       .def("record_kernel_usage", [](RuntimeContext& rt, const std::string& name) { rt.RecordKernelUsage(name); },
-           py::arg("name"))
-      .def_property_readonly_static("kernel_usage_limit", [](py::object) { return RuntimeContext::kKernelUsageLimit; })
+           py::arg("name"), "Records `name` when recording is on (what a kernel does).")
+
       .def("put", [](RuntimeContext& rt, py::handle key, py::handle value, const std::string& kind) {
              rt.CheckNotRunning("RuntimeContext.put");
              const std::string name = NameFromPython(key);
@@ -184,7 +208,7 @@ void BindContext(py::module_& m) {
              if (const RuntimeValue* v = rt.FindValue(name)) return ValueToPython(*v, name);
              throw py::key_error(fmt::format("no value named '{}' in the context", name));
            },
-           py::arg("name"))
+           py::arg("name"), "The value named `name` (a runtime.Tensor, list, dict or None); KeyError if absent.")
       .def("remove", [](RuntimeContext& rt, py::handle key, const std::string& kind) {
              rt.CheckNotRunning("RuntimeContext.remove");
              return rt.RemoveValue(NameFromPython(key), TensorKindFromString(kind));
@@ -194,25 +218,29 @@ void BindContext(py::module_& m) {
         rt.CheckNotRunning("RuntimeContext.__contains__");
         const std::string name = NameFromPython(key);
         return rt.FindTensor(name) != nullptr || rt.FindValue(name) != nullptr;
-      })
+      }, "Whether the context holds a value named `name`.")
       .def("tensors", [](const RuntimeContext& rt) {
              rt.CheckNotRunning("RuntimeContext.tensors");
              py::dict d;
              for (const auto& [name, t] : rt.tensors()) d[NameToPython(name)] = ValueToPython(RuntimeValue(t), name);
              return d;
-           })
+           },
+           "The tensors the context holds, by name (views, no copies).")
       .def("values", [](const RuntimeContext& rt) {
              rt.CheckNotRunning("RuntimeContext.values");
              py::dict d;
              for (const auto& [name, v] : rt.values()) d[NameToPython(name)] = ValueToPython(v, name);
              return d;
-           })
+           },
+           "The values that are not plain tensors (sequences, maps, optionals, encoded), by name.")
       .def("set_retained_outputs",
            [](RuntimeContext& rt, py::handle names) {
              rt.CheckNotRunning("RuntimeContext.set_retained_outputs");
              rt.set_retained_outputs(NamesFromPython(names));
            },
-           py::arg("names"))
+           py::arg("names"),
+           "Output names whose storage passes to an external owner as produced (no allocator "
+           "migration, no contiguous copy); PersistentValueState sets this for its bound outputs.")
       .def("request_stop", &RuntimeContext::RequestStop,
            "Asks the run in flight in this context (or a related one: copies, children) to stop at "
            "its next node or loop iteration with RuntimeError; when none is in flight, the next run "
@@ -244,9 +272,14 @@ void BindContext(py::module_& m) {
           "Seconds each run in this context may take (checked before every node and loop "
           "iteration; a run over it raises RuntimeError), or None (the default). 0 also means none.")
       .def_property_readonly("retained_outputs",
-                             [](const RuntimeContext& rt) { return NamesToPython(rt.retained_outputs()); })
-      .def_property_readonly("allocated_bytes", [](const RuntimeContext& rt) { return rt.allocator()->live_bytes(); })
-      .def_property_readonly("peak_bytes", [](const RuntimeContext& rt) { return rt.allocator()->peak_bytes(); });
+                             [](const RuntimeContext& rt) { return NamesToPython(rt.retained_outputs()); },
+                             "The names set_retained_outputs() gave.")
+      .def_property_readonly("allocated_bytes", [](const RuntimeContext& rt) { return rt.allocator()->live_bytes(); },
+                             "Bytes the context's allocator holds now.")
+      .def_property_readonly("peak_bytes", [](const RuntimeContext& rt) { return rt.allocator()->peak_bytes(); },
+                             "The most bytes the context's allocator has held at once.");
+  // A plain class attribute (int): kernel-usage names kept before further ones are dropped.
+  m.attr("RuntimeContext").attr("kernel_usage_limit") = RuntimeContext::kKernelUsageLimit;
 }
 
 }  // namespace onnx_light::runtime::python

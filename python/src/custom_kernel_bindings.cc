@@ -57,8 +57,20 @@ class PythonKernel final : public KernelBase {
     try {
       result = fn_(*py::tuple(args), **attributes_);
     } catch (py::error_already_set& e) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: the Python kernel raised {}", rt.DescribeNode(), e.what()));
+      // The Python exception travels along as the cause; the bindings chain it (__cause__).
+      ErrorCode code = ErrorCode::kInvalidArgument;
+      if (e.matches(PyExc_KeyError)) code = ErrorCode::kNotFound;
+      if (e.matches(PyExc_NotImplementedError)) code = ErrorCode::kUnimplemented;
+      // "ZeroDivisionError: division by zero"; the traceback stays on the chained exception.
+      const py::handle value = e.value();
+      std::string what = py::str(py::type::handle_of(value).attr("__name__")).cast<std::string>();
+      if (const std::string text = py::str(value).cast<std::string>(); !text.empty()) what += ": " + text;
+      const auto held = py::reinterpret_steal<py::object>(PyException_GetTraceback(value.ptr()));
+      if (!e.trace().is_none() && !held) {
+        PyException_SetTraceback(value.ptr(), e.trace().ptr());
+      }
+      throw PythonCallbackError(code, fmt::format("{}: the Python kernel raised {}", rt.DescribeNode(), what),
+                                std::make_exception_ptr(e));
     }
     py::tuple outputs = py::isinstance<py::tuple>(result) ? result.cast<py::tuple>() : py::make_tuple(result);
     if (outputs.size() != rt.num_outputs()) {

@@ -42,6 +42,43 @@ void SetError(PyObject* type, std::string_view message) {
   Py_DECREF(text);
 }
 
+// The Python exception behind `error`: a PythonCallbackError's, possibly nested inside the errors
+// that added the node (std::throw_with_nested); null when there is none.
+std::exception_ptr PythonCause(const std::exception& error) {
+  if (const auto* callback = dynamic_cast<const PythonCallbackError*>(&error)) return callback->cause();
+  const auto* nested = dynamic_cast<const std::nested_exception*>(&error);
+  if (nested == nullptr || !nested->nested_ptr()) return nullptr;
+  try {
+    std::rethrow_exception(nested->nested_ptr());
+  } catch (const std::exception& inner) {
+    return PythonCause(inner);
+  } catch (...) {
+  }
+  return nullptr;
+}
+
+// Chains the exception a Python callback raised to the exception just set, as `raise ... from
+// cause` would: __cause__ is the original object, of its own type, with its traceback.
+void ChainCause(const std::exception_ptr& cause) {
+  if (!cause) return;
+  try {
+    std::rethrow_exception(cause);
+  } catch (py::error_already_set& original) {
+    PyObject* type = nullptr;
+    PyObject* value = nullptr;
+    PyObject* traceback = nullptr;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (value != nullptr) {
+      if (traceback != nullptr) PyException_SetTraceback(value, traceback);
+      PyObject* cause_value = original.value().inc_ref().ptr();
+      PyException_SetCause(value, cause_value);  // steals the reference
+    }
+    PyErr_Restore(type, value, traceback);
+  } catch (...) {  // a cause that is not a Python exception: nothing to chain
+  }
+}
+
 PyObject* TypeOf(ErrorCode code) {
   switch (code) {
     case ErrorCode::kInvalidArgument: return classes.invalid_argument;
@@ -115,6 +152,7 @@ void BindErrors(py::module_& m) {
       SetError(classes.model_file_not_found, e.what());
     } catch (const Error& e) {
       SetError(TypeOf(e.code()), e.what());
+      ChainCause(PythonCause(e));
     } catch (const py::value_error& e) {
       SetError(classes.invalid_argument, e.what());
     } catch (const py::key_error& e) {

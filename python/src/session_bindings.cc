@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -146,34 +147,76 @@ class FeedRestorer {
   }
 
   void Put(const std::string& name, RuntimeValue value) {
-    bool seen = false;
-    for (const auto& [n, v] : previous_) seen = seen || n == name;
-    if (!seen) {
-      if (const Tensor* t = rt_.FindTensor(name)) {
-        previous_.emplace_back(name, RuntimeValue(*t));
-      } else if (const RuntimeValue* v = rt_.FindValue(name)) {
-        previous_.emplace_back(name, *v);
-      } else {
-        previous_.emplace_back(name, RuntimeValue());
-      }
-    }
+    Remember(name);
     rt_.PutValue(name, std::move(value), TensorKind::kInput);
+  }
+  /// Takes `name` out of the context for this run (restored if the run fails).
+  void Remove(const std::string& name) {
+    if (rt_.FindTensor(name) == nullptr && rt_.FindValue(name) == nullptr) return;
+    Remember(name);
+    rt_.RemoveValue(name, TensorKind::kInput);
   }
   void Commit() noexcept { committed_ = true; }
 
  private:
+  void Remember(const std::string& name) {
+    for (const auto& [n, v] : previous_) {
+      if (n == name) return;
+    }
+    if (const Tensor* t = rt_.FindTensor(name)) {
+      previous_.emplace_back(name, RuntimeValue(*t));
+    } else if (const RuntimeValue* v = rt_.FindValue(name)) {
+      previous_.emplace_back(name, *v);
+    } else {
+      previous_.emplace_back(name, RuntimeValue());
+    }
+  }
+
   RuntimeContext& rt_;
   absl::InlinedVector<std::pair<std::string, RuntimeValue>, 4> previous_;  // empty value: absent
   bool committed_ = false;
 };
 
-py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::object feeds) {
+// Feeds are marked read-only inside the runtime: no kernel writes a caller's memory, and an
+// output that is a view of a feed (Identity, Reshape, Squeeze, ...) reaches Python read-only.
+RuntimeValue ReadOnlyFeed(RuntimeValue value) {
+  if (value.is_tensor()) return RuntimeValue(value.tensor().AsReadOnly());
+  return value;
+}
+
+// The rule for what a context keeps between runs (docs/running-models.md): without
+// `reuse_values` a run sees exactly the feeds it is given. A graph input missing from them is an
+// error naming it, unless an initializer gives it a default; a value an earlier run left under an
+// input's name is not used (it is taken out of the context, and put back if this run fails).
+void RequireFedInputs(const RuntimeSession& session, const std::vector<std::string>& fed,
+                      FeedRestorer& restorer, RuntimeContext& rt) {
+  const std::vector<std::string> required = session.RequiredInputNames();
+  for (const ValueInfo& input : session.inputs()) {
+    if (std::find(fed.begin(), fed.end(), input.name) != fed.end()) continue;
+    if (std::find(required.begin(), required.end(), input.name) == required.end()) {
+      restorer.Remove(input.name);  // its initializer default applies
+      continue;
+    }
+    const bool held = rt.FindTensor(input.name) != nullptr || rt.FindValue(input.name) != nullptr;
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("missing input '{}': it is not in the feeds (the required inputs are [{}]){}",
+                            input.name, fmt::join(required, ", "),
+                            held ? ". The context holds a value of that name from an earlier run: pass "
+                                   "reuse_values=True to run with it"
+                                 : ""));
+  }
+}
+
+py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::object feeds,
+                    bool reuse_values = false) {
   if (!feeds.is_none() && !py::isinstance<py::dict>(feeds)) {
-    throw py::type_error("feeds must be a dict mapping input names to arrays");
+    throw py::type_error(fmt::format("feeds must be a dict mapping input names to arrays, got {}",
+                                     py::str(py::type::of(feeds).attr("__name__")).cast<std::string>()));
   }
   // Held before the first feed is stored: no other run can interleave its feeds with ours.
   const RuntimeContext::RunGuard guard(rt);
   FeedRestorer restorer(rt);
+  std::vector<std::string> fed;
   if (!feeds.is_none()) {
     const auto& inputs = session.inputs();
     for (auto [key, value] : py::reinterpret_borrow<py::dict>(feeds)) {
@@ -186,9 +229,11 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
         throw py::key_error(fmt::format("feed '{}' is not a graph input; the inputs are [{}]", name,
                                         fmt::join(names, ", ")));
       }
-      restorer.Put(name, ValueFromPython(value, name, &known->type));
+      restorer.Put(name, ReadOnlyFeed(ValueFromPython(value, name, &known->type)));
+      fed.push_back(name);
     }
   }
+  if (!reuse_values) RequireFedInputs(session, fed, restorer, rt);
   {
     py::gil_scoped_release release;
     session.Run(rt, guard);
@@ -205,45 +250,77 @@ py::dict RunSession(const RuntimeSession& session, RuntimeContext& rt, py::objec
   return outputs;
 }
 
-// The ORT-style forms of run: run(feeds), run(None, feeds) and run([names], feeds) use a fresh
-// default context; the first returns the dict, the others a list in graph-output order or in the
-// order of `names`.
-py::object RunSessionAnyForm(const RuntimeSession& session, py::object first, py::object feeds) {
-  if (py::isinstance<RuntimeContext>(first)) return RunSession(session, first.cast<RuntimeContext&>(), feeds);
-  if (py::isinstance<py::dict>(first) && feeds.is_none()) {
-    RuntimeContext fresh;
-    return RunSession(session, fresh, first);
+}  // namespace
+
+std::vector<std::string> WantedOutputs(py::handle first, const std::vector<ValueInfo>& outputs) {
+  std::vector<std::string> wanted;
+  if (first.is_none()) {
+    for (const ValueInfo& output : outputs) wanted.push_back(output.name);
+    return wanted;
   }
-  if (!first.is_none() && !py::isinstance<py::list>(first) && !py::isinstance<py::tuple>(first)) {
+  if (!py::isinstance<py::list>(first) && !py::isinstance<py::tuple>(first)) {
     throw py::type_error(fmt::format(
-        "run takes (context, feeds), (feeds), (None, feeds) or (output_names, feeds); the first "
+        "run takes (feeds), (None, feeds), (output_names, feeds) or (context, feeds); the first "
         "argument is a {}",
         py::str(py::type::of(first).attr("__name__")).cast<std::string>()));
   }
-  std::vector<std::string> wanted;
-  if (first.is_none()) {
-    for (const ValueInfo& output : session.outputs()) wanted.push_back(output.name);
-  } else {
-    wanted = NamesFromPython(first, "output name");
-    for (const std::string& name : wanted) {
-      bool known = false;
-      for (const ValueInfo& output : session.outputs()) known = known || output.name == name;
-      if (!known) {
-        std::vector<std::string> names;
-        for (const ValueInfo& output : session.outputs()) names.push_back(output.name);
-        throw py::key_error(fmt::format("'{}' is not a graph output; the outputs are [{}]", name,
-                                        fmt::join(names, ", ")));
-      }
+  wanted = NamesFromPython(first, "output name");
+  for (const std::string& name : wanted) {
+    bool known = false;
+    for (const ValueInfo& output : outputs) known = known || output.name == name;
+    if (!known) {
+      std::vector<std::string> names;
+      for (const ValueInfo& output : outputs) names.push_back(output.name);
+      throw py::key_error(fmt::format("'{}' is not a graph output; the outputs are [{}]", name,
+                                      fmt::join(names, ", ")));
     }
   }
-  RuntimeContext fresh;
-  const py::dict outputs = RunSession(session, fresh, feeds);
+  return wanted;
+}
+
+py::list SelectOutputs(const py::dict& outputs, const std::vector<std::string>& wanted) {
   py::list result;
   for (const std::string& name : wanted) {
     const py::str key = NameToPython(name);
     result.append(outputs.contains(key) ? py::object(outputs[key]) : py::object(py::none()));
   }
   return result;
+}
+
+void CheckFeedsArgument(py::handle first, py::handle feeds) {
+  // run(feeds) with a second positional argument, or run(x) where x is neither feeds nor a
+  // context: say which forms exist instead of printing the arguments back.
+  if (!feeds.is_none() && !py::isinstance<py::dict>(feeds)) {
+    throw py::type_error(fmt::format(
+        "run takes (feeds), (None, feeds), (output_names, feeds) or (context, feeds), with feeds a "
+        "dict of input name -> array; got ({}, {})",
+        py::str(py::type::of(first).attr("__name__")).cast<std::string>(),
+        py::str(py::type::of(feeds).attr("__name__")).cast<std::string>()));
+  }
+}
+
+namespace {
+
+// The forms of run: run(context, feeds) returns the dict of every output; run(feeds) the same
+// with a fresh default context (one per call, so concurrent calls share nothing); run(None, feeds)
+// and run([names], feeds), ONNX Runtime's habit, a list in graph-output order or in the order of
+// `names`, also with a fresh context.
+py::object RunSessionAnyForm(const RuntimeSession& session, py::object first, py::object feeds, bool reuse_values) {
+  CheckFeedsArgument(first, feeds);
+  if (py::isinstance<RuntimeContext>(first)) {
+    return RunSession(session, first.cast<RuntimeContext&>(), feeds, reuse_values);
+  }
+  if (reuse_values) {
+    throw py::value_error("reuse_values=True reuses what a context holds from an earlier run; pass "
+                          "that context: run(context, feeds, reuse_values=True)");
+  }
+  if (py::isinstance<py::dict>(first) && feeds.is_none()) {
+    RuntimeContext fresh;
+    return RunSession(session, fresh, first);
+  }
+  const std::vector<std::string> wanted = WantedOutputs(first, session.outputs());
+  RuntimeContext fresh;
+  return SelectOutputs(RunSession(session, fresh, feeds), wanted);
 }
 
 // Option setters validate the whole struct with the new value, so a bad value is a ValueError
@@ -277,18 +354,58 @@ std::string_view TypeKindName(TypeInfo::Kind kind) {
   }
 }
 
+// The ONNX type string of a declaration, as onnx and ONNX Runtime write it: tensor(float),
+// seq(tensor(int64)), map(string,tensor(float)), optional(...), sparse_tensor(float).
+std::string OnnxElementName(DataType type) {
+  if (type == DataType::kFloat) return "float";
+  if (type == DataType::kDouble) return "double";
+  return std::string(DataTypeName(type));
+}
+
+std::string TypeString(const TypeInfo& type) {
+  const std::string inner = type.inner ? TypeString(*type.inner) : std::string("unknown");
+  switch (type.kind) {
+    case TypeInfo::Kind::kTensor: return fmt::format("tensor({})", OnnxElementName(type.element_type));
+    case TypeInfo::Kind::kSparseTensor: return fmt::format("sparse_tensor({})", OnnxElementName(type.element_type));
+    case TypeInfo::Kind::kSequence: return fmt::format("seq({})", inner);
+    case TypeInfo::Kind::kOptional: return fmt::format("optional({})", inner);
+    case TypeInfo::Kind::kMap: return fmt::format("map({},{})", OnnxElementName(type.element_type), inner);
+    default: return "unknown";
+  }
+}
+
+// runtime.ValueInfo objects (onnx_light/_value_info.py), which also read like the dicts earlier
+// versions returned.
 py::list DescribeValues(const std::vector<ValueInfo>& values) {
+  const py::object make = py::module_::import("onnx_light._value_info").attr("ValueInfo");
   py::list out;
   for (const ValueInfo& v : values) {
-    py::dict d;
-    d["name"] = NameToPython(v.name);
-    d["kind"] = std::string(TypeKindName(v.type.kind));
-    d["data_type"] = static_cast<int>(v.type.element_type);
-    if (v.type.shape) d["shape"] = py::cast(*v.type.shape);
-    else d["shape"] = py::none();
-    out.append(d);
+    const bool tensor = v.type.kind == TypeInfo::Kind::kTensor || v.type.kind == TypeInfo::Kind::kSparseTensor;
+    py::object dtype = tensor ? NumpyDtypeFor(v.type.element_type) : py::none();
+    py::list params;
+    for (const std::string& p : v.type.dim_params) params.append(NameToPython(p));
+    out.append(make(NameToPython(v.name), std::string(TypeKindName(v.type.kind)),
+                    static_cast<int>(v.type.element_type),
+                    v.type.shape ? py::cast(*v.type.shape) : py::object(py::none()), params,
+                    TypeString(v.type), dtype));
   }
   return out;
+}
+
+py::object DescribeMetadata(const Model& model) {
+  py::dict opsets;
+  for (const OpsetId& o : model.opset_imports) opsets[NameToPython(o.domain)] = o.version;
+  py::dict props;
+  for (const auto& [key, value] : model.metadata_props) props[NameToPython(key)] = NameToPython(value);
+  return py::module_::import("onnx_light._value_info")
+      .attr("ModelMetadata")(py::arg("producer_name") = NameToPython(model.producer_name),
+                             py::arg("producer_version") = NameToPython(model.producer_version),
+                             py::arg("domain") = NameToPython(model.domain),
+                             py::arg("model_version") = model.model_version,
+                             py::arg("doc_string") = NameToPython(model.doc_string),
+                             py::arg("graph_name") = NameToPython(model.graph.name),
+                             py::arg("ir_version") = model.ir_version, py::arg("opset_imports") = opsets,
+                             py::arg("metadata_props") = props);
 }
 
 // Operator uses of a graph and the graphs nested in its attributes, keyed by
@@ -321,6 +438,7 @@ py::dict DescribeModel(const Model& model) {
   py::list opsets;
   for (const OpsetId& o : model.opset_imports) opsets.append(py::make_tuple(NameToPython(o.domain), o.version));
   d["opset_imports"] = opsets;
+  d["metadata_props"] = DescribeMetadata(model).attr("metadata_props");
   d["inputs"] = DescribeValues(model.graph.inputs);
   d["outputs"] = DescribeValues(model.graph.outputs);
   d["initializer_count"] = model.graph.initializers.size();
@@ -388,7 +506,10 @@ void BindSession(py::module_& m) {
         "ir_version, producer, opset_imports, inputs, outputs, functions, persistent_bindings and "
         "the operators used (with subgraphs and function bodies) with counts.");
 
-  py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions")
+  py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions",
+                                    "How a session is built: threads, load mode, graph passes, build "
+                                    "budgets and persistent-state reservations (docs/graph-passes.md, "
+                                    "docs/threading.md, docs/persistent-state.md).")
       .def(py::init([](int64_t capacity, int64_t num_threads, std::optional<KernelContext> kernel_context,
                        bool fuse_conv_batchnorm, const std::string& load_mode, int64_t max_expanded_nodes,
                        int64_t max_nesting_depth, int64_t max_subgraphs, int64_t reserved_rows,
@@ -424,15 +545,19 @@ void BindSession(py::module_& m) {
            py::arg("fold_constants") = true, py::arg("eliminate_noop_nodes") = true,
            py::arg("fuse_gelu") = true, py::arg("fuse_conv_activation") = true,
            py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true,
-           py::arg("fuse_qdq") = true)
+           py::arg("fuse_qdq") = true,
+           "Every option by keyword; a value out of range is a ValueError naming it.")
       .def_property("load_mode",
                     [](const RuntimeSessionOptions& o) { return std::string(LoadModeName(o.load_mode)); },
                     [](RuntimeSessionOptions& o, const std::string& mode) { o.load_mode = LoadModeFromPython(mode); },
                     "'copy' (default): a model file and its external data are read into runtime memory, "
                     "so later changes to the files cannot reach the session. 'map': they are memory-mapped "
                     "without copying and must not be truncated or modified while the session lives.")
-      .def_readwrite("kernel_context", &RuntimeSessionOptions::kernel_context)
-      .def_readwrite("fuse_conv_batchnorm", &RuntimeSessionOptions::fuse_conv_batchnorm)
+      .def_readwrite("kernel_context", &RuntimeSessionOptions::kernel_context,
+                     "A KernelContext whose custom kernels are resolved when the session is built, or None.")
+      .def_readwrite("fuse_conv_batchnorm", &RuntimeSessionOptions::fuse_conv_batchnorm,
+                     "Fold a float32 Conv -> BatchNormalization pair with constant parameters into new "
+                     "weights at build time (docs/graph-passes.md).")
       .def_readwrite("fuse_conv_activation", &RuntimeSessionOptions::fuse_conv_activation,
                      "Run the activation that alone reads a float32 Conv's output in the "
                      "convolution's epilogue (docs/graph-passes.md).")
@@ -460,25 +585,33 @@ void BindSession(py::module_& m) {
           [](const RuntimeSessionOptions& o) { return o.persistent_tensor_initial_capacity; },
           [](RuntimeSessionOptions& o, int64_t v) {
             SetOption(o, &RuntimeSessionOptions::persistent_tensor_initial_capacity, v);
-          })
+          },
+          "Rows reserved along the append axis the first time a persistent value grows in place "
+          "(default 32; 0 disables reservations).")
       .def_property(
           "persistent_tensor_reserved_rows",
           [](const RuntimeSessionOptions& o) { return o.persistent_tensor_reserved_rows; },
           [](RuntimeSessionOptions& o, int64_t v) {
             SetOption(o, &RuntimeSessionOptions::persistent_tensor_reserved_rows, v);
-          })
+          },
+          "Rows of lazily backed address space a persistent value is laid out for (default 4096; "
+          "0 turns it off).")
       .def_property(
           "num_threads", [](const RuntimeSessionOptions& o) { return o.num_threads; },
-          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::num_threads, ThreadCount(v)); })
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::num_threads, ThreadCount(v)); },
+          "Threads one run may use, the caller's included; 0 (default) means one per core.")
       .def_property(
           "max_expanded_nodes", [](const RuntimeSessionOptions& o) { return o.max_expanded_nodes; },
-          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_expanded_nodes, v); })
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_expanded_nodes, v); },
+          "Build budget: nodes compiled in total, function bodies counted per call site (docs/errors.md).")
       .def_property(
           "max_nesting_depth", [](const RuntimeSessionOptions& o) { return o.max_nesting_depth; },
-          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_nesting_depth, v); })
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_nesting_depth, v); },
+          "Build budget: how deep subgraphs and function bodies may nest.")
       .def_property(
           "max_subgraphs", [](const RuntimeSessionOptions& o) { return o.max_subgraphs; },
-          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_subgraphs, v); });
+          [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_subgraphs, v); },
+          "Build budget: subgraphs compiled in total.");
 
   py::class_<RuntimeSession>(m, "RuntimeSession",
                              "A model compiled for execution. run() may be called from several threads, "
@@ -496,27 +629,53 @@ void BindSession(py::module_& m) {
            "function body (e.g. SoftmaxCrossEntropyLoss) runs that body (see "
            "schema_function_operators()).")
       .def("run", &RunSessionAnyForm, py::arg("context") = py::none(), py::arg("feeds") = py::none(),
-           "run(context, feeds): puts feeds into the context, runs, and returns every graph output "
-           "by name. The run holds the context (RuntimeError when another thread's run holds it); a "
-           "failed run, stopped ones included, leaves the context's values as they were before the "
-           "call. run(feeds) does the same with a fresh default context; run(None, feeds) and "
-           "run([names], feeds) return a list: every output in graph order, or the named ones.")
+           py::kw_only(), py::arg("reuse_values") = false,
+           "Runs the model. run(feeds) returns a dict of every graph output by name; "
+           "run(None, feeds) a list of every output in graph order and run([names], feeds) a list "
+           "of the named ones (ONNX Runtime's form). These use a fresh default context per call, so "
+           "any number of threads may call them at once. run(context, feeds) runs in `context` "
+           "(for events, kernel usage, stop and timeout) and returns the dict; the run holds the "
+           "context (RuntimeError when another thread's run holds it). A required input missing "
+           "from `feeds` is a ValueError naming it, unless reuse_values=True, which runs with the "
+           "value the context holds from an earlier run. A failed run leaves the context's values "
+           "as they were before the call; a successful one leaves its feeds and outputs there.")
       .def("_custom_plan_count", &RuntimeSession::custom_plan_count,
            "Diagnostics: plans cached for contexts with custom kernels of their own.")
       .def_property_readonly("input_names", [](const RuntimeSession& s) {
         py::list names;
         for (const ValueInfo& v : s.inputs()) names.append(NameToPython(v.name));
         return names;
-      })
+      }, "Names of every graph input, in graph order.")
       .def_property_readonly("output_names", [](const RuntimeSession& s) {
         py::list names;
         for (const ValueInfo& v : s.outputs()) names.append(NameToPython(v.name));
         return names;
-      })
+      }, "Names of every graph output, in graph order.")
       .def_property_readonly("required_input_names",
-                             [](const RuntimeSession& s) { return NamesToPython(s.RequiredInputNames()); })
-      .def_property_readonly("inputs", [](const RuntimeSession& s) { return DescribeValues(s.inputs()); })
-      .def_property_readonly("outputs", [](const RuntimeSession& s) { return DescribeValues(s.outputs()); });
+                             [](const RuntimeSession& s) { return NamesToPython(s.RequiredInputNames()); },
+                             "Names of the graph inputs run() needs in its feeds (those without an "
+                             "initializer default), in graph order.")
+      .def_property_readonly("inputs", [](const RuntimeSession& s) { return DescribeValues(s.inputs()); },
+                             "Every graph input as a runtime.ValueInfo (name, shape with symbolic "
+                             "dimension names, type string such as 'tensor(float)', numpy dtype), "
+                             "inputs with an initializer default included.")
+      .def_property_readonly("outputs", [](const RuntimeSession& s) { return DescribeValues(s.outputs()); },
+                             "Every graph output as a runtime.ValueInfo, in graph order.")
+      .def("get_inputs", [](const RuntimeSession& s) { return DescribeValues(s.inputs()); },
+           "ONNX Runtime's name for `inputs`.")
+      .def("get_outputs", [](const RuntimeSession& s) { return DescribeValues(s.outputs()); },
+           "ONNX Runtime's name for `outputs`.")
+      .def_property_readonly("metadata", [](const RuntimeSession& s) { return DescribeMetadata(s.model()); },
+                             "The model's own description as a runtime.ModelMetadata: producer "
+                             "name and version, domain, model_version, doc_string, graph_name, "
+                             "ir_version, opset_imports and metadata_props.")
+      .def("get_modelmeta", [](const RuntimeSession& s) { return DescribeMetadata(s.model()); },
+           "ONNX Runtime's name for `metadata`.")
+      .def_property_readonly("load_time_ns", [](const RuntimeSession& s) { return s.model().load_duration_ns; },
+                             "How long reading the model (file, external data) took, ns.")
+      .def_property_readonly("compile_time_ns", &RuntimeSession::compile_duration_ns,
+                             "How long compiling the session took (kernel resolution, graph passes, "
+                             "planning), ns. export_chrome_trace(..., sessions=[session]) draws both.");
 }
 
 }  // namespace onnx_light::runtime::python

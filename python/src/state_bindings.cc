@@ -51,6 +51,38 @@ py::dict ResultsToPython(const PersistentValueState& state, PersistentValueState
   return out;
 }
 
+py::dict RunState(PersistentValueState& state, RuntimeContext& rt, py::object feeds) {
+  PersistentValueState::Values values;
+  if (!feeds.is_none()) {
+    for (auto [key, value] : feeds.cast<py::dict>()) {
+      const std::string name = NameFromPython(key, "feed name");
+      RuntimeValue feed = ValueFromPython(value, name);
+      // Read-only like a session's feeds: an output viewing a feed reaches Python read-only.
+      if (feed.is_tensor()) feed = RuntimeValue(feed.tensor().AsReadOnly());
+      values.emplace(name, std::move(feed));
+    }
+  }
+  PersistentValueState::Values results;
+  {
+    py::gil_scoped_release release;
+    results = state.Run(rt, values);
+  }
+  return ResultsToPython(state, results);
+}
+
+// The forms of RuntimeSession.run, each call in a fresh default context unless one is given.
+py::object RunStateAnyForm(PersistentValueState& state, py::object first, py::object feeds) {
+  CheckFeedsArgument(first, feeds);
+  if (py::isinstance<RuntimeContext>(first)) return RunState(state, first.cast<RuntimeContext&>(), feeds);
+  if (py::isinstance<py::dict>(first) && feeds.is_none()) {
+    RuntimeContext fresh;
+    return RunState(state, fresh, first);
+  }
+  const std::vector<std::string> wanted = WantedOutputs(first, state.session().outputs());
+  RuntimeContext fresh;
+  return SelectOutputs(RunState(state, fresh, feeds), wanted);
+}
+
 }  // namespace
 
 // The folder with_persistent_bindings' result remembers: the model file's folder, or BaseDirOf.
@@ -122,38 +154,29 @@ void BindState(py::module_& m) {
            "Compiles `model` like RuntimeSession (a path, bytes, ModelBytes or onnx.ModelProto; "
            "external data of a model in memory is read beneath `base_dir` or the folder a "
            "ModelBytes remembers) and binds the initial values.")
-      .def("run",
-           [](PersistentValueState& state, RuntimeContext& rt, py::object feeds) {
-             PersistentValueState::Values values;
-             if (!feeds.is_none()) {
-               for (auto [key, value] : feeds.cast<py::dict>()) {
-                 const std::string name = NameFromPython(key, "feed name");
-                 values.emplace(name, ValueFromPython(value, name));
-               }
-             }
-             PersistentValueState::Values results;
-             {
-               py::gil_scoped_release release;
-               results = state.Run(rt, values);
-             }
-             return ResultsToPython(state, results);
-           },
-           py::arg("context"), py::arg("feeds") = py::none(),
-           "Runs one call with the non-bound inputs; returns every graph output.")
+      .def("run", &RunStateAnyForm, py::arg("context") = py::none(), py::arg("feeds") = py::none(),
+           "Runs one call with the inputs that are not bound (the bound ones come from the state). "
+           "run(feeds) returns a dict of every graph output; run(None, feeds) and run([names], "
+           "feeds) a list, like RuntimeSession.run; run(context, feeds) runs in a child of "
+           "`context` (its events and kernel usage) and returns the dict. A call never reads "
+           "values from the context: every input that is not bound must be fed. Bound outputs "
+           "(present_key) are read-only views of the state's next values.")
       .def("reset", [](PersistentValueState& state, const py::dict& values) { state.Reset(TensorsFromDict(values)); },
-           py::arg("values"))
-      .def("close", &PersistentValueState::Close)
-      .def_property_readonly("closed", &PersistentValueState::closed)
+           py::arg("values"), "Replaces every bound value (the same rules as `initial`).")
+      .def("close", &PersistentValueState::Close,
+           "Releases the state's hold on its values; later calls raise RuntimeError. Tensors "
+           "already handed out stay valid.")
+      .def_property_readonly("closed", &PersistentValueState::closed, "Whether close() was called.")
       .def_property_readonly("values", [](const PersistentValueState& state) {
         py::dict out;
         for (const auto& [name, tensor] : state.values()) out[NameToPython(name)] = py::cast(PyTensor{name, tensor, true});
         return out;
-      })
+      }, "The current bound values by input name: read-only views of the state's storage.")
       .def_property_readonly("bindings", [](const PersistentValueState& state) {
         py::dict out;
         for (const PersistentBinding& b : state.bindings()) out[NameToPython(b.input_name)] = NameToPython(b.output_name);
         return out;
-      });
+      }, "The model's declarations, {input_name: output_name}.");
 }
 
 }  // namespace onnx_light::runtime::python

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.h"
+#include "dlpack_versioned.h"
 #include "element_types.h"
 #include "onnx_light/runtime/error.h"
 #include "py_tensor.h"
@@ -148,7 +149,10 @@ Tensor TensorFromNumpy(const py::array& array, const std::string& name) {
     throw py::value_error(fmt::format("feed '{}': the array's data is not aligned for {}", name,
                                       DataTypeName(type)));
   }
-  return Tensor(type, std::move(shape), OwnerOf(array, array.data()), const_cast<void*>(array.data()));
+  Tensor tensor(type, std::move(shape), OwnerOf(array, array.data()), const_cast<void*>(array.data()));
+  // A read-only array stays read-only through every view of it (numpy.asarray of the Tensor).
+  if (!py::cast<py::object>(array.attr("flags")).attr("writeable").cast<bool>()) return tensor.AsReadOnly();
+  return tensor;
 }
 
 // ---- DLPack ------------------------------------------------------------------------------------
@@ -213,15 +217,19 @@ DataType FromDLDataType(const DLDataType& dl, const std::string& name) {
                                    name, dl.code, dl.bits, dl.lanes));
 }
 
+// `Managed` is DLManagedTensor (DLPack 0.6, capsule "dltensor") or DLManagedTensorVersioned1
+// (DLPack 1.0, "dltensor_versioned").
+template <typename Managed>
 struct ExportedTensor {
   Tensor tensor;
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;
-  DLManagedTensor managed;
+  Managed managed;
 };
 
-py::capsule ToDLPack(const Tensor& tensor) {
-  auto* holder = new ExportedTensor{tensor, tensor.shape(), tensor.strides(), {}};
+template <typename Managed>
+ExportedTensor<Managed>* NewExport(const Tensor& tensor) {
+  auto* holder = new ExportedTensor<Managed>{tensor, tensor.shape(), tensor.strides(), {}};
   DLTensor& dl = holder->managed.dl_tensor;
   dl.data = const_cast<void*>(tensor.raw_data());
   dl.device = {kDLCPU, 0};
@@ -231,9 +239,25 @@ py::capsule ToDLPack(const Tensor& tensor) {
   dl.strides = holder->strides.data();
   dl.byte_offset = 0;
   holder->managed.manager_ctx = holder;
-  holder->managed.deleter = [](DLManagedTensor* self) {
-    delete static_cast<ExportedTensor*>(self->manager_ctx);
-  };
+  holder->managed.deleter = [](Managed* self) { delete static_cast<ExportedTensor<Managed>*>(self->manager_ctx); };
+  return holder;
+}
+
+// A DLPack 1.0 capsule; `flags` carries the read-only and is-copied bits.
+py::capsule ToVersionedDLPack(const Tensor& tensor, uint64_t flags) {
+  auto* holder = NewExport<DLManagedTensorVersioned1>(tensor);
+  holder->managed.version = {1, 0};
+  holder->managed.flags = flags;
+  return py::capsule(&holder->managed, "dltensor_versioned", [](PyObject* capsule) {
+    if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+      auto* managed = static_cast<DLManagedTensorVersioned1*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+      if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+    }
+  });
+}
+
+py::capsule ToDLPack(const Tensor& tensor) {
+  auto* holder = NewExport<DLManagedTensor>(tensor);
   // A capsule never consumed (still named "dltensor") frees its tensor itself.
   return py::capsule(&holder->managed, "dltensor", [](PyObject* capsule) {
     if (PyCapsule_IsValid(capsule, "dltensor")) {
@@ -272,6 +296,36 @@ Tensor TensorFromDLPack(py::handle producer, const std::string& name) {
   }
   auto* data = static_cast<std::byte*>(dl.data) + dl.byte_offset;
   return Tensor(type, std::move(shape), std::shared_ptr<void>(owner, data), data);
+}
+
+py::object ExportDLPack(const PyTensor& t, py::object stream, py::object max_version, py::object dl_device,
+                       py::object copy) {
+  (void)stream;  // CPU memory: there is no stream to synchronise with
+  if (!dl_device.is_none()) {
+    const py::tuple device = dl_device.cast<py::tuple>();
+    if (device.size() != 2 || device[0].cast<int>() != kDLCPU) {
+      throw py::buffer_error(fmt::format("tensor '{}' lives in CPU memory and cannot be exported to device {}",
+                                         t.name, py::str(dl_device).cast<std::string>()));
+    }
+  }
+  ToDLDataType(t.tensor.dtype());  // a TypeError for types DLPack has no code for, before any copy
+  bool versioned = false;
+  if (!max_version.is_none()) versioned = max_version.cast<py::tuple>()[0].cast<int>() >= 1;
+  const bool read_only = t.readonly || t.tensor.read_only();
+  const bool copy_requested = !copy.is_none() && copy.cast<bool>();
+  const bool copy_refused = !copy.is_none() && !copy.cast<bool>();
+  if (read_only && copy_refused && !versioned) {
+    throw py::buffer_error(fmt::format(
+        "tensor '{}' is read-only (it shares memory with persistent state, a feed or a constant) and "
+        "the consumer asked for DLPack without a version, which cannot mark it read-only; use a "
+        "consumer that speaks DLPack 1.0, or allow a copy",
+        t.name));
+  }
+  if (copy_requested || (read_only && !copy_refused)) {
+    const Tensor copied = t.tensor.Clone(MakeCpuAllocator());
+    return versioned ? ToVersionedDLPack(copied, kDLPackFlagIsCopied) : ToDLPack(copied);
+  }
+  return versioned ? ToVersionedDLPack(t.tensor, read_only ? kDLPackFlagReadOnly : 0) : ToDLPack(t.tensor);
 }
 
 // A zero-size tensor may have other dimensions whose product overflows ([2^40, 2^40, 0]):
@@ -340,6 +394,8 @@ Tensor NormalizedBool(Tensor tensor) {
 
 }  // namespace
 
+py::object NumpyDtypeFor(DataType type) { return NumpyDtypeOf(type); }
+
 Tensor TensorFromPython(py::handle object, const std::string& name) {
   if (py::isinstance<PyTensor>(object)) return NormalizedBool(object.cast<const PyTensor&>().tensor);
   if (py::isinstance<py::array>(object)) {
@@ -403,12 +459,19 @@ void BindTensor(py::module_& m) {
            py::arg("array"), py::arg("name") = "",
            "Wraps a contiguous NumPy array or DLPack tensor without copying (a bool array whose "
            "bytes are not all 0/1 is the exception: it is copied with every byte made 0 or 1).")
-      .def_property_readonly("name", [](const PyTensor& t) { return NameToPython(t.name); })
-      .def_property_readonly("shape", [](const PyTensor& t) { return py::tuple(py::cast(t.tensor.shape())); })
-      .def_property_readonly("dtype", [](const PyTensor& t) { return NumpyDtypeOf(t.tensor.dtype()); })
-      .def_property_readonly("data_type", [](const PyTensor& t) { return static_cast<int>(t.tensor.dtype()); })
-.def_property_readonly("readonly", [](const PyTensor& t) { return t.readonly || t.tensor.read_only(); })
-      .def_property_readonly("is_contiguous", [](const PyTensor& t) { return t.tensor.is_contiguous(); })
+      .def_property_readonly("name", [](const PyTensor& t) { return NameToPython(t.name); },
+                             "The value's name in the graph ('' for a tensor built from an array).")
+      .def_property_readonly("shape", [](const PyTensor& t) { return py::tuple(py::cast(t.tensor.shape())); },
+                             "The dimensions, a tuple of ints.")
+      .def_property_readonly("dtype", [](const PyTensor& t) { return NumpyDtypeOf(t.tensor.dtype()); },
+                             "The numpy dtype of the elements (ml_dtypes types for bfloat16, float8, int4, ...).")
+      .def_property_readonly("data_type", [](const PyTensor& t) { return static_cast<int>(t.tensor.dtype()); },
+                             "The ONNX element type code (TensorProto.DataType).")
+      .def_property_readonly("readonly", [](const PyTensor& t) { return t.readonly || t.tensor.read_only(); },
+                             "True when the memory must not be written: a view of persistent state, of "
+                             "a feed or of a constant. NumPy views are then read-only (docs/zero-copy.md).")
+      .def_property_readonly("is_contiguous", [](const PyTensor& t) { return t.tensor.is_contiguous(); },
+                             "Whether the elements are laid out densely in row-major order.")
       .def_buffer(&BufferOf)
       .def("numpy", [](py::object self) -> py::object {
              const PyTensor& t = self.cast<const PyTensor&>();
@@ -458,9 +521,16 @@ void BindTensor(py::module_& m) {
            py::arg("array"), py::arg("name") = "",
            "A new tensor packing an ml_dtypes int4, uint4, int2, uint2, float4_e2m1fn, float6_e2m3fn or "
            "float6_e3m2fn array (one element per byte in NumPy) as the runtime stores it: a copy.")
-      .def("__dlpack__", [](const PyTensor& t, py::object stream, py::kwargs) { return ToDLPack(t.tensor); },
-           py::arg("stream") = py::none())
-      .def("__dlpack_device__", [](const PyTensor&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
+      .def("__dlpack__", &ExportDLPack, py::kw_only(), py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
+           "DLPack export (numpy.from_dlpack, torch.from_dlpack). A consumer that passes "
+           "max_version >= (1, 0) gets a DLPack 1.0 versioned capsule, others a 0.6 one. A writable "
+           "tensor is shared without copying (unless copy=True). A read-only tensor (a view of "
+           "persistent state, of a feed, or of a constant) is copied, because common consumers "
+           "(torch) ignore DLPack's read-only flag; copy=False shares it instead, flagged read-only "
+           "in a versioned capsule, and is a BufferError for a consumer that cannot receive the flag.")
+      .def("__dlpack_device__", [](const PyTensor&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); },
+           "(kDLCPU, 0): runtime tensors live in CPU memory.")
       .def("__repr__", [](const PyTensor& t) {
         return DisplayText(fmt::format("Tensor(name='{}', dtype={}, shape={})", t.name,
                                        DataTypeName(t.tensor.dtype()), ShapeToString(t.tensor.shape())));

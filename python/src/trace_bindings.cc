@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "bindings.h"
+#include "onnx_light/runtime/persistent_value_state.h"
+#include "onnx_light/runtime/runtime_session.h"
 #include "onnx_light/runtime/trace_export.h"
 
 namespace onnx_light::runtime::python {
@@ -96,16 +98,31 @@ std::vector<RuntimeEvent> EventsFromPython(const py::iterable& events) {
 void BindTrace(py::module_& m) {
   m.def(
       "_chrome_trace_json",
-      [](const py::iterable& events, bool include_value_events) {
+      [](const py::iterable& events, bool include_value_events, const py::iterable& sessions) {
         const std::vector<RuntimeEvent> log = EventsFromPython(events);
+        ChromeTraceOptions options{.include_value_events = include_value_events};
+        for (py::handle item : sessions) {
+          const RuntimeSession* session = nullptr;
+          if (py::isinstance<RuntimeSession>(item)) session = &item.cast<const RuntimeSession&>();
+          if (py::isinstance<PersistentValueState>(item)) session = &item.cast<const PersistentValueState&>().session();
+          if (session == nullptr) {
+            throw py::type_error(fmt::format("sessions: expected RuntimeSession or PersistentValueState, got {}",
+                                             py::str(py::type::of(item).attr("__name__")).cast<std::string>()));
+          }
+          if (session->model().load_start_ns != 0) {
+            options.build_spans.push_back(
+                {"load model", session->model().load_start_ns, session->model().load_duration_ns});
+          }
+          options.build_spans.push_back({"compile", session->compile_start_ns(), session->compile_duration_ns()});
+        }
         std::ostringstream out;
         {
           py::gil_scoped_release release;
-          ExportChromeTrace(log, out, ChromeTraceOptions{.include_value_events = include_value_events});
+          ExportChromeTrace(log, out, options);
         }
         return py::str(std::move(out).str());
       },
-      py::arg("events"), py::arg("include_value_events") = false,
+      py::arg("events"), py::arg("include_value_events") = false, py::arg("sessions") = py::tuple(),
       "The Chrome trace-event JSON of `events` (RuntimeEvent objects or their as_dict() "
       "dictionaries) as a string. Use onnx_light.trace.chrome_trace / export_chrome_trace.");
 }

@@ -10,7 +10,9 @@
 #include <fstream>
 #include <iterator>
 #include <ostream>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "onnx_light/runtime/error.h"
@@ -23,6 +25,7 @@ constexpr int kPid = 1;
 constexpr int kNodesTid = 1;
 constexpr int kStorageTid = 2;
 constexpr int kValuesTid = 3;
+constexpr int kRunsTid = 4;
 constexpr size_t kFlushBytes = size_t{1} << 20;
 
 // Length of the valid UTF-8 sequence starting `s`, or 0 when the lead byte starts none.
@@ -187,7 +190,55 @@ void WriteValueArgs(JsonWriter& w, const RuntimeEvent& e) {
   WriteCovered(w, e);
 }
 
-void WriteNode(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
+// What the log says about a node's values: the shapes its inputs had when it ran (the latest
+// add/replace of each name before it; null when none was recorded, e.g. an omitted optional
+// input) and the outputs recorded right after it (same node and subgraph).
+struct NodeValues {
+  std::vector<const RuntimeEvent*> inputs;
+  std::vector<const RuntimeEvent*> outputs;
+};
+
+bool SamePlace(const RuntimeEvent& a, const RuntimeEvent& b) {
+  return a.node_index == b.node_index && a.subgraph_node_index == b.subgraph_node_index &&
+         a.subgraph_attr_name == b.subgraph_attr_name;
+}
+
+std::vector<NodeValues> CollectNodeValues(std::span<const RuntimeEvent> events) {
+  std::vector<NodeValues> values(events.size());
+  std::unordered_map<std::string_view, const RuntimeEvent*> latest;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const RuntimeEvent& e = events[i];
+    if (e.action == RuntimeEventAction::kAdd || e.action == RuntimeEventAction::kReplace) {
+      latest[e.name] = &e;
+    } else if (e.action == RuntimeEventAction::kRunNode) {
+      for (const std::string& input : e.inputs) {
+        auto it = input.empty() ? latest.end() : latest.find(input);
+        values[i].inputs.push_back(it == latest.end() ? nullptr : it->second);
+      }
+      for (size_t j = i + 1; j < events.size() && events[j].action == RuntimeEventAction::kAdd &&
+                             SamePlace(events[j], e);
+           ++j) {
+        values[i].outputs.push_back(&events[j]);
+      }
+    }
+  }
+  return values;
+}
+
+void WriteValueShapes(JsonWriter& w, const std::vector<const RuntimeEvent*>& values) {
+  w.Raw("[");
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) w.Raw(",");
+    if (values[i] == nullptr || !values[i]->value_kind.empty()) {
+      w.Raw("null");  // not recorded, or not a tensor
+    } else {
+      WriteShape(w, values[i]->shape);
+    }
+  }
+  w.Raw("]");
+}
+
+void WriteNode(JsonWriter& w, const RuntimeEvent& e, const NodeValues& values, int64_t origin) {
   w.NextEvent();
   w.Raw(R"({"name":)");
   w.String(e.op_type);
@@ -204,7 +255,16 @@ void WriteNode(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
     if (i > 0) w.Raw(",");
     w.String(e.inputs[i]);
   }
-  w.Raw("],");
+  w.Raw(R"(],"input_shapes":)");
+  WriteValueShapes(w, values.inputs);
+  w.Raw(R"(,"outputs":[)");
+  for (size_t i = 0; i < values.outputs.size(); ++i) {
+    if (i > 0) w.Raw(",");
+    w.String(values.outputs[i]->name);
+  }
+  w.Raw(R"(],"output_shapes":)");
+  WriteValueShapes(w, values.outputs);
+  w.Raw(",");
   WriteLocation(w, e);
   WriteCovered(w, e);
   w.Format(R"(,"allocated_bytes":{},"peak_bytes":{}}}}})", e.allocated_bytes, e.peak_bytes);
@@ -245,6 +305,84 @@ bool IsValueAction(RuntimeEventAction action) {
          action == RuntimeEventAction::kRemove;
 }
 
+// A run as the log shows it: at top level, a run puts its inputs (kind input), dispatches nodes
+// and finally stores its outputs (kind output, outside any node). A span starts at its first
+// input or node and ends with the last of those final outputs; a run that failed has no final
+// outputs and ends where its last event does.
+struct RunSpan {
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t nodes = 0;
+  bool completed = false;
+};
+
+std::vector<RunSpan> CollectRuns(std::span<const RuntimeEvent> events) {
+  std::vector<RunSpan> runs;
+  bool open = false;
+  bool stored_outputs = false;
+  bool ran_nodes = false;
+  auto extend = [&](const RuntimeEvent& e) {
+    const int64_t end = e.timestamp_ns + std::max<int64_t>(e.duration_ns, 0);
+    runs.back().start = std::min(runs.back().start, e.timestamp_ns);
+    runs.back().end = std::max(runs.back().end, end);
+  };
+  for (const RuntimeEvent& e : events) {
+    if (e.subgraph_node_index != kNodeIndexNone) continue;  // inside a subgraph: part of its node
+    const bool final_output = (e.action == RuntimeEventAction::kAdd || e.action == RuntimeEventAction::kReplace) &&
+                              e.kind == TensorKind::kOutput && e.node_index == kNodeIndexNone;
+    const bool input = e.action == RuntimeEventAction::kAdd && e.kind == TensorKind::kInput;
+    const bool node = e.action == RuntimeEventAction::kRunNode;
+    if (open && ((stored_outputs && !final_output) || (!stored_outputs && ran_nodes && input))) open = false;
+    if (!open) {
+      if (!input && !node) continue;
+      runs.push_back({.start = e.timestamp_ns, .end = e.timestamp_ns});
+      open = true;
+      stored_outputs = false;
+      ran_nodes = false;
+    }
+    extend(e);
+    if (node) {
+      ++runs.back().nodes;
+      ran_nodes = true;
+    }
+    if (final_output) {
+      stored_outputs = true;
+      runs.back().completed = true;
+    }
+  }
+  return runs;
+}
+
+// Session loading and compiling, as async slices like the runs (ids after a "session-" prefix).
+void WriteBuildSpan(JsonWriter& w, const TraceSpan& span, size_t index, int64_t origin) {
+  w.NextEvent();
+  w.Raw(R"({"name":)");
+  w.String(span.name);
+  w.Format(R"(,"cat":"session","ph":"b","id":"session-{}",)", index);
+  WritePlace(w, kRunsTid, span.start_ns, origin);
+  w.Format(R"(,"args":{{"duration_ns":{}}}}})", span.duration_ns);
+  w.NextEvent();
+  w.Raw(R"({"name":)");
+  w.String(span.name);
+  w.Format(R"(,"cat":"session","ph":"e","id":"session-{}",)", index);
+  WritePlace(w, kRunsTid, span.start_ns + std::max<int64_t>(span.duration_ns, 0), origin);
+  w.Raw("}");
+}
+
+// An async slice (a "b"/"e" pair, its own "runs" track in Perfetto), so the complete ("X") events
+// stay exactly the nodes.
+void WriteRun(JsonWriter& w, const RunSpan& run, size_t index, int64_t origin) {
+  w.NextEvent();
+  w.Format(R"({{"name":"run","cat":"run","ph":"b","id":{},)", index);
+  WritePlace(w, kRunsTid, run.start, origin);
+  w.Format(R"(,"args":{{"run_index":{},"node_count":{},"completed":{},"duration_ns":{}}}}})", index,
+           run.nodes, run.completed ? "true" : "false", run.end - run.start);
+  w.NextEvent();
+  w.Format(R"({{"name":"run","cat":"run","ph":"e","id":{},)", index);
+  WritePlace(w, kRunsTid, run.end, origin);
+  w.Raw("}");
+}
+
 }  // namespace
 
 void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
@@ -254,6 +392,11 @@ void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
     origin = std::min_element(events.begin(), events.end(), [](const auto& a, const auto& b) {
                return a.timestamp_ns < b.timestamp_ns;
              })->timestamp_ns;
+  }
+  bool have_origin = !events.empty();
+  for (const TraceSpan& span : options.build_spans) {
+    origin = have_origin ? std::min(origin, span.start_ns) : span.start_ns;
+    have_origin = true;
   }
 
   // Slices and instants in start order; at equal starts the longer (enclosing) node comes first,
@@ -302,10 +445,15 @@ void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
   WriteThreadName(w, kStorageTid, "persistent storage");
   if (options.include_value_events) WriteThreadName(w, kValuesTid, "values");
 
+  for (size_t i = 0; i < options.build_spans.size(); ++i) WriteBuildSpan(w, options.build_spans[i], i, origin);
+  const std::vector<RunSpan> runs = CollectRuns(events);
+  for (size_t i = 0; i < runs.size(); ++i) WriteRun(w, runs[i], i, origin);
+
+  const std::vector<NodeValues> node_values = CollectNodeValues(events);
   for (size_t i : order) {
     const RuntimeEvent& e = events[i];
     switch (e.action) {
-      case RuntimeEventAction::kRunNode: WriteNode(w, e, origin); break;
+      case RuntimeEventAction::kRunNode: WriteNode(w, e, node_values[i], origin); break;
       case RuntimeEventAction::kPersistentStorage: WriteStorage(w, e, origin); break;
       default: WriteValue(w, e, origin); break;
     }

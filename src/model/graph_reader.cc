@@ -35,8 +35,10 @@ std::shared_ptr<const TypeInfo> ReadInnerType(ProtoReader& reader, std::string_v
       ReadType(reader.ReadMessage(field_name, "TypeProto"), context));
 }
 
-std::vector<int64_t> ReadShape(ProtoReader reader) {
+// Dimensions (-1 when symbolic or unknown) and, in `dim_params`, their names when any has one.
+std::vector<int64_t> ReadShape(ProtoReader reader, std::vector<std::string>& dim_params) {
   std::vector<int64_t> shape;
+  dim_params.clear();
   while (reader.Next()) {
     if (reader.field() != 1) {
       reader.Skip();
@@ -44,6 +46,7 @@ std::vector<int64_t> ReadShape(ProtoReader reader) {
     }
     ProtoReader dim = reader.ReadMessage("dim", "TensorShapeProto.Dimension");
     int64_t value = -1;
+    std::string param;
     while (dim.Next()) {
       switch (dim.field()) {
         case 1: {
@@ -53,14 +56,21 @@ std::vector<int64_t> ReadShape(ProtoReader reader) {
           break;
         }
         case 2:
-          dim.ReadBytes("dim_param");
+          param = dim.ReadString("dim_param");
           value = -1;
           break;
         default: dim.Skip();
       }
     }
+    if (!param.empty() && value == -1) {
+      dim_params.resize(shape.size());
+      dim_params.push_back(std::move(param));
+    } else if (!dim_params.empty()) {
+      dim_params.emplace_back();
+    }
     shape.push_back(value);
   }
+  if (!dim_params.empty()) dim_params.resize(shape.size());
   return shape;
 }
 
@@ -69,7 +79,7 @@ void ReadTensorType(ProtoReader reader, TypeInfo& info) {
   while (reader.Next()) {
     switch (reader.field()) {
       case 1: info.element_type = ReadElementType(reader, "elem_type"); break;
-      case 2: info.shape = ReadShape(reader.ReadMessage("shape", "TensorShapeProto")); break;
+      case 2: info.shape = ReadShape(reader.ReadMessage("shape", "TensorShapeProto"), info.dim_params); break;
       default: reader.Skip();
     }
   }

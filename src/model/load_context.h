@@ -30,6 +30,8 @@ struct ExternalFile {
 
 struct LoadContext {
   LoadMode mode = LoadMode::kCopy;
+  /// When the load began, ns since the Unix epoch (Model::load_start_ns).
+  int64_t start_ns = 0;
   /// Keeps the model bytes alive; tensors viewing them share it.
   std::shared_ptr<const void> backing;
   /// The model bytes when this load owns them (a model file read in copy mode): raw data that

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <utility>
 
 #include "model/graph_reader.h"
@@ -48,6 +49,10 @@ void ReadModelFields(ProtoReader reader, LoadContext& context, Model& model) {
         model.opset_imports.push_back(
             model_internal::ReadOpsetId(reader.ReadMessage("opset_import", "OperatorSetIdProto")));
         break;
+      case 14:
+        model.metadata_props.push_back(model_internal::ReadStringEntry(
+            reader.ReadMessage("metadata_props", "StringStringEntryProto")));
+        break;
       case 25:
         model.functions.push_back(model_internal::ReadFunction(
             reader.ReadMessage("functions", "FunctionProto"), context));
@@ -61,8 +66,15 @@ void ReadModelFields(ProtoReader reader, LoadContext& context, Model& model) {
   if (model.opset_imports.empty()) FailModel(end, "opset_import is empty");
 }
 
+int64_t WallClockNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 LoadContext MakeContext(const ModelLoadOptions& options) {
   LoadContext context;
+  context.start_ns = WallClockNs();
   context.mode = options.mode;
   context.allocator = options.allocator ? options.allocator : MakeCpuAllocator();
   return context;
@@ -82,6 +94,8 @@ std::shared_ptr<const Model> ReadModel(LoadContext& context, std::shared_ptr<con
   model->initializer_bytes_copied = context.initializer_bytes_copied;
   model->initializer_bytes_fixed_in_place = context.initializer_bytes_fixed_in_place;
   model->file_bytes_read = context.file_bytes_read;
+  model->load_start_ns = context.start_ns;
+  model->load_duration_ns = WallClockNs() - context.start_ns;
   return model;
 }
 

@@ -170,4 +170,16 @@ void AppendVarint(std::string& out, uint64_t value) {
   out.push_back(static_cast<char>(value));
 }
 
+std::pair<std::string, std::string> ReadStringEntry(ProtoReader reader) {
+  std::pair<std::string, std::string> entry;
+  while (reader.Next()) {
+    switch (reader.field()) {
+      case 1: entry.first = reader.ReadString("key"); break;
+      case 2: entry.second = reader.ReadString("value"); break;
+      default: reader.Skip();
+    }
+  }
+  return entry;
+}
+
 }  // namespace onnx_light::runtime::model_internal

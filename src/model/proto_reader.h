@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace onnx_light::runtime::model_internal {
@@ -153,5 +154,8 @@ T ProtoReader::ReadFixed(std::string_view field_name, WireType expected) {
 
 /// Appends the varint encoding of `value` to `out`.
 void AppendVarint(std::string& out, uint64_t value);
+
+/// A StringStringEntryProto (external_data, metadata_props) as (key, value).
+std::pair<std::string, std::string> ReadStringEntry(ProtoReader reader);
 
 }  // namespace onnx_light::runtime::model_internal

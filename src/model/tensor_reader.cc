@@ -160,18 +160,6 @@ void CountTyped(ProtoReader& reader, TensorHeader& header) {
   }
 }
 
-std::pair<std::string, std::string> ReadStringEntry(ProtoReader reader) {
-  std::pair<std::string, std::string> entry;
-  while (reader.Next()) {
-    switch (reader.field()) {
-      case 1: entry.first = reader.ReadString("key"); break;
-      case 2: entry.second = reader.ReadString("value"); break;
-      default: reader.Skip();
-    }
-  }
-  return entry;
-}
-
 TensorHeader ReadHeader(ProtoReader reader) {
   TensorHeader header;
   header.offset = reader.message().offset;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <stdexcept>
 
@@ -56,8 +57,10 @@ void RecordValue(RuntimeContext& rt, RuntimeEventAction action, const std::strin
 
 [[noreturn]] void RethrowWithNode(const Error& error, const Node& node) {
   const std::string where = DescribeNode(node.name, node.op_type);
-  if (std::strstr(error.what(), where.c_str()) != nullptr) throw error;
-  throw Error(error.code(), fmt::format("{}: {}", where, error.what()));
+  if (std::strstr(error.what(), where.c_str()) != nullptr) throw;
+  // Nested: a host exception behind `error` (a Python kernel's, see the bindings) stays
+  // reachable through std::nested_exception.
+  std::throw_with_nested(Error(error.code(), fmt::format("{}: {}", where, error.what())));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <absl/container/inlined_vector.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <thread>
 
@@ -61,6 +62,12 @@ void ValidateSessionOptions(const RuntimeSessionOptions& options) {
 
 RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessionOptions options)
     : model_(std::move(model)), options_(options) {
+  const auto wall = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  compile_start_ns_ = wall();
   if (!model_) throw Error(ErrorCode::kInvalidArgument, "RuntimeSession needs a model");
   ValidateSessionOptions(options_);
   // OpenBLAS runs single-threaded inside whatever thread calls it; kernels split their work
@@ -73,6 +80,7 @@ RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessio
                                                 static_cast<unsigned>(kMaxNumThreads)));
   const int threads = options_.num_threads > 0 ? options_.num_threads : cores;
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
+  compile_duration_ns_ = wall() - compile_start_ns_;
 }
 
 RuntimeSession::RuntimeSession(const std::filesystem::path& path, RuntimeSessionOptions options)

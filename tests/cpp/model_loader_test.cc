@@ -127,7 +127,8 @@ std::string FullModel() {
       .Bytes(6, "model doc");
   model.Message(7, graph);
   model.Message(8, testing::OpsetImport("", 18)).Message(8, testing::OpsetImport("local", 1));
-  model.Message(14, ProtoBuilder().Bytes(1, "key").Bytes(2, "value"));  // metadata_props: ignored
+  model.Message(14, ProtoBuilder().Bytes(1, "key").Bytes(2, "value"));  // metadata_props
+  model.Message(14, ProtoBuilder().Bytes(1, "author").Bytes(2, "someone"));
   model.Message(25, FunctionMessage());
   return model.bytes();
 }
@@ -145,6 +146,8 @@ TEST(ModelLoader, ReadsModelFields) {
   EXPECT_EQ(model->OpsetVersion("local"), 1);
   EXPECT_EQ(model->graph.name, "full");
   EXPECT_TRUE(model->base_directory.empty());
+  using Prop = std::pair<std::string, std::string>;
+  EXPECT_EQ(model->metadata_props, (std::vector<Prop>{{"key", "value"}, {"author", "someone"}}));
 }
 
 TEST(ModelLoader, ReadsNodeAndEveryAttributeType) {
@@ -233,8 +236,10 @@ TEST(ModelLoader, ReadsValueInfos) {
   EXPECT_EQ(graph.inputs[0].type.kind, TypeInfo::Kind::kTensor);
   EXPECT_EQ(graph.inputs[0].type.element_type, DataType::kFloat);
   EXPECT_EQ(graph.inputs[0].type.shape, (std::vector<int64_t>{-1, 3}));
+  EXPECT_EQ(graph.inputs[0].type.dim_params, (std::vector<std::string>{"N", ""}));
   ASSERT_EQ(graph.outputs.size(), 1u);
   EXPECT_EQ(graph.outputs[0].type.shape, (std::vector<int64_t>{3}));
+  EXPECT_TRUE(graph.outputs[0].type.dim_params.empty());  // no dimension has a name
 
   ASSERT_EQ(graph.value_info.size(), 4u);
   const TypeInfo& seq = graph.value_info[0].type;

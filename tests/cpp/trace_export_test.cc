@@ -217,6 +217,28 @@ TEST(TraceExport, EmptyLogIsAValidTraceWithOnlyMetadata) {
   EXPECT_FALSE(EventsWithPhase(trace, "M").empty());
 }
 
+TEST(TraceExport, BuildSpansAreAsyncSlicesAndMoveTheOrigin) {
+  std::vector<RuntimeEvent> log = {{.action = RuntimeEventAction::kRunNode,
+                                    .timestamp_ns = 10'000,
+                                    .name = "n",
+                                    .op_type = "Relu",
+                                    .duration_ns = 500}};
+  const Json trace = Export(log, {.build_spans = {{"load model", 2'000, 3'000}, {"compile", 5'000, 4'000}}});
+  const auto begins = EventsWithPhase(trace, "b");
+  const auto ends = EventsWithPhase(trace, "e");
+  std::vector<std::string> names;
+  for (const Json* b : begins) {
+    if ((*b)["cat"].string == "session") names.push_back((*b)["name"].string);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"load model", "compile"}));
+  EXPECT_EQ((*begins[0])["ts"].number, 0.0);  // the load began first: it is the origin
+  EXPECT_EQ((*begins[0])["args"]["duration_ns"].number, 3000);
+  EXPECT_EQ((*ends[1])["ts"].number, 7.0);    // compile ends at 5 + 4 - 2 us
+  const auto nodes = EventsWithPhase(trace, "X");
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ((*nodes[0])["ts"].number, 8.0);
+}
+
 TEST(TraceExport, UnwritablePathIsAnErrorNamingIt) {
   const std::filesystem::path path = "/nonexistent-dir-for-trace/trace.json";
   const Error error = testing::CatchError([&] { ExportChromeTrace(HandMadeLog(), path); });

@@ -102,3 +102,49 @@ def test_run_forms_without_a_context():
     context = runtime.RuntimeContext()
     np.testing.assert_array_equal(np.asarray(session.run(context, feeds)["z"]), [11, 22])
     np.testing.assert_array_equal(np.asarray(context.get("z")), [11, 22])
+
+
+def custom_op_model(domain, wrap_in_if=False):
+    node = helper.make_node("Fail", ["x"], ["z"], domain=domain)
+    if wrap_in_if:
+        branch = helper.make_graph([helper.make_node("Fail", ["x"], ["z_in"], domain=domain)], "then", [],
+                                   [helper.make_tensor_value_info("z_in", TensorProto.FLOAT, [2])])
+        node = helper.make_node("If", ["cond"], ["z"], then_branch=branch, else_branch=branch)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])]
+    if wrap_in_if:
+        inputs.append(helper.make_tensor_value_info("cond", TensorProto.BOOL, []))
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23), helper.make_opsetid(domain, 1)])
+    model.ir_version = 10
+    return model.SerializeToString()
+
+
+@pytest.mark.parametrize("wrap_in_if", [False, True])
+@pytest.mark.parametrize("raised_type, builtin, code", [
+    (ZeroDivisionError, ValueError, runtime.ErrorCode.kInvalidArgument),
+    (ValueError, ValueError, runtime.ErrorCode.kInvalidArgument),
+    (KeyError, KeyError, runtime.ErrorCode.kNotFound),
+    (NotImplementedError, NotImplementedError, runtime.ErrorCode.kUnimplemented),
+])
+def test_a_python_kernel_exception_is_chained(raised_type, builtin, code, wrap_in_if):
+    kernels = runtime.KernelContext()
+    raised = []
+
+    def fail(x):
+        error = raised_type("kernel failed on purpose")
+        raised.append(error)
+        raise error
+
+    runtime.register_kernel("test.chain", "Fail", fail, kernel_context=kernels)
+    session = runtime.RuntimeSession(custom_op_model("test.chain", wrap_in_if),
+                                     runtime.RuntimeSessionOptions(kernel_context=kernels))
+    feeds = {"x": X, "cond": np.array(True)} if wrap_in_if else {"x": X}
+    with pytest.raises(builtin) as caught:
+        session.run(runtime.RuntimeContext(kernels), feeds)
+    error = caught.value
+    assert isinstance(error, onnx_light.Error) and error.code == code
+    assert "the Python kernel raised" in str(error) and "kernel failed on purpose" in str(error)
+    assert error.__cause__ is raised[0]  # the original object, of its own type
+    assert type(error.__cause__) is raised_type
+    assert error.__cause__.__traceback__ is not None
+    assert error.__suppress_context__

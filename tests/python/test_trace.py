@@ -234,3 +234,62 @@ def test_records_that_are_not_events_are_refused():
         trace.chrome_trace([object()])
     with pytest.raises(ValueError, match="kind must be one of"):
         trace.chrome_trace([{"action": "add", "kind": "weights"}])
+
+
+def matmul_relu_model():
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), helper.make_node("Relu", ["h"], ["y"], name="act")],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    return model.SerializeToString()
+
+
+def test_runs_are_spans_and_nodes_carry_shapes(tmp_path):
+    session = runtime.RuntimeSession(matmul_relu_model())
+    context = runtime.RuntimeContext(events_enabled=True)
+    w = np.ones((4, 3), np.float32)
+    for batch in (1, 2, 5):
+        session.run(context, {"x": np.ones((batch, 4), np.float32), "w": w})
+    data = export(context.events(), tmp_path)
+    check_structure(data)
+    begins = [e for e in phase(data, "b") if e["cat"] == "run"]
+    ends = [e for e in phase(data, "e") if e["cat"] == "run"]
+    assert [e["args"]["run_index"] for e in begins] == [0, 1, 2] == [e["id"] for e in ends]
+    assert all(e["args"]["completed"] and e["args"]["node_count"] == 2 for e in begins)
+    slices = phase(data, "X")
+    assert len(slices) == 6  # the runs are not complete events: those are exactly the nodes
+    for begin, end in zip(begins, ends):
+        inside = [s for s in slices if begin["ts"] <= s["ts"] and s["ts"] + s["dur"] <= end["ts"] + 1e-3]
+        assert len(inside) == 2
+        assert begin["args"]["duration_ns"] >= 0
+    matmuls = [s for s in slices if s["name"] == "MatMul"]
+    assert [s["args"]["input_shapes"] for s in matmuls] == [[[b, 4], [4, 3]] for b in (1, 2, 5)]
+    assert [s["args"]["outputs"] for s in matmuls] == [["h"]] * 3
+    assert [s["args"]["output_shapes"] for s in matmuls] == [[[b, 3]] for b in (1, 2, 5)]
+    relus = [s for s in slices if s["name"] == "Relu"]
+    assert [s["args"]["input_shapes"] for s in relus] == [[[b, 3]] for b in (1, 2, 5)]
+
+
+def test_session_load_and_compile_spans(tmp_path):
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(matmul_relu_model())
+    session = runtime.RuntimeSession(str(path))
+    assert session.load_time_ns > 0 and session.compile_time_ns > 0
+    context = runtime.RuntimeContext(events_enabled=True)
+    session.run(context, {"x": np.ones((2, 4), np.float32), "w": np.ones((4, 3), np.float32)})
+    data = trace.chrome_trace(context, sessions=[session])
+    check_structure(data)
+    spans = {e["name"]: e for e in phase(data, "b") if e["cat"] == "session"}
+    assert set(spans) == {"load model", "compile"}
+    assert spans["load model"]["args"]["duration_ns"] == session.load_time_ns
+    assert spans["compile"]["args"]["duration_ns"] == session.compile_time_ns
+    assert spans["load model"]["ts"] == 0  # the earliest thing in the trace
+    (run,) = [e for e in phase(data, "b") if e["cat"] == "run"]
+    assert run["ts"] >= spans["compile"]["ts"]
+    assert trace.chrome_trace(context)["traceEvents"] != data["traceEvents"]
+    with pytest.raises(TypeError, match="sessions: expected RuntimeSession"):
+        trace.chrome_trace(context, sessions=[3])

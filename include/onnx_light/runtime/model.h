@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "onnx_light/runtime/allocator.h"
@@ -28,6 +29,9 @@ struct ONNX_LIGHT_API TypeInfo {
   DataType element_type = DataType::kUndefined;
   /// Dimensions of a tensor type; -1 for a symbolic or unknown dimension. Unset: rank unknown.
   std::optional<std::vector<int64_t>> shape;
+  /// Names of symbolic dimensions (TensorShapeProto dim_param), one per entry of `shape`: "" for
+  /// a dimension given as a number or left unnamed. Empty when no dimension has a name.
+  std::vector<std::string> dim_params;
   /// Element type of a sequence or optional, value type of a map.
   std::shared_ptr<const TypeInfo> inner;
 };
@@ -160,6 +164,12 @@ struct ONNX_LIGHT_API Model {
   /// Bytes read from the model file and external-data files into runtime memory (copy mode);
   /// 0 for map mode and for models read from memory.
   uint64_t file_bytes_read = 0;
+  /// When reading began (ns since the Unix epoch) and how long it took, files and external data
+  /// included: for traces (ChromeTraceOptions::build_spans).
+  int64_t load_start_ns = 0;
+  int64_t load_duration_ns = 0;
+  /// ModelProto.metadata_props: (key, value) pairs in file order.
+  std::vector<std::pair<std::string, std::string>> metadata_props;
 
   /// Version imported for `domain` ("" or "ai.onnx" for the default domain); 0 when absent.
   int64_t OpsetVersion(std::string_view domain) const;

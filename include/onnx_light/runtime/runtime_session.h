@@ -163,6 +163,11 @@ class ONNX_LIGHT_API RuntimeSession {
   /// registry is gone or has changed since are dropped on the next lookup; a plan a run still
   /// uses lives until that run ends.
   size_t custom_plan_count() const;
+  /// When compiling began (ns since the Unix epoch) and how long it took: kernel resolution,
+  /// graph passes, planning, thread pool start. model().load_start_ns / load_duration_ns say the
+  /// same of reading the model.
+  int64_t compile_start_ns() const noexcept { return compile_start_ns_; }
+  int64_t compile_duration_ns() const noexcept { return compile_duration_ns_; }
   /// All graph inputs, including those an initializer provides by default.
   const std::vector<ValueInfo>& inputs() const noexcept { return model_->graph.inputs; }
   const std::vector<ValueInfo>& outputs() const noexcept { return model_->graph.outputs; }
@@ -179,6 +184,8 @@ class ONNX_LIGHT_API RuntimeSession {
   RuntimeSessionOptions options_;
   std::unique_ptr<ThreadPool> pool_;  // null when the session runs on one thread
   std::unique_ptr<GraphPlan> plan_;
+  int64_t compile_start_ns_ = 0;
+  int64_t compile_duration_ns_ = 0;
   // Plans rebuilt for contexts that carry their own custom kernels, built on first use. An entry
   // does not keep its registry alive; it is pruned once the registry is gone or has a newer
   // generation (runs already using it share ownership of the plan).

@@ -22,15 +22,28 @@
 #include <filesystem>
 #include <iosfwd>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/runtime_event.h"
 
 namespace onnx_light::runtime {
 
+/// A span of work outside any run, such as loading or compiling a session (for a session:
+/// {"load model", model().load_start_ns, model().load_duration_ns} and {"compile",
+/// compile_start_ns(), compile_duration_ns()}).
+struct ONNX_LIGHT_API TraceSpan {
+  std::string name;
+  int64_t start_ns = 0;  // ns since the Unix epoch
+  int64_t duration_ns = 0;
+};
+
 struct ONNX_LIGHT_API ChromeTraceOptions {
   /// Also write value additions, replacements and removals (they can dominate the file).
   bool include_value_events = false;
+  /// Written as async slices (category "session") on a "session" track, before the runs.
+  std::vector<TraceSpan> build_spans;
 };
 
 /// Writes `events` as Chrome trace-event JSON to `out`. Reads `events` only; the caller keeps
