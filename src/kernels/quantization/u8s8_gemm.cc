@@ -314,6 +314,10 @@ bool U8S8GemmUsesAmx() {
 #endif
 }
 
+bool QuadGemmUsesAmx(int64_t m) { return U8S8GemmUsesAmx() && m >= 32; }
+
+const char* U8S8ProductName(int64_t m) { return QuadGemmUsesAmx(m) ? "u8s8-amx" : "u8s8-vnni"; }
+
 void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_t flip, bool sums, bool signed_sums,
                     QuadPanels* out, int8_t* storage, ThreadPool* pool) {
   out->k = k;
@@ -371,7 +375,7 @@ void QuadGemm(int64_t m, const uint8_t* rows, int64_t lda, bool rows_unsigned, c
   // Units are (panel, block of rows), panel-major so a task's units share panels.
   const int64_t per_unit = std::max<int64_t>(1, std::min(m, kRowBlock) * b.quads * 4 * kPanel);
   const int64_t min_units = std::max<int64_t>(1, (int64_t{1} << 17) / per_unit);
-  const bool amx = U8S8GemmUsesAmx() && m >= 32;
+  const bool amx = QuadGemmUsesAmx(m);
   ParallelFor(pool, b.panels * row_blocks, min_units, [&](int64_t first, int64_t last) {
     std::vector<uint8_t> padded;
     if (amx) AmxBegin();

@@ -47,6 +47,12 @@ bool U8S8GemmAvailable();
 /// or "0". The results are the same bits either way (exact int32 arithmetic).
 bool U8S8GemmUsesAmx();
 
+/// Whether QuadGemm of `m` rows uses AMX blocks (U8S8GemmUsesAmx() and m >= 32).
+bool QuadGemmUsesAmx(int64_t m);
+
+/// The kernel-usage name of the product QuadGemm runs for `m` rows: "u8s8-amx" or "u8s8-vnni".
+const char* U8S8ProductName(int64_t m);
+
 /// Bytes of the panels of a [k, n] operand.
 inline int64_t QuadPanelsSize(int64_t k, int64_t n) { return ((n + 31) / 32) * (((k + 63) / 64) * 16) * 128; }
 
