@@ -1,6 +1,7 @@
 // The VNNI integer product (kernels/quantization/u8s8_gemm.h) against a plain int64 loop, for
 // both operand orientations, every zero-point correction and shapes with row, depth and column
-// tails. On a CPU without AVX-512 VNNI there is nothing to run and the test says so.
+// tails. Products of 32 rows or more use AMX blocks where the CPU has AMX, the row tails the
+// VNNI tiles. On a CPU without AVX-512 VNNI there is nothing to run and the test says so.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -66,10 +67,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, U8S8GemmTest,
                                            Case{70, 31, 100, false, true, false, true},
                                            Case{129, 768, 40, false, true, false, false}));
 
-// The convolution's orientation: int8 rows broadcast against uint8 panels, both corrections.
-TEST(QuadGemmTest, SignedRowsAgainstUnsignedPanels) {
+// The convolution's orientation: int8 rows broadcast against uint8 panels, both corrections;
+// 13 rows take the VNNI tiles only, 45 rows an AMX block too (where the CPU has AMX).
+class QuadGemmTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(QuadGemmTest, SignedRowsAgainstUnsignedPanels) {
   if (!U8S8GemmAvailable()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI (or ONNX_LIGHT_DISABLE_AVX512 is set)";
-  const int64_t m = 13, k = 45, n = 70;
+  const int64_t m = GetParam(), k = 45, n = 70;
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(0, 255);
   std::vector<uint8_t> rows(static_cast<size_t>(m * k)), cols(static_cast<size_t>(k * n));
@@ -96,6 +100,8 @@ TEST(QuadGemmTest, SignedRowsAgainstUnsignedPanels) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, QuadGemmTest, ::testing::Values(13, 45, 64));
 
 }  // namespace
 }  // namespace onnx_light::runtime

@@ -24,6 +24,11 @@ FLOAT8_TYPES = [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.fl
 QUANTIZE_VERSIONS = [10, 13, 19, 21, 23, 24, 25, 28]
 
 
+# The integer products a kernel-usage name may report (docs/kernel-usage.md): the portable or
+# AVX2 int16 GEMM, AVX-512 VNNI or AMX tiles, by CPU.
+INTEGER_PRODUCTS = ("int16", "int16-avx2", "u8s8-vnni", "u8s8-amx")
+
+
 def bits(a: np.ndarray) -> np.ndarray:
     """The stored value of every element as an integer, so NaN payloads, -0 and float8 codes compare."""
     a = np.asarray(a)
@@ -387,8 +392,8 @@ def test_matmul_integer_matches_ort_and_records_prepacked():
     model = node_model("MatMulInteger", {"a": a}, opset=10, initializers={"b": b, "az": np.array(128, np.uint8)})
     np.testing.assert_array_equal(run_ours(model, {"a": a})[0], (a.astype(np.int32) - 128) @ b.astype(np.int32))
     usage = usage_of(model, {"a": a})
-    # The int16 product, or the VNNI one on CPUs that have it (docs/kernel-usage.md).
-    assert any(u.startswith(("MatMulInteger/uint8/int16", "MatMulInteger/uint8/u8s8-vnni")) and u.endswith("-prepacked")
+    # The int16 product, or the VNNI/AMX one on CPUs that have it (docs/kernel-usage.md).
+    assert any(u.startswith(tuple(f"MatMulInteger/uint8/{p}" for p in INTEGER_PRODUCTS)) and u.endswith("-prepacked")
                for u in usage)
 
 
@@ -608,7 +613,7 @@ def test_conv_integer_matches_ort():
     feeds = {"x": x, "w": w, "xz": np.array(120, np.uint8), "wz": np.array(131, np.uint8)}
     model = node_model("ConvInteger", feeds, {"pads": [1, 1, 1, 1]}, opset=10)
     np.testing.assert_array_equal(run_ours(model, feeds)[0], run_ort(model, feeds)[0])
-    assert any(u.startswith(("ConvInteger/uint8/im2col-int16", "ConvInteger/uint8/im2col-u8s8-vnni"))
+    assert any(u.startswith(tuple(f"ConvInteger/uint8/im2col-{p}" for p in INTEGER_PRODUCTS))
                for u in usage_of(model, feeds))
 
 
@@ -726,7 +731,7 @@ def test_quantize_dynamic_mlp_matches_ort(tmp_path):
         # And within quantization error of the float model.
         np.testing.assert_allclose(ours, float_out, rtol=0, atol=0.15)
         usage = "".join(usage_of(quantized, {"x": x}))
-        assert ("MatMulInteger/uint8/int16" in usage or "MatMulInteger/uint8/u8s8-vnni" in usage)
+        assert any(f"MatMulInteger/uint8/{p}" in usage for p in INTEGER_PRODUCTS)
         assert "DynamicQuantizeLinear/float32" in usage
 
 

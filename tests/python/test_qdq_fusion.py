@@ -196,15 +196,27 @@ def test_quantize_static_cnn_fused_matches_the_written_graph(tmp_path, per_chann
     np.testing.assert_allclose(got, ort_fused, rtol=0, atol=2 * step)
 
 
-def runs_vnni():
-    model = qdq_conv_model(np.random.default_rng(0))
-    return any("u8s8-vnni" in u for u in run_events(model, conv_feeds(np.random.default_rng(0)))[2])
+def product_of_64_rows():
+    """The integer product a 64 x 48 x 40 QLinearMatMul runs on this CPU (kernel-usage suffix)."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (64, 48)).astype(np.uint8)
+    b = rng.integers(-128, 128, (48, 40)).astype(np.int8)
+    node = helper.make_node("MatMulInteger", ["a", "b"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.UINT8, [64, 48])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+                              [numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
+    usage = run_events(model, {"a": a})[2]
+    return next(u for u in usage if u.startswith("MatMulInteger")).split("/")[2]
 
 
-@pytest.mark.skipif(not runs_vnni(), reason="this CPU (or ONNX_LIGHT_DISABLE_AVX512) already runs the int16 path")
-def test_integer_tests_pass_on_the_int16_path():
-    # CPUs without AVX-512 VNNI run the int16 pair GEMM; ONNX_LIGHT_DISABLE_AVX512 selects it here.
-    env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX512="1")
+# What the other integer paths are checked with on a CPU that takes a faster one: the int16 GEMM
+# (CPUs without AVX-512 VNNI) and the VNNI tiles (CPUs without AMX).
+@pytest.mark.parametrize("variable,faster", [("ONNX_LIGHT_DISABLE_AVX512", "u8s8-"), ("ONNX_LIGHT_DISABLE_AMX", "u8s8-amx")])
+def test_integer_tests_pass_on_the_slower_paths(variable, faster):
+    if not product_of_64_rows().startswith(faster):
+        pytest.skip(f"this CPU (or the environment) does not run {faster}*: its tests already cover the slower path")
+    env = dict(os.environ, **{variable: "1"})
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_ops_quantization.py",
          "test_qdq_fusion.py"], cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600)

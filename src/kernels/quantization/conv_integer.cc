@@ -22,9 +22,9 @@ class ConvIntegerKernel final : public KernelBase {
     const std::vector<int32_t> x_zp = IntConv::ReadZeroPoint(rt, rt.OptionalInput(2), 2, x.dtype(), 1, false);
     const std::vector<int32_t> w_zp = IntConv::ReadZeroPoint(rt, rt.OptionalInput(3), 3, w.dtype(), w.dim(0), true);
     Tensor& y = rt.AllocateOutput(0, DataType::kInt32, out_shape);
-    conv_.Run(rt, x, w, x_zp[0], w_zp, g, y.data<int32_t>());
+    const char* product = conv_.Run(rt, x, w, x_zp[0], w_zp, g, y.data<int32_t>());
     if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName("ConvInteger", x.dtype(), IntConv::ImplName()));
+      rt.RecordKernelUsage(KernelUsageName("ConvInteger", x.dtype(), product));
     }
   }
 

@@ -40,9 +40,7 @@ IntConv::IntConv(const KernelBuildInfo& info, size_t w_index, size_t w_zp_index)
   prepared_shape_ = w->shape();
 }
 
-const char* IntConv::ImplName() {
-  return U8S8GemmAvailable() ? "im2col-u8s8-vnni" : IntGemmUsesAvx2() ? "im2col-int16-avx2" : "im2col-int16";
-}
+
 
 std::vector<int16_t> IntConv::WidenWeights(const Tensor& w, const std::vector<int32_t>& w_zp) const {
   const int64_t m = w.dim(0);
@@ -102,17 +100,18 @@ Shape IntConv::Resolve(const RuntimeContext& rt, const Tensor& x, size_t x_index
   return out;
 }
 
-void IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, int32_t x_zp,
-                  const std::vector<int32_t>& w_zp, const WindowGeometry& g, int32_t* out) const {
+const char* IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, int32_t x_zp,
+                         const std::vector<int32_t>& w_zp, const WindowGeometry& g, int32_t* out) const {
   const int64_t n = x_in.dim(0), c = x_in.dim(1), m = w_in.dim(0);
   const int64_t cg = c / group_, mg = m / group_;
   const int64_t in_size = g.input_size(), out_size = g.output_size(), ksize = g.kernel_size();
   const int64_t kc = cg * ksize;  // depth of one group's product
   const int64_t out_count = n * m * out_size;
-  if (out_count == 0) return;
+  const char* int16 = IntGemmUsesAvx2() ? "im2col-int16-avx2" : "im2col-int16";
+  if (out_count == 0) return int16;
   if (kc == 0) {
     std::fill(out, out + out_count, 0);
-    return;
+    return int16;
   }
   const Tensor x = x_in.Contiguous(rt.allocator());
   if (U8S8GemmAvailable()) {
@@ -123,7 +122,7 @@ void IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, in
       const VnniConv local(w_in.Contiguous(rt.allocator()), w_zp.data(), w_zp.size() > 1, group_);
       local.Run(rt, x, x_zp, g, out);
     }
-    return;
+    return QuadGemmUsesAmx(mg) ? "im2col-u8s8-amx" : "im2col-u8s8-vnni";
   }
   std::vector<int16_t> widened;
   const std::vector<int16_t>* weights = &prepared_;
@@ -166,6 +165,7 @@ void IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, in
               rt.thread_pool());
     }
   }
+  return int16;
 }
 
 }  // namespace onnx_light::runtime

@@ -29,8 +29,9 @@ class IntConv {
                 WindowGeometry* g) const;
 
   /// out (int32, contiguous [N, M, out...]) = conv(X - x_zp, W - w_zp). `x_zp` is one value,
-  /// `w_zp` one or M values.
-  void Run(RuntimeContext& rt, const Tensor& x, const Tensor& w, int32_t x_zp, const std::vector<int32_t>& w_zp,
+  /// `w_zp` one or M values. Returns the kernel-usage suffix of what ran: "im2col-u8s8-amx",
+  /// "im2col-u8s8-vnni", "im2col-int16-avx2" or "im2col-int16".
+  const char* Run(RuntimeContext& rt, const Tensor& x, const Tensor& w, int32_t x_zp, const std::vector<int32_t>& w_zp,
            const WindowGeometry& g, int32_t* out) const;
 
   /// Reads a zero point of type `type` with one element, or (`per_channel`) M elements along a
@@ -39,10 +40,6 @@ class IntConv {
                                             int64_t channels, bool per_channel);
 
   int64_t group() const { return group_; }
-
-  /// The kernel-usage suffix of the product Run uses here: "im2col-u8s8-vnni" (VnniConv),
-  /// "im2col-int16-avx2" or "im2col-int16".
-  static const char* ImplName();
 
  private:
   std::vector<int16_t> WidenWeights(const Tensor& w, const std::vector<int32_t>& w_zp) const;

@@ -128,8 +128,7 @@ PrepackedIntB PrepackConstantB(const KernelBuildInfo& info, size_t b_index, size
   return packed;
 }
 
-std::string IntMatMulImplName(bool prepacked) {
-  const char* product = U8S8GemmAvailable() ? "u8s8-vnni" : IntGemmUsesAvx2() ? "int16-avx2" : "int16";
+std::string IntMatMulImplName(const char* product, bool prepacked) {
   return std::string(product) + (prepacked ? "-prepacked" : "");
 }
 
@@ -137,7 +136,7 @@ namespace {
 
 // The VNNI product: A as uint8 (an int8 A is shifted by 128 into a copy, its zero points with
 // it), B packed per batch unless prepacked.
-void RunU8S8MatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& s,
+const char* RunU8S8MatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& s,
                    const PerChannel& a_zp, const PerChannel& b_zp, const PackedU8S8B* prepacked, bool a_consecutive,
                    int32_t* c) {
   const bool a_signed = a.dtype() == DataType::kInt8;
@@ -166,32 +165,34 @@ void RunU8S8MatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const I
   if (s.b_shared && a_consecutive && !a_zp.per_channel) {
     pack_b(0);
     U8S8Gemm(s.batch_count * s.m, a_bytes, s.k, a_zero.data(), false, *packed, c, s.n, rt.thread_pool());
-    return;
+    return U8S8ProductName(s.batch_count * s.m);
   }
   for (int64_t i = 0; i < s.batch_count; ++i) {
     pack_b(s.b_offsets[i]);
     U8S8Gemm(s.m, a_bytes + s.a_offsets[i], s.k, a_zero.data(), a_zp.per_channel, *packed, c + i * s.m * s.n, s.n,
              rt.thread_pool());
   }
+  return U8S8ProductName(s.m);
 }
 
 }  // namespace
 
-void RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& s, const PerChannel& a_zp,
-                  const PerChannel& b_zp, const PrepackedIntB* prepacked, int32_t* c) {
+const char* RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& s,
+                         const PerChannel& a_zp, const PerChannel& b_zp, const PrepackedIntB* prepacked, int32_t* c) {
+  const char* int16 = IntGemmUsesAvx2() ? "int16-avx2" : "int16";
   const int64_t out_count = s.batch_count * s.m * s.n;
-  if (out_count == 0) return;
+  if (out_count == 0) return int16;
   if (s.k == 0) {
     std::fill(c, c + out_count, 0);
-    return;
+    return int16;
   }
   // A is read contiguously batch after batch when its batches are not broadcast: then all of it
   // is one tall A' when B is shared (one GEMM), else one batch at a time.
   bool a_consecutive = true;
   for (int64_t i = 0; i < s.batch_count; ++i) a_consecutive = a_consecutive && s.a_offsets[i] == i * s.m * s.k;
   if (U8S8GemmAvailable()) {
-    RunU8S8MatMul(rt, a, b, s, a_zp, b_zp, prepacked != nullptr ? prepacked->vnni.get() : nullptr, a_consecutive, c);
-    return;
+    return RunU8S8MatMul(rt, a, b, s, a_zp, b_zp, prepacked != nullptr ? prepacked->vnni.get() : nullptr,
+                         a_consecutive, c);
   }
   const bool a_signed = a.dtype() == DataType::kInt8, b_signed = b.dtype() == DataType::kInt8;
   const int64_t kp = PaddedDepth(s.k);
@@ -212,7 +213,7 @@ void RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const In
     std::vector<int16_t> wide(static_cast<size_t>(rows * kp));
     WidenInt8A(a.raw_data(), a_signed, rows, s.k, s.k, a_zp.values.data(), false, wide.data());
     IntGemm(rows, wide.data(), *packed, c, s.n, rt.thread_pool());
-    return;
+    return int16;
   }
   std::vector<int16_t> wide(static_cast<size_t>(s.m * kp));
   int64_t packed_offset = -1;
@@ -226,6 +227,7 @@ void RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const In
                a_zp.values.data(), a_zp.per_channel, wide.data());
     IntGemm(s.m, wide.data(), *packed, c + i * s.m * s.n, s.n, rt.thread_pool());
   }
+  return int16;
 }
 
 }  // namespace onnx_light::runtime

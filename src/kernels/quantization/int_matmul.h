@@ -54,11 +54,13 @@ PrepackedIntB PrepackConstantB(const KernelBuildInfo& info, size_t b_index, size
 
 /// C (int32, contiguous, shape.out_shape) = (A - a_zp) x (B - b_zp) for every batch.
 /// `a` and `b` must be contiguous. `prepacked` is used when non-null and not empty (2-D B).
-void RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& shape,
+/// Returns the product that ran, for kernel-usage names: "u8s8-amx", "u8s8-vnni",
+/// "int16-avx2" or "int16".
+const char* RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& shape,
                   const PerChannel& a_zp, const PerChannel& b_zp, const PrepackedIntB* prepacked, int32_t* c);
 
-/// The kernel-usage suffix of the product RunIntMatMul runs here: "u8s8-vnni", "int16-avx2" or
-/// "int16", plus "-prepacked" when `prepacked`.
-std::string IntMatMulImplName(bool prepacked);
+/// The kernel-usage suffix: the product RunIntMatMul returned, plus "-prepacked" when B was
+/// packed at build.
+std::string IntMatMulImplName(const char* product, bool prepacked);
 
 }  // namespace onnx_light::runtime

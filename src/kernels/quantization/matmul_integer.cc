@@ -23,9 +23,9 @@ class MatMulIntegerKernel final : public KernelBase {
     const Tensor a = a_in.Contiguous(rt.allocator());
     const Tensor b = b_in.Contiguous(rt.allocator());
     const bool use_packed = !packed_b_.empty() && b_in.rank() == 2;
-    RunIntMatMul(rt, a, b, shape, a_zp, b_zp, use_packed ? &packed_b_ : nullptr, y.data<int32_t>());
+    const char* product = RunIntMatMul(rt, a, b, shape, a_zp, b_zp, use_packed ? &packed_b_ : nullptr, y.data<int32_t>());
     if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName("MatMulInteger", a_in.dtype(), IntMatMulImplName(use_packed)));
+      rt.RecordKernelUsage(KernelUsageName("MatMulInteger", a_in.dtype(), IntMatMulImplName(product, use_packed)));
     }
   }
 

@@ -44,7 +44,7 @@ class QLinearConvKernel final : public KernelBase {
     const int64_t out_size = g.output_size();
     Tensor acc_t = Tensor::Allocate(DataType::kInt32, {y.size()}, rt.allocator());
     int32_t* acc = acc_t.data<int32_t>();
-    conv_.Run(rt, x, w, x_zp[0], w_zp, g, acc);
+    const char* product = conv_.Run(rt, x, w, x_zp[0], w_zp, g, acc);
     std::vector<int32_t> bias_values;
     if (bias != nullptr) {
       const Tensor bc = bias->Contiguous(rt.allocator());
@@ -65,7 +65,7 @@ class QLinearConvKernel final : public KernelBase {
       }
     }
     if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName("QLinearConv", x.dtype(), IntConv::ImplName()));
+      rt.RecordKernelUsage(KernelUsageName("QLinearConv", x.dtype(), product));
     }
   }
 

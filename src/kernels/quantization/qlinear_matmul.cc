@@ -40,7 +40,7 @@ class QLinearMatMulKernel final : public KernelBase {
     Tensor acc_t = Tensor::Allocate(DataType::kInt32, {rows * shape.n}, rt.allocator());
     int32_t* acc = acc_t.data<int32_t>();
     const bool use_packed = !packed_b_.empty() && b_in.rank() == 2;
-    RunIntMatMul(rt, a_in.Contiguous(rt.allocator()), b_in.Contiguous(rt.allocator()), shape, a_zp, b_zp,
+    const char* product = RunIntMatMul(rt, a_in.Contiguous(rt.allocator()), b_in.Contiguous(rt.allocator()), shape, a_zp, b_zp,
                  use_packed ? &packed_b_ : nullptr, acc);
     const bool is_signed = out_type == DataType::kInt8;
     auto* out = static_cast<uint8_t*>(y.raw_data());
@@ -60,7 +60,7 @@ class QLinearMatMulKernel final : public KernelBase {
       RequantizeColumns(acc + r * shape.n, shape.n, multipliers.data(), y_zp, is_signed, out + r * shape.n);
     }
     if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName("QLinearMatMul", a_in.dtype(), IntMatMulImplName(use_packed)));
+      rt.RecordKernelUsage(KernelUsageName("QLinearMatMul", a_in.dtype(), IntMatMulImplName(product, use_packed)));
     }
   }
 

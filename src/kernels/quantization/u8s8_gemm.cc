@@ -4,7 +4,15 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "core/thread_pool.h"
 #include "kernels/registry/cpu_features.h"
@@ -170,11 +178,62 @@ ONNX_LIGHT_VNNI_TARGET __m512i LoadColumns(const int32_t* v, int64_t count) {
   return _mm512_maskz_loadu_epi32(mask, v);
 }
 
-// Rows [r0, r1) against panel p.
+// AMX: tiles 0-3 accumulate a 32 x 32 block of C (2 x 2 tiles of 16 x 16 int32), tiles 4-5
+// hold 16 rows x 64 k of the rows operand, tiles 6-7 16 groups of four k x 16 columns of the
+// panel. Every tile is 16 rows of 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette_id = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+#define ONNX_LIGHT_AMX_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vnni")))
+
+ONNX_LIGHT_AMX_TARGET void AmxBegin() {
+  static const TileConfig config;
+  _tile_loadconfig(&config);
+}
+
+ONNX_LIGHT_AMX_TARGET void AmxEnd() { _tile_release(); }
+
+// 32 rows (stride `lda`, 64 * chunks readable bytes each) against a panel: out[32][32].
+template <bool kRowsUnsigned>
+ONNX_LIGHT_AMX_TARGET void AmxBlock(const uint8_t* rows, int64_t lda, const int8_t* panel, int64_t chunks,
+                                    int32_t* out) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t j = 0; j < chunks; ++j) {
+    _tile_loadd(4, rows + 64 * j, lda);
+    _tile_loadd(5, rows + 16 * lda + 64 * j, lda);
+    _tile_loadd(6, panel + j * 16 * kQuadBytes, kQuadBytes);
+    _tile_loadd(7, panel + j * 16 * kQuadBytes + 64, kQuadBytes);
+    if constexpr (kRowsUnsigned) {
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 4, 7);
+      _tile_dpbusd(2, 5, 6);
+      _tile_dpbusd(3, 5, 7);
+    } else {
+      _tile_dpbsud(0, 4, 6);
+      _tile_dpbsud(1, 4, 7);
+      _tile_dpbsud(2, 5, 6);
+      _tile_dpbsud(3, 5, 7);
+    }
+  }
+  _tile_stored(0, out, 128);
+  _tile_stored(1, out + 16, 128);
+  _tile_stored(2, out + 16 * 32, 128);
+  _tile_stored(3, out + 16 * 32 + 16, 128);
+}
+
+// Rows [r0, r1) against panel p: AMX blocks of 32 rows when `amx`, VNNI tiles for the rest.
 ONNX_LIGHT_VNNI_TARGET void PanelRows(int64_t p, int64_t r0, int64_t r1, const uint8_t* rows, int64_t lda,
                                       bool rows_unsigned, const QuadPanels& b, const int32_t* row_s,
                                       const int32_t* col_u, const int32_t* row_t, const int32_t* col_v, int32_t* c,
-                                      int64_t ldc) {
+                                      int64_t ldc, bool amx, std::vector<uint8_t>* padded) {
   const int64_t c0 = p * kPanel, cols = std::min(kPanel, b.n - c0);
   Corrections corr;
   corr.col_u[0] = LoadColumns(col_u + c0, cols);
@@ -184,8 +243,36 @@ ONNX_LIGHT_VNNI_TARGET void PanelRows(int64_t p, int64_t r0, int64_t r1, const u
     corr.col_v[1] = LoadColumns(col_v + c0 + 16, cols - 16);
   }
   const int8_t* panel = b.panels_data + p * b.quads * kQuadBytes;
+  int64_t r = r0;
+  if (amx) {
+    const int64_t chunks = b.quads / 16, depth = chunks * 64;
+    alignas(64) int32_t block[32 * 32];
+    for (; r + 32 <= r1; r += 32) {
+      const uint8_t* src = rows + r * lda;
+      int64_t stride = lda;
+      if (depth != b.k) {
+        // A tile reads 64 bytes of k at a time: copy the rows with zeros past k (the panel's
+        // groups past k are zero too), so no read passes the end of the caller's rows.
+        padded->assign(static_cast<size_t>(32 * depth), 0);
+        for (int i = 0; i < 32; ++i) std::memcpy(padded->data() + i * depth, src + i * lda, static_cast<size_t>(b.k));
+        src = padded->data();
+        stride = depth;
+      }
+      if (rows_unsigned) {
+        AmxBlock<true>(src, stride, panel, chunks, block);
+      } else {
+        AmxBlock<false>(src, stride, panel, chunks, block);
+      }
+      for (int i = 0; i < 32; ++i) {
+        const __m512i acc[2] = {_mm512_load_si512(block + i * 32), _mm512_load_si512(block + i * 32 + 16)};
+        corr.row_s = row_s + r + i;
+        corr.row_t = row_t == nullptr ? nullptr : row_t + r + i;
+        StoreCorrected<1>(acc, corr, c + (r + i) * ldc + c0, ldc, cols);
+      }
+    }
+  }
   const TileFn* tiles = rows_unsigned ? kTiles<true> : kTiles<false>;
-  for (int64_t r = r0; r < r1; r += kTileRows) {
+  for (; r < r1; r += kTileRows) {
     const int rows_here = static_cast<int>(std::min<int64_t>(kTileRows, r1 - r));
     corr.row_s = row_s + r;
     corr.row_t = row_t == nullptr ? nullptr : row_t + r;
@@ -206,11 +293,36 @@ bool U8S8GemmAvailable() {
 #endif
 }
 
+bool U8S8GemmUsesAmx() {
+#ifdef ONNX_LIGHT_U8S8_VNNI
+  static const bool uses = [] {
+    const char* off = std::getenv("ONNX_LIGHT_DISABLE_AMX");
+    if (off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0) return false;
+    if (!U8S8GemmAvailable()) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;
+    if ((edx & kAmxTile) == 0 || (edx & kAmxInt8) == 0) return false;
+    // Linux hands out the 8 KB tile state only to processes that ask (ARCH_REQ_XCOMP_PERM for
+    // XFEATURE_XTILEDATA); without it the first tile instruction faults.
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return uses;
+#else
+  return false;
+#endif
+}
+
+bool QuadGemmUsesAmx(int64_t m) { return U8S8GemmUsesAmx() && m >= 32; }
+
+const char* U8S8ProductName(int64_t m) { return QuadGemmUsesAmx(m) ? "u8s8-amx" : "u8s8-vnni"; }
+
 void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_t flip, bool sums, bool signed_sums,
                     QuadPanels* out, int8_t* storage, ThreadPool* pool) {
   out->k = k;
   out->n = n;
-  out->quads = (k + 3) / 4;
+  out->quads = ((k + 63) / 64) * 16;
   out->panels = (n + kPanel - 1) / kPanel;
   if (storage == nullptr) {
     out->data.resize(static_cast<size_t>(QuadPanelsSize(k, n)));
@@ -263,11 +375,16 @@ void QuadGemm(int64_t m, const uint8_t* rows, int64_t lda, bool rows_unsigned, c
   // Units are (panel, block of rows), panel-major so a task's units share panels.
   const int64_t per_unit = std::max<int64_t>(1, std::min(m, kRowBlock) * b.quads * 4 * kPanel);
   const int64_t min_units = std::max<int64_t>(1, (int64_t{1} << 17) / per_unit);
+  const bool amx = QuadGemmUsesAmx(m);
   ParallelFor(pool, b.panels * row_blocks, min_units, [&](int64_t first, int64_t last) {
+    std::vector<uint8_t> padded;
+    if (amx) AmxBegin();
     for (int64_t u = first; u < last; ++u) {
       const int64_t p = u / row_blocks, r0 = (u % row_blocks) * kRowBlock;
-      PanelRows(p, r0, std::min(m, r0 + kRowBlock), rows, lda, rows_unsigned, b, row_s, col_u, row_t, col_v, c, ldc);
+      PanelRows(p, r0, std::min(m, r0 + kRowBlock), rows, lda, rows_unsigned, b, row_s, col_u, row_t, col_v, c, ldc,
+                amx, &padded);
     }
+    if (amx) AmxEnd();
   });
 #else
   (void)m, (void)rows, (void)lda, (void)rows_unsigned, (void)b, (void)row_s, (void)col_u, (void)row_t, (void)col_v;

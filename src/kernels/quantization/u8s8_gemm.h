@@ -17,7 +17,8 @@
 // and the convolution (int_conv_vnni.h: the weights' rows int8, the image's columns uint8 packed
 // per run), which keeps the channels-first layout because the pixels are the panel lanes.
 // Panels: 32 columns, k in groups of four; for group q the 32 columns' four bytes
-// [4q..4q+3] are adjacent (128 bytes, two vector registers), zero past k and n.
+// [4q..4q+3] are adjacent (128 bytes, two vector registers), zero past k and n. The groups are
+// counted up to a multiple of 16, so sixteen consecutive groups of 16 columns are one AMX tile.
 
 #include <cstdint>
 #include <vector>
@@ -29,7 +30,7 @@ class ThreadPool;
 /// Packed panels and their column sums. Immutable once packed: threads may read it at once.
 struct QuadPanels {
   int64_t k = 0, n = 0;
-  int64_t quads = 0;   // ceil(k / 4)
+  int64_t quads = 0;   // ceil(k / 4) rounded up to 16: whole AMX tiles, zero past k
   int64_t panels = 0;  // ceil(n / 32)
   std::vector<int8_t> data;             // the panels, unless packed into caller-owned storage
   const int8_t* panels_data = nullptr;  // what QuadGemm reads
@@ -40,8 +41,20 @@ struct QuadPanels {
 /// turns this path off too).
 bool U8S8GemmAvailable();
 
+/// True when QuadGemm also uses AMX tiles (tdpbusd/tdpbsud: 16 x 16 x 64 products per
+/// instruction) for blocks of 32 rows: the CPU has AMX-TILE and AMX-INT8, Linux granted the
+/// process the tile state, U8S8GemmAvailable() holds and ONNX_LIGHT_DISABLE_AMX is unset, empty
+/// or "0". The results are the same bits either way (exact int32 arithmetic).
+bool U8S8GemmUsesAmx();
+
+/// Whether QuadGemm of `m` rows uses AMX blocks (U8S8GemmUsesAmx() and m >= 32).
+bool QuadGemmUsesAmx(int64_t m);
+
+/// The kernel-usage name of the product QuadGemm runs for `m` rows: "u8s8-amx" or "u8s8-vnni".
+const char* U8S8ProductName(int64_t m);
+
 /// Bytes of the panels of a [k, n] operand.
-inline int64_t QuadPanelsSize(int64_t k, int64_t n) { return ((n + 31) / 32) * ((k + 3) / 4) * 128; }
+inline int64_t QuadPanelsSize(int64_t k, int64_t n) { return ((n + 31) / 32) * (((k + 63) / 64) * 16) * 128; }
 
 /// Packs a [k, n] byte matrix (row stride `ld`), each byte XOR `flip` (0x80 shifts by 128
 /// between int8 and uint8). `sums`: also the column sums of the packed bytes, read as int8
