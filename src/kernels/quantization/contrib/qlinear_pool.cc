@@ -206,9 +206,11 @@ class QLinearAveragePoolKernel final : public KernelBase {
                                                        : std::max<int64_t>(h1 - h0, 0) * std::max<int64_t>(w1 - w0, 0) *
                                                              std::max<int64_t>(d1 - d0, 0);
               const float mean = sum / static_cast<float>(count);
-              float v = std::nearbyint(mean / q.y_scale + y_zero);
+              // Clamped before rounding (the bounds are integers), so the rounding stays in range.
+              float v = mean / q.y_scale + y_zero;
               v = v > lo ? v : lo;
               v = v < hi ? v : hi;
+              v = static_cast<float>(RoundToInt32LikeCvtps(v));
               const int64_t at = ((o0 * out[1] + o1) * out[2] + o2) * y_pixel_stride;
               yp[at] = q.is_signed ? static_cast<uint8_t>(static_cast<int8_t>(v)) : static_cast<uint8_t>(v);
             }

@@ -12,6 +12,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/quantization/contrib/qlinear_contrib.h"
+#include "kernels/quantization/contrib/qlinear_rows.h"
 #include "kernels/registry/kernel_utils.h"
 
 namespace onnx_light::runtime {
@@ -77,7 +78,7 @@ class QLinearSoftmaxKernel final : public KernelBase {
         for (int64_t d = 0; d < reduce; ++d) sum += table[255 - max_value + values[static_cast<size_t>(d)]];
         for (int64_t d = 0; d < reduce; ++d) {
           const float e = table[255 - max_value + values[static_cast<size_t>(d)]];
-          int32_t q = static_cast<int32_t>(std::nearbyint(e * out_scale / sum)) + y_zero_point;
+          int32_t q = RoundToInt32LikeCvtps(e * out_scale / sum) + y_zero_point;
           q = q < lo ? lo : (q > hi ? hi : q);
           yb[base + d * inner] = is_signed ? static_cast<uint8_t>(static_cast<int8_t>(q)) : static_cast<uint8_t>(q);
         }
