@@ -207,6 +207,15 @@ def test_softmax_int8_matches_ort():
     check_ort(ms_model("QLinearSoftmax", {"x": x}, consts, {"opset": 12, "axis": 2}), {"x": x})
 
 
+@pytest.mark.parametrize("t,zp", [(np.uint8, 0), (np.int8, -128), (np.int8, 0)])
+def test_softmax_rows_of_one_and_two(t, zp):
+    # One element: the table value times 256 overflows float32; the probability is 1 (the maximum).
+    for d in (1, 2):
+        x = np.random.default_rng(d).integers(0, 100, (1, 2, 1, d)).astype(t)
+        consts = {"xs": np.float32(0.2), "xz": t(0), "ys": np.float32(1 / 256), "yz": t(zp)}
+        check_ort(ms_model("QLinearSoftmax", {"x": x}, consts, {"opset": 20, "axis": -1}), {"x": x})
+
+
 def test_softmax_errors():
     x = np.zeros((2, 3), np.uint8)
     consts = {"xs": np.float32(0.1), "xz": np.uint8(0), "ys": np.float32(1 / 256), "yz": np.uint8(0)}

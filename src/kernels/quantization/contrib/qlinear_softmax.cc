@@ -78,7 +78,10 @@ class QLinearSoftmaxKernel final : public KernelBase {
         for (int64_t d = 0; d < reduce; ++d) sum += table[255 - max_value + values[static_cast<size_t>(d)]];
         for (int64_t d = 0; d < reduce; ++d) {
           const float e = table[255 - max_value + values[static_cast<size_t>(d)]];
-          int32_t q = RoundToInt32LikeCvtps(e * out_scale / sum) + y_zero_point;
+          // A row of one element: e * out_scale overflows to +Inf (the table keeps only the sum
+          // finite); the probability is 1, the largest output.
+          const float v = e * out_scale / sum;
+          int32_t q = v >= 2147483648.0f ? hi : RoundToInt32LikeCvtps(v) + y_zero_point;
           q = q < lo ? lo : (q > hi ? hi : q);
           yb[base + d * inner] = is_signed ? static_cast<uint8_t>(static_cast<int8_t>(q)) : static_cast<uint8_t>(q);
         }
