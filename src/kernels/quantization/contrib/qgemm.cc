@@ -118,10 +118,7 @@ class QGemmKernel final : public KernelBase {
     const Tensor* y_zp = rt.OptionalInput(8);
     if (y_zp != nullptr && y_scale_in == nullptr) ThrowInvalid(rt, "input 8 (y_zero_point) needs input 7 (y_scale)");
     const DataType y_type = y_zp ? y_zp->dtype() : DataType::kFloat;
-    if (y_zp != nullptr) {
-      CheckQuantized8Bit(rt, 8);
-      ReadTensorZeroPoint(rt, 8, y_type, "y_zero_point");
-    }
+    if (y_zp != nullptr) CheckQuantized8Bit(rt, 8);
     const int32_t y_zero_point = y_zp ? ReadTensorZeroPoint(rt, 8, y_type, "y_zero_point") : 0;
 
     Tensor& y = rt.AllocateOutput(0, y_type, Shape{m, n});
@@ -163,12 +160,10 @@ class QGemmKernel final : public KernelBase {
     if (bias != nullptr) AddBias(*bias, m, n, acc.data());
 
     const bool per_column = scales.size() > 1;
-    std::vector<float> row_scales;
-    if (per_column) row_scales = scales;
     for (int64_t r = 0; r < m; ++r) {
       const int32_t* row = acc.data() + r * n;
       if (y_zp != nullptr) {
-        RequantizeInt32(row, n, 0, scales[0], per_column ? row_scales.data() : nullptr, y_zero_point,
+        RequantizeInt32(row, n, 0, scales[0], per_column ? scales.data() : nullptr, y_zero_point,
                         y_type == DataType::kInt8, static_cast<uint8_t*>(y.raw_data()) + r * n);
       } else {
         float* out = static_cast<float*>(y.raw_data()) + r * n;

@@ -12,7 +12,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/quantization/contrib/qlinear_contrib.h"
-#include "kernels/quantization/contrib/qlinear_rows.h"
+#include "kernels/registry/cpu_features.h"
 #include "kernels/registry/kernel_utils.h"
 
 namespace onnx_light::runtime {
@@ -25,6 +25,21 @@ void BuildExpTable(float x_scale, int64_t reduce_len, float* table) {
   shift = std::max(0.0, shift - 5.0) / x_scale;
   for (int i = 0; i < 256; ++i) {
     table[i] = static_cast<float>(std::exp((static_cast<double>(i) - 255 + shift) * static_cast<double>(x_scale)));
+  }
+}
+
+// y[d * stride] = clamp(rint(e[d] * out_scale / sum) + zero_point). Values past 4e6 (+Inf for
+// a one-element row: the probability 1) saturate to the maximum; below that the 1.5 * 2^23
+// addition rounds half to even. A plain loop the compiler vectorises (divps), one copy per ISA.
+ONNX_LIGHT_CPU_CLONES void QuantizeSoftmaxRow(const float* e, int64_t n, float out_scale, float sum,
+                                              int32_t zero_point, int32_t lo, int32_t hi, int32_t* q) {
+  constexpr float kRound = 12582912.0f, kLimit = 4194304.0f;
+  for (int64_t d = 0; d < n; ++d) {
+    float v = e[d] * out_scale / sum;
+    v = v < kLimit ? v : kLimit;
+    int32_t r = static_cast<int32_t>((v + kRound) - kRound) + zero_point;
+    r = r < lo ? lo : r;
+    q[d] = r > hi ? hi : r;
   }
 }
 
@@ -66,6 +81,7 @@ class QLinearSoftmaxKernel final : public KernelBase {
     const int32_t hi = QuantMax(is_signed), lo = QuantMin(is_signed);
     ParallelFor(rt.thread_pool(), outer * inner, std::max<int64_t>(1, 4096 / reduce), [&](int64_t begin, int64_t end) {
       std::vector<int32_t> values(static_cast<size_t>(reduce));
+      std::vector<float> exps(static_cast<size_t>(reduce));
       for (int64_t row = begin; row < end; ++row) {
         const int64_t base = (row / inner) * reduce * inner + row % inner;
         int32_t max_value = INT32_MIN;
@@ -74,15 +90,15 @@ class QLinearSoftmaxKernel final : public KernelBase {
           values[static_cast<size_t>(d)] = is_signed ? static_cast<int8_t>(raw) : raw;
           max_value = std::max(max_value, values[static_cast<size_t>(d)]);
         }
+        // The sum in element order, as ONNX Runtime adds.
         float sum = 0.0f;
-        for (int64_t d = 0; d < reduce; ++d) sum += table[255 - max_value + values[static_cast<size_t>(d)]];
         for (int64_t d = 0; d < reduce; ++d) {
-          const float e = table[255 - max_value + values[static_cast<size_t>(d)]];
-          // A row of one element: e * out_scale overflows to +Inf (the table keeps only the sum
-          // finite); the probability is 1, the largest output.
-          const float v = e * out_scale / sum;
-          int32_t q = v >= 2147483648.0f ? hi : RoundToInt32LikeCvtps(v) + y_zero_point;
-          q = q < lo ? lo : (q > hi ? hi : q);
+          exps[static_cast<size_t>(d)] = table[255 - max_value + values[static_cast<size_t>(d)]];
+          sum += exps[static_cast<size_t>(d)];
+        }
+        QuantizeSoftmaxRow(exps.data(), reduce, out_scale, sum, y_zero_point, lo, hi, values.data());
+        for (int64_t d = 0; d < reduce; ++d) {
+          const int32_t q = values[static_cast<size_t>(d)];
           yb[base + d * inner] = is_signed ? static_cast<uint8_t>(static_cast<int8_t>(q)) : static_cast<uint8_t>(q);
         }
       }
