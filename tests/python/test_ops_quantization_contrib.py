@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from node_check import expect_error, run_ort, run_ours, usage_of
+from test_ops_quantization import _Calibration, ort_session
 
 MS = "com.microsoft"
 BYTES = [np.uint8, np.int8]
@@ -33,7 +34,7 @@ def ms_model(op, inputs, consts=None, attrs=None, order=None):
     graph_inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
                     for n, a in inputs.items()]
     inits = [numpy_helper.from_array(np.asarray(a), n) for n, a in consts.items()]
-    node = helper.make_node(op, names, ["y"], domain=MS, **(attrs or {}))
+    node = helper.make_node(op, names, ["y"], domain=MS, name=f"{op.lower()}_node", **(attrs or {}))
     graph = helper.make_graph([node], "g", graph_inputs, [helper.make_value_info("y", onnx.TypeProto())],
                               initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
@@ -108,7 +109,7 @@ def test_binary_records_usage_and_errors():
     assert any(u.startswith("QLinearAdd/int8/") for u in usage_of(model, {"a": a, "b": a}))
     bad = dict(consts, bs=np.ones(2, np.float32))
     msg = expect_error(ms_model("QLinearAdd", {"a": a, "b": a}, bad, order=order), {"a": a, "b": a},
-                       "QLinearAdd", "input 4", "B_scale", "[2]")
+                       "node 'qlinearadd_node' (QLinearAdd)", "input 4", "B_scale", "[2]")
     assert "scalar" in msg
     bad = dict(consts, bz=np.uint8(0))
     expect_error(ms_model("QLinearMul", {"a": a, "b": a}, bad, order=order), {"a": a, "b": a},
@@ -370,15 +371,6 @@ def test_portable_paths_without_avx2(tmp_path):
 
 # ---- models quantized by onnxruntime.quantization in the QOperator format -------------------------
 
-class _Calibration:
-    def __init__(self, batches):
-        self._batches = iter(batches)
-
-    def get_next(self):
-        x = next(self._batches, None)
-        return None if x is None else {"x": x}
-
-
 def _init(name, a):
     return numpy_helper.from_array(np.asarray(a, np.float32), name)
 
@@ -445,12 +437,7 @@ def encoder_layer_model(rng, seq=16, hidden=32, heads=2):
 
 
 def _ort_session(path):
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    return ort_session(path, optimize=False)
 
 
 def _quantize_qop(tmp_path, model, calibration, name, activation, weight, per_channel=False):
@@ -512,3 +499,33 @@ def test_quantize_static_qoperator_encoder_matches_ort(tmp_path, activation):
         # float64 output stage here, float32 in ORT) would move one step: not on these inputs.
         np.testing.assert_allclose(ours, ort, rtol=0, atol=1e-5)
         np.testing.assert_allclose(ours, float_out, rtol=0, atol=1.0)
+
+
+def test_empty_inputs_and_shape_errors():
+    u8 = np.uint8
+    p = {"s": np.float32(0.1), "z": u8(3)}
+    empty = np.zeros((0, 5), u8)
+    add = ms_model("QLinearAdd", {"a": empty, "b": np.zeros((5,), u8)}, p, order=["a", "s", "z", "b", "s", "z", "s", "z"])
+    assert run_ours(add, {"a": empty, "b": np.zeros((5,), u8)})[0].shape == (0, 5)
+    x = np.zeros((0, 3, 4, 4), u8)
+    order = ["x", "s", "z", "s", "z"]
+    assert run_ours(ms_model("QLinearGlobalAveragePool", {"x": x}, p, order=order), {"x": x})[0].shape == (0, 3, 1, 1)
+    assert run_ours(ms_model("QLinearSoftmax", {"x": x}, p, {"opset": 13}, order=order), {"x": x})[0].shape == x.shape
+    pool = ms_model("QLinearAveragePool", {"x": x}, p, {"kernel_shape": [2, 2]}, order=order)
+    assert run_ours(pool, {"x": x})[0].shape == (0, 3, 3, 3)
+    x3 = np.zeros((1, 3, 4), u8)
+    expect_error(ms_model("QLinearAveragePool", {"x": x3}, p, {"kernel_shape": [2, 2]}, order=order), {"x": x3},
+                 "qlinearaveragepool_node", "rank 4")
+    x2 = np.zeros((3, 4), u8)
+    expect_error(ms_model("QLinearGlobalAveragePool", {"x": x2}, p, order=order), {"x": x2}, "rank 3 or more")
+    a, b = np.zeros((2, 3), u8), np.zeros((3, 3), u8)
+    concat = ms_model("QLinearConcat", {"a": a, "b": b}, p, {"axis": 1}, order=["s", "z", "a", "s", "z", "b", "s", "z"])
+    expect_error(concat, {"a": a, "b": b}, "qlinearconcat_node", "input 5", "[3, 3]", "axis 1")
+    gemm = {"as": np.float32(0.1), "az": u8(0), "b": np.zeros((3, 4), np.int8), "bs": np.float32(0.1),
+            "bz": np.int8(0), "c": np.zeros((3,), np.int32), "ys": np.float32(0.1), "yz": u8(0)}
+    expect_error(ms_model("QGemm", {"a": a}, gemm, order=["a", "as", "az", "b", "bs", "bz", "c", "ys", "yz"]), {"a": a},
+                 "qgemm_node", "input 6", "[2, 4]", "[3]")
+    gemm["c"] = np.zeros((4,), np.int32)
+    a0 = np.zeros((0, 3), u8)
+    out = run_ours(ms_model("QGemm", {"a": a0}, gemm, order=["a", "as", "az", "b", "bs", "bz", "c", "ys", "yz"]), {"a": a0})
+    assert out[0].shape == (0, 4)
