@@ -1,7 +1,7 @@
 """The com.microsoft quantized operators (QOperator format) against ONNX Runtime, their oracle.
 
 QLinearAdd, QLinearMul, QLinearGlobalAveragePool, QLinearAveragePool, QLinearSoftmax, QGemm,
-QLinearConcat and QLinearLeakyRelu are bit-exact with ORT's CPU kernels; QLinearSigmoid is within
+QLinearConcat, QLinearLeakyRelu and QLinearWhere are bit-exact with ORT's CPU kernels; QLinearSigmoid is within
 one quantization step (ORT's table uses an approximate logistic). Models quantized by
 onnxruntime.quantization in the QOperator format (a CNN and a transformer encoder layer) match
 ORT within quantization tolerance.
@@ -529,3 +529,24 @@ def test_empty_inputs_and_shape_errors():
     a0 = np.zeros((0, 3), u8)
     out = run_ours(ms_model("QGemm", {"a": a0}, gemm, order=["a", "as", "az", "b", "bs", "bz", "c", "ys", "yz"]), {"a": a0})
     assert out[0].shape == (0, 4)
+
+
+WHERE_SHAPES = [((4, 5), (4, 5), (4, 5)), ((3, 1), (1, 40), (3, 40)), ((), (2, 3), (3,)), ((2, 1, 33), (33,), (1,))]
+
+
+@pytest.mark.parametrize("t", BYTES)
+@pytest.mark.parametrize("shapes", WHERE_SHAPES)
+@pytest.mark.parametrize("copy", ["none", "x", "both"])
+def test_where_matches_ort(t, shapes, copy):
+    rng = np.random.default_rng(len(shapes[1]) + len(copy))
+    lo, hi = limits(t)
+    c = rng.random(shapes[0]) < 0.5
+    x = rng.integers(lo, hi + 1, shapes[1]).astype(t)
+    y = rng.integers(lo, hi + 1, shapes[2]).astype(t)
+    zs, zz = np.float32(0.05), t(rng.integers(lo, hi + 1))
+    consts = {"xs": zs if copy != "none" else np.float32(0.11), "xz": zz if copy != "none" else t(lo),
+              "ys": zs if copy == "both" else np.float32(0.02), "yz": zz if copy == "both" else t(hi),
+              "zs": zs, "zz": zz}
+    feeds = {"c": np.asarray(c), "x": x, "yv": y}
+    model = ms_model("QLinearWhere", feeds, consts, order=["c", "x", "xs", "xz", "yv", "ys", "yz", "zs", "zz"])
+    check_ort(model, feeds)

@@ -87,7 +87,7 @@ void RegisterMlModelKernels(KernelRegistry& registry);
 void RegisterQuantizationKernels(KernelRegistry& registry);
 // com.microsoft quantized operators (kernels/quantization/contrib/): QLinearAdd, QLinearMul,
 // QLinearGlobalAveragePool, QLinearAveragePool, QLinearSoftmax, QGemm, QLinearConcat,
-// QLinearSigmoid, QLinearLeakyRelu
+// QLinearSigmoid, QLinearLeakyRelu, QLinearWhere
 void RegisterQuantizationContribKernels(KernelRegistry& registry);
 // image family (kernels/image/): ImageDecoder over the codec adapters of image_codecs.h
 void RegisterImageDecoderKernels(KernelRegistry& registry);

@@ -62,6 +62,7 @@ void RegisterQuantizationContribKernels(KernelRegistry& registry) {
   RegisterQGemmKernels(registry);
   RegisterQLinearConcatKernels(registry);
   RegisterQLinearLookupKernels(registry);
+  RegisterQLinearWhereKernels(registry);
 }
 
 }  // namespace onnx_light::runtime

@@ -1,7 +1,7 @@
 #pragma once
 // The com.microsoft quantized operators that onnxruntime.quantization writes in its QOperator
 // format (QLinearAdd, QLinearMul, QLinearGlobalAveragePool, QLinearAveragePool, QLinearSoftmax,
-// QGemm, QLinearConcat, QLinearSigmoid, QLinearLeakyRelu). ONNX Runtime defines
+// QGemm, QLinearConcat, QLinearSigmoid, QLinearLeakyRelu, QLinearWhere). ONNX Runtime defines
 // them and is the oracle: each kernel reproduces its CPU arithmetic (docs/quantization.md).
 //
 // What the kernels share: reading the per-tensor float32 scales and 8-bit zero points the
@@ -41,5 +41,6 @@ void RegisterQLinearSoftmaxKernels(KernelRegistry& registry);
 void RegisterQGemmKernels(KernelRegistry& registry);
 void RegisterQLinearConcatKernels(KernelRegistry& registry);
 void RegisterQLinearLookupKernels(KernelRegistry& registry);
+void RegisterQLinearWhereKernels(KernelRegistry& registry);
 
 }  // namespace onnx_light::runtime
