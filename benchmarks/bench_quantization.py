@@ -1,6 +1,6 @@
 """Quantization operators, onnx-light runtime against ONNX Runtime in one process.
 
-    python benchmarks/bench_quantization.py [--threads 1] [--cases quantize,dequantize,matmulinteger,conv,mlp]
+    python benchmarks/bench_quantization.py [--threads 1] [--cases quantize,dequantize,matmulinteger,conv,mlp,contrib]
 
 Prints a Markdown table of median wall times per run (ms) and the ratio ours / ORT (below 1 is
 faster). Uses the alternating-block timing of bench_vs_ort.py. The MLP (768 -> 1024 -> 768,
@@ -22,14 +22,48 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_vs_ort import compare  # noqa: E402
 
 
-def model_of(nodes, inputs, initializers, opset):
+def model_of(nodes, inputs, initializers, opset, extra_opsets=()):
     graph_inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
                     for n, a in inputs.items()]
     graph = helper.make_graph(nodes, "bench", graph_inputs, [helper.make_value_info("y", onnx.TypeProto())],
                               initializer=[numpy_helper.from_array(a, n) for n, a in initializers.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    opsets = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
+    model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 10
     return model
+
+
+def contrib_cases(rng):
+    """The com.microsoft operators of QOperator models, at the sizes of a resnet50 / BERT-base."""
+    ms = [("com.microsoft", 1)]
+
+    def binary(op, a, b, t):
+        init = {"as": np.array(0.05, np.float32), "az": np.array(100, t), "bs": np.array(0.03, np.float32),
+                "bz": np.array(20, t), "cs": np.array(0.07 if op == "QLinearAdd" else 0.4, np.float32),
+                "cz": np.array(90, t)}
+        node = helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["y"], domain="com.microsoft")
+        return model_of([node], {"a": a, "b": b}, init, 17, ms), {"a": a, "b": b}
+
+    a = rng.integers(0, 256, (1, 256, 56, 56)).astype(np.uint8)
+    b = rng.integers(0, 256, (1, 256, 56, 56)).astype(np.uint8)
+    yield ("QLinearAdd u8 [1,256,56,56] + same", *binary("QLinearAdd", a, b, np.uint8))
+    yield ("QLinearAdd s8 [1,256,56,56] + same", *binary("QLinearAdd", a.view(np.int8), b.view(np.int8), np.int8))
+    yield ("QLinearAdd u8 [128,768] + [768]", *binary("QLinearAdd", a.reshape(-1)[:128 * 768].reshape(128, 768),
+                                                     b.reshape(-1)[:768].copy(), np.uint8))
+    yield ("QLinearMul u8 [1,256,56,56] * same", *binary("QLinearMul", a, b, np.uint8))
+    for shape, cl in (((1, 2048, 7, 7), 0), ((1, 512, 7, 7), 0), ((8, 7, 7, 2048), 1)):
+        x = rng.integers(0, 256, shape).astype(np.uint8)
+        init = {"xs": np.array(0.05, np.float32), "xz": np.array(100, np.uint8), "ys": np.array(0.02, np.float32),
+                "yz": np.array(90, np.uint8)}
+        node = helper.make_node("QLinearGlobalAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"],
+                                domain="com.microsoft", channels_last=cl)
+        name = f"QLinearGlobalAveragePool u8 {list(shape)}{' channels_last' if cl else ''}"
+        yield name, model_of([node], {"x": x}, init, 17, ms), {"x": x}
+    x = rng.integers(0, 256, (12, 128, 128)).astype(np.uint8)
+    init = {"xs": np.array(0.05, np.float32), "xz": np.array(100, np.uint8), "ys": np.array(1 / 256, np.float32),
+            "yz": np.array(0, np.uint8)}
+    node = helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], domain="com.microsoft", opset=13)
+    yield "QLinearSoftmax u8 [12,128,128]", model_of([node], {"x": x}, init, 17, ms), {"x": x}
 
 
 def quantize_cases(rng):
@@ -107,7 +141,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--cases", default="quantize,dequantize,matmulinteger,conv,mlp")
+    parser.add_argument("--cases", default="quantize,dequantize,matmulinteger,conv,mlp,contrib")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     wanted = set(args.cases.split(","))
@@ -123,6 +157,8 @@ def main():
             cases.extend(conv_cases(rng))
         if "mlp" in wanted:
             cases.extend(mlp_cases(rng, workdir))
+        if "contrib" in wanted:
+            cases.extend(contrib_cases(rng))
         print(f"threads: {args.threads}\n")
         print("| case | ours (ms) | ORT (ms) | ours / ORT |")
         print("|---|---:|---:|---:|")

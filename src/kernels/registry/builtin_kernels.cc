@@ -70,6 +70,7 @@ const KernelRegistry& BuiltinKernels() {
     RegisterTfIdfVectorizerKernels(r);
     RegisterMlModelKernels(r);
     RegisterQuantizationKernels(r);
+    RegisterQuantizationContribKernels(r);
     RegisterImageDecoderKernels(r);
     return r;
   }();

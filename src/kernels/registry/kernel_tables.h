@@ -85,6 +85,10 @@ void RegisterMlModelKernels(KernelRegistry& registry);
 // quantization family (kernels/quantization/): QuantizeLinear, DequantizeLinear,
 // DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 void RegisterQuantizationKernels(KernelRegistry& registry);
+// com.microsoft quantized operators (kernels/quantization/contrib/): QLinearAdd, QLinearMul,
+// QLinearGlobalAveragePool, QLinearAveragePool, QLinearSoftmax, QGemm, QLinearConcat,
+// QLinearSigmoid, QLinearLeakyRelu, QLinearWhere
+void RegisterQuantizationContribKernels(KernelRegistry& registry);
 // image family (kernels/image/): ImageDecoder over the codec adapters of image_codecs.h
 void RegisterImageDecoderKernels(KernelRegistry& registry);
 
