@@ -2,6 +2,7 @@
 // (int_conv.h), plus the optional int32 bias, requantized per output channel with
 // x_scale * w_scale[m] / y_scale and y_zero_point (requantize.h), as onnx.reference computes
 // it. w_scale and w_zero_point are per tensor or per output channel; the others per tensor.
+#include "core/thread_pool.h"
 #include "kernels/quantization/int_conv.h"
 #include "kernels/quantization/int_gemm.h"
 #include "kernels/quantization/quant_params.h"
@@ -52,18 +53,21 @@ class QLinearConvKernel final : public KernelBase {
     }
     const bool is_signed = out_type == DataType::kInt8;
     auto* out = static_cast<uint8_t*>(y.raw_data());
-    const int64_t n = x.dim(0);
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t ch = 0; ch < m; ++ch) {
-        int32_t* plane = acc + (b * m + ch) * out_size;
+    // One output plane per (image, channel), split over the session's threads.
+    const int64_t planes = x.dim(0) * m;
+    ParallelFor(rt.thread_pool(), planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(out_size, 1)),
+                [&](int64_t first, int64_t last) {
+      for (int64_t p = first; p < last; ++p) {
+        const int64_t ch = p % m;
+        int32_t* plane = acc + p * out_size;
         if (!bias_values.empty()) {
           const auto add = static_cast<uint32_t>(bias_values[ch]);  // wraps like numpy's int32
           for (int64_t i = 0; i < out_size; ++i) plane[i] = static_cast<int32_t>(static_cast<uint32_t>(plane[i]) + add);
         }
         const double multiplier = RequantMultiplier(DataType::kFloat, xs, ws[ws.size() > 1 ? ch : 0], ys);
-        RequantizeRow(plane, out_size, multiplier, y_zp, is_signed, out + (b * m + ch) * out_size);
+        RequantizeRow(plane, out_size, multiplier, y_zp, is_signed, out + p * out_size);
       }
-    }
+    });
     if (rt.kernel_usage_enabled()) {
       rt.RecordKernelUsage(KernelUsageName("QLinearConv", x.dtype(), product));
     }
