@@ -577,8 +577,8 @@ void BindSession(py::module_& m) {
                      "Run MatMul(A, DequantizeLinear(constant int4/uint4 W)) as one kernel that keeps W "
                      "packed in 4 bits (docs/quantization.md).")
       .def_readwrite("fuse_qdq", &RuntimeSessionOptions::fuse_qdq,
-                     "Run the DequantizeLinear -> Conv/MatMul -> QuantizeLinear groups of QDQ models as "
-                     "QLinearConv/QLinearMatMul; results may differ by one quantization step "
+                     "Run the DequantizeLinear -> Conv/MatMul/Add -> QuantizeLinear groups of QDQ models as "
+                     "QLinearConv/QLinearMatMul/QLinearAdd; results may differ by one quantization step "
                      "(docs/quantization.md).")
       .def_property(
           "persistent_tensor_initial_capacity",

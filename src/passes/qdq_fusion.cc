@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "kernels/registry/fused_kernels.h"
+
 namespace onnx_light::runtime {
 
 namespace {
@@ -227,6 +229,34 @@ void FuseMatMul(WorkingGraph& graph, const PassContext& context, size_t i) {
   ReplaceGroup(graph, std::move(covered), std::move(fused));
 }
 
+void FuseAdd(WorkingGraph& graph, const PassContext& context, size_t i) {
+  const Node& add = graph.node(i);
+  if (add.inputs.size() != 2 || add.outputs.size() != 1 || add.inputs[0] == add.inputs[1]) return;
+  const std::optional<Quantizer> a = MatchActivation(graph, context, add.inputs[0]);
+  const std::optional<Quantizer> b = MatchActivation(graph, context, add.inputs[1]);
+  if (!a || !b || a->index == b->index) return;
+  std::optional<OutputSide> out = MatchOutput(graph, context, i, true);
+  if (!out) return;
+  // QLinearAdd takes one 8-bit type for both operands and the result.
+  const DataType type = out->q.zero_point->dtype();
+  if (a->zero_point->dtype() != type || b->zero_point->dtype() != type) return;
+  const Node& aq = graph.node(a->index);
+  const Node& bq = graph.node(b->index);
+  const Node& yq = graph.node(out->q.index);
+  Node fused;
+  fused.name = add.name;
+  fused.op_type = "QLinearAdd";
+  fused.domain = std::string(kFusedDomain);
+  fused.inputs = {aq.inputs[0], aq.inputs[1], aq.inputs[2], bq.inputs[0], bq.inputs[1], bq.inputs[2],
+                  yq.inputs[1], yq.inputs[2]};
+  fused.outputs = yq.outputs;
+  std::vector<size_t> covered = out->covered;
+  covered.push_back(i);
+  CoverIfOnly(graph, *a, i, 0, &covered);
+  CoverIfOnly(graph, *b, i, 1, &covered);
+  ReplaceGroup(graph, std::move(covered), std::move(fused));
+}
+
 void FuseMaxPool(WorkingGraph& graph, const PassContext& context, size_t i) {
   const Node& pool = graph.node(i);
   if (context.DefaultOpsetVersion() < 12 || pool.inputs.size() != 1 || pool.outputs.size() != 1) return;
@@ -256,6 +286,8 @@ void FuseQdq(WorkingGraph& graph, const PassContext& context) {
       FuseMatMul(graph, context, i);
     } else if (context.IsBuiltin(node, "MaxPool")) {
       FuseMaxPool(graph, context, i);
+    } else if (context.IsBuiltin(node, "Add")) {
+      FuseAdd(graph, context, i);
     }
   }
 }

@@ -7,11 +7,15 @@
 //     -> QLinearConv(x, ..., W, ..., B)        (a Relu before the QuantizeLinear is folded in
 //                                                when the output zero point is the type's minimum)
 //   QuantizeLinear(MatMul(DequantizeLinear(a), DequantizeLinear(b)))  -> QLinearMatMul(a, ..., b, ...)
+//   QuantizeLinear(Add(DequantizeLinear(a), DequantizeLinear(b)))  -> QLinearAdd(a, ..., b, ...)
+//     (the com.microsoft kernel, as a node of the fused domain; one 8-bit type throughout; a
+//     Relu before the QuantizeLinear folds in as for Conv)
 //   QuantizeLinear(MaxPool(DequantizeLinear(x)))  -> MaxPool(x)   (same scale and zero point)
 //
 // The integer kernels compute the same convolution or product exactly and round once, where the
-// written graph sums float32 products and rounds the sum; the two can differ by one quantization
-// step where the float sum lands within rounding error of a half step. MaxPool commutes with the
+// written graph sums float32 products and rounds the sum; QLinearAdd scales both operands in one
+// multiply-add each. The results can differ by one quantization step where a float value lands
+// within rounding error of a half step. MaxPool commutes with the
 // monotonic dequantization, so that rewrite is exact.
 //
 // Scales and zero points must be constants with one value (per tensor), except the weights' of

@@ -222,3 +222,49 @@ def test_integer_tests_pass_on_the_slower_paths(variable, faster):
          "test_qdq_fusion.py"], cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
+
+
+def qdq_add_model(b_shape, relu=False, y_zero_point=0, b_type=np.uint8):
+    """Q(a), Q(b) -> DQ, DQ -> Add [-> Relu] -> Q. Scales like calibrated ones: with round decimal
+    scales many sums land exactly on a half step, where any two float32 evaluations may differ."""
+    inits = q_params("a", 0.0513, 120) + q_params("b", 0.0297, 130 if b_type == np.uint8 else 3, b_type) + \
+        q_params("y", 0.0611, y_zero_point)
+    nodes = [helper.make_node("QuantizeLinear", ["a", "a_s", "a_z"], ["aq"]),
+             helper.make_node("QuantizeLinear", ["b", "b_s", "b_z"], ["bq"]),
+             helper.make_node("DequantizeLinear", ["aq", "a_s", "a_z"], ["ad"], name="dqa"),
+             helper.make_node("DequantizeLinear", ["bq", "b_s", "b_z"], ["bd"], name="dqb"),
+             helper.make_node("Add", ["ad", "bd"], ["sum"], name="add")]
+    last = "sum"
+    if relu:
+        nodes.append(helper.make_node("Relu", ["sum"], ["relu"], name="relu"))
+        last = "relu"
+    nodes.append(helper.make_node("QuantizeLinear", [last, "y_s", "y_z"], ["y"], name="qy"))
+    graph = helper.make_graph(nodes, "qdq_add", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 8, 5, 5]),
+                                                 helper.make_tensor_value_info("b", TensorProto.FLOAT, b_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+
+
+@pytest.mark.parametrize("b_shape,relu", [([2, 8, 5, 5], False), ([2, 8, 5, 5], True), ([8, 1, 1], False)])
+def test_add_group_becomes_qlinearadd(b_shape, relu):
+    rng = np.random.default_rng(7)
+    model = qdq_add_model(b_shape, relu=relu)
+    feeds = {"a": (rng.standard_normal((2, 8, 5, 5)) * 3).astype(np.float32),
+             "b": (rng.standard_normal(b_shape) * 3).astype(np.float32)}
+    (got,), nodes, usage = run_events(model, feeds)
+    assert op_types(nodes) == ["QuantizeLinear", "QuantizeLinear", "QLinearAdd"]
+    assert nodes[2].op_domain == "ai.onnx_light.fused"
+    assert set(nodes[2].covered_node_names) == {"dqa", "dqb", "add", "qy"} | ({"relu"} if relu else set())
+    assert any(u.startswith("QLinearAdd/") for u in usage), usage
+    assert_within_one_step(got, run_events(model, feeds, UNFUSED)[0][0])
+    assert_within_one_step(got, ort_session_from(model).run(None, feeds)[0])
+
+
+def test_add_of_mixed_types_is_left_as_written():
+    rng = np.random.default_rng(8)
+    model = qdq_add_model([2, 8, 5, 5], b_type=np.int8)
+    feeds = {"a": rng.standard_normal((2, 8, 5, 5)).astype(np.float32),
+             "b": rng.standard_normal((2, 8, 5, 5)).astype(np.float32)}
+    (got,), nodes, _ = run_events(model, feeds)
+    assert "Add" in op_types(nodes) and "QLinearAdd" not in op_types(nodes)
+    np.testing.assert_array_equal(got, run_events(model, feeds, UNFUSED)[0][0])

@@ -80,8 +80,8 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// blocked along K, float32 scales) as one kernel that keeps W packed in 4 bits and dequantizes
   /// it while multiplying; no float copy of W is held (docs/quantization.md).
   bool fuse_quantized_matmul = true;
-  /// Run the DequantizeLinear -> Conv / MatMul -> QuantizeLinear groups of QDQ-format models as
-  /// QLinearConv / QLinearMatMul, and MaxPool between a matching pair on the quantized values
+  /// Run the DequantizeLinear -> Conv / MatMul / Add -> QuantizeLinear groups of QDQ-format
+  /// models as QLinearConv / QLinearMatMul / QLinearAdd, and MaxPool between a matching pair on the quantized values
   /// (docs/quantization.md, "QDQ models"). The integer kernels round once where the written
   /// graph rounds a float32 sum: results may differ by one quantization step.
   bool fuse_qdq = true;

@@ -23,6 +23,18 @@ void RegisterStandardKernel(KernelRegistry& registry, const std::string& op_type
                     });
 }
 
+// Serves fused `op_type` with the built-in com.microsoft kernel of version 1 (models need not
+// import that domain for the nodes a pass makes).
+void RegisterContribKernel(KernelRegistry& registry, const std::string& op_type) {
+  registry.Register(std::string(kFusedDomain), op_type, {1, 1},
+                    [op_type](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
+                      const KernelFactory* factory = BuiltinKernels().Find("com.microsoft", op_type, 1);
+                      std::vector<const Tensor*> constants;
+                      for (size_t i = 0; i < info.num_inputs(); ++i) constants.push_back(info.constant_input(i));
+                      return (*factory)(KernelBuildInfo(info.node(), 1, {}, std::move(constants)));
+                    });
+}
+
 }  // namespace
 
 const KernelRegistry& FusedKernels() {
@@ -33,6 +45,7 @@ const KernelRegistry& FusedKernels() {
     RegisterFusedAttentionKernel(r, kFusedDomain);
     RegisterRepeatedHeadsShapeKernel(r, kFusedDomain);
     RegisterNBitsMatMulKernel(r, kFusedDomain);
+    RegisterContribKernel(r, "QLinearAdd");
     return r;
   }();
   return registry;

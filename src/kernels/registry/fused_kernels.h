@@ -30,7 +30,9 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 /// - RepeatedHeadsShape: the Shape of such a chain's result, from the shapes alone;
 /// - QuantizedMatMul: MatMul(A, DequantizeLinear(W, scale, zero_point)) for a constant int4/uint4
 ///   W[K, N] kept packed (inputs A, W, scale, optional zero point; attribute block_size, 0 for one
-///   scale row over all of K) (kernels/quantization/nbits_matmul.h).
+///   scale row over all of K) (kernels/quantization/nbits_matmul.h);
+/// - QLinearAdd: the com.microsoft QLinearAdd kernel, for the DequantizeLinear -> Add ->
+///   QuantizeLinear groups of QDQ models (passes/qdq_fusion.h).
 const KernelRegistry& FusedKernels();
 
 }  // namespace onnx_light::runtime
