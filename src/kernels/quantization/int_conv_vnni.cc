@@ -11,19 +11,20 @@ VnniConv::VnniConv(const Tensor& w, const int32_t* w_zp, bool per_channel, int64
     : weight_shape_(w.shape()), group_(group) {
   const int64_t m = w.dim(0);
   depth_ = m == 0 ? 0 : w.size() / m;
+  row_stride_ = RoundUpToAmxDepth(depth_);
   // A uint8 W moves to int8 by subtracting 128 (XOR 0x80), and its zero point with it.
   const bool is_signed = w.dtype() == DataType::kInt8;
   const uint8_t flip = is_signed ? 0 : 0x80;
   const int32_t shift = is_signed ? 0 : 128;
   const auto* src = static_cast<const uint8_t*>(w.raw_data());
-  rows_.resize(static_cast<size_t>(m * depth_));
+  rows_.assign(static_cast<size_t>(m * row_stride_), 0);
   row_s_.resize(static_cast<size_t>(m));
   zero_point_.resize(static_cast<size_t>(m));
   for (int64_t co = 0; co < m; ++co) {
     uint32_t sum = 0;
     for (int64_t j = 0; j < depth_; ++j) {
       const auto v = static_cast<uint8_t>(src[co * depth_ + j] ^ flip);
-      rows_[static_cast<size_t>(co * depth_ + j)] = v;
+      rows_[static_cast<size_t>(co * row_stride_ + j)] = v;
       sum += static_cast<uint32_t>(static_cast<int32_t>(static_cast<int8_t>(v)));
     }
     const int32_t z = w_zp[per_channel ? co : 0] - shift;
@@ -74,7 +75,7 @@ void VnniConv::Run(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const Wind
       PackQuadPanels(columns, depth_, out_size, out_size, 0, zero_point_nonzero_, false, &panels,
                      panels_t.data<int8_t>(), rt.thread_pool());
       const int64_t first = gi * mg;
-      QuadGemm(mg, rows_.data() + first * depth_, depth_, false, panels, row_s_.data() + first, col_u.data(),
+      QuadGemm(mg, rows_.data() + first * row_stride_, row_stride_, false, panels, row_s_.data() + first, col_u.data(),
                zero_point_nonzero_ ? zero_point_.data() + first : nullptr, panels.column_sums.data(),
                out + (b * m + first) * out_size, out_size, rt.thread_pool());
     }

@@ -30,7 +30,8 @@ class VnniConv {
   Shape weight_shape_;
   int64_t group_;
   int64_t depth_;                 // C / group * kernel size
-  std::vector<uint8_t> rows_;     // W (shifted to int8) as M rows of depth_ bytes
+  int64_t row_stride_;            // depth_ rounded up to AMX's 64: no row is copied to pad it
+  std::vector<uint8_t> rows_;     // W (shifted to int8) as M rows of row_stride_ bytes, zero past depth_
   std::vector<int32_t> row_s_;    // sum of the row - depth * w_zp
   std::vector<int32_t> zero_point_;  // w_zp (shifted), per output channel
   bool zero_point_nonzero_ = false;

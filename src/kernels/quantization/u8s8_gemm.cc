@@ -250,7 +250,7 @@ ONNX_LIGHT_VNNI_TARGET void PanelRows(int64_t p, int64_t r0, int64_t r1, const u
     for (; r + 32 <= r1; r += 32) {
       const uint8_t* src = rows + r * lda;
       int64_t stride = lda;
-      if (depth != b.k) {
+      if (depth != b.k && lda < depth) {
         // A tile reads 64 bytes of k at a time: copy the rows with zeros past k (the panel's
         // groups past k are zero too), so no read passes the end of the caller's rows.
         padded->assign(static_cast<size_t>(32 * depth), 0);

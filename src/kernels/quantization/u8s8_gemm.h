@@ -63,8 +63,12 @@ inline int64_t QuadPanelsSize(int64_t k, int64_t n) { return ((n + 31) / 32) * (
 void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_t flip, bool sums, bool signed_sums,
                     QuadPanels* out, int8_t* storage = nullptr, ThreadPool* pool = nullptr);
 
+/// k rounded up to a multiple of 64: the bytes an AMX block reads of each row.
+inline int64_t RoundUpToAmxDepth(int64_t k) { return (k + 63) / 64 * 64; }
+
 /// C (row stride `ldc`) = rows x panels - row_s * col_u - row_t * col_v (see above). `rows`:
-/// m rows of b.k bytes, stride `lda`, uint8 when `rows_unsigned` (the panels then int8) or int8
+/// m rows of b.k bytes, stride `lda` (when lda >= RoundUpToAmxDepth(b.k) every row must have
+/// that many readable bytes; otherwise AMX blocks copy the rows to pad them), uint8 when `rows_unsigned` (the panels then int8) or int8
 /// (the panels uint8). row_s and row_t have m entries, col_u and col_v b.n; row_t may be null
 /// (no second correction). Splits rows and panels over `pool`. Requires U8S8GemmAvailable().
 void QuadGemm(int64_t m, const uint8_t* rows, int64_t lda, bool rows_unsigned, const QuadPanels& b,
