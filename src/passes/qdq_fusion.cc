@@ -133,6 +133,27 @@ void ReplaceGroup(WorkingGraph& graph, std::vector<size_t> covered, Node fused) 
   graph.Replace(covered, std::move(fused));
 }
 
+// Node `i` with dequantized inputs a and b and quantized output `out` becomes `op_type`(a,
+// a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point), the QLinear layout.
+void ReplaceBinary(WorkingGraph& graph, size_t i, const Quantizer& a, const Quantizer& b, const OutputSide& out,
+                   std::string op_type, std::string domain) {
+  const Node& aq = graph.node(a.index);
+  const Node& bq = graph.node(b.index);
+  const Node& yq = graph.node(out.q.index);
+  Node fused;
+  fused.name = graph.node(i).name;
+  fused.op_type = std::move(op_type);
+  fused.domain = std::move(domain);
+  fused.inputs = {aq.inputs[0], aq.inputs[1], aq.inputs[2], bq.inputs[0], bq.inputs[1], bq.inputs[2],
+                  yq.inputs[1], yq.inputs[2]};
+  fused.outputs = yq.outputs;
+  std::vector<size_t> covered = out.covered;
+  covered.push_back(i);
+  CoverIfOnly(graph, a, i, 0, &covered);
+  CoverIfOnly(graph, b, i, 1, &covered);
+  ReplaceGroup(graph, std::move(covered), std::move(fused));
+}
+
 // The int32 bias of QLinearConv: DequantizeLinear(constant int32 B, x_scale * w_scale, 0).
 bool BiasMatches(const WorkingGraph& graph, const Node& dq, const Quantizer& x, const Quantizer& w, int64_t m) {
   if (dq.inputs.size() < 2 || dq.outputs.size() != 1 || HasNonDefault(dq, "block_size", 0) ||
@@ -213,20 +234,7 @@ void FuseMatMul(WorkingGraph& graph, const PassContext& context, size_t i) {
   }
   std::optional<OutputSide> out = MatchOutput(graph, context, i, false);
   if (!out) return;
-  const Node& aq = graph.node(a->index);
-  const Node& bq = graph.node(b->index);
-  const Node& yq = graph.node(out->q.index);
-  Node fused;
-  fused.name = matmul.name;
-  fused.op_type = "QLinearMatMul";
-  fused.inputs = {aq.inputs[0], aq.inputs[1], aq.inputs[2], bq.inputs[0], bq.inputs[1], bq.inputs[2],
-                  yq.inputs[1], yq.inputs[2]};
-  fused.outputs = yq.outputs;
-  std::vector<size_t> covered = out->covered;
-  covered.push_back(i);
-  CoverIfOnly(graph, *a, i, 0, &covered);
-  CoverIfOnly(graph, *b, i, 1, &covered);
-  ReplaceGroup(graph, std::move(covered), std::move(fused));
+  ReplaceBinary(graph, i, *a, *b, *out, "QLinearMatMul", "");
 }
 
 void FuseAdd(WorkingGraph& graph, const PassContext& context, size_t i) {
@@ -240,21 +248,7 @@ void FuseAdd(WorkingGraph& graph, const PassContext& context, size_t i) {
   // QLinearAdd takes one 8-bit type for both operands and the result.
   const DataType type = out->q.zero_point->dtype();
   if (a->zero_point->dtype() != type || b->zero_point->dtype() != type) return;
-  const Node& aq = graph.node(a->index);
-  const Node& bq = graph.node(b->index);
-  const Node& yq = graph.node(out->q.index);
-  Node fused;
-  fused.name = add.name;
-  fused.op_type = "QLinearAdd";
-  fused.domain = std::string(kFusedDomain);
-  fused.inputs = {aq.inputs[0], aq.inputs[1], aq.inputs[2], bq.inputs[0], bq.inputs[1], bq.inputs[2],
-                  yq.inputs[1], yq.inputs[2]};
-  fused.outputs = yq.outputs;
-  std::vector<size_t> covered = out->covered;
-  covered.push_back(i);
-  CoverIfOnly(graph, *a, i, 0, &covered);
-  CoverIfOnly(graph, *b, i, 1, &covered);
-  ReplaceGroup(graph, std::move(covered), std::move(fused));
+  ReplaceBinary(graph, i, *a, *b, *out, "QLinearAdd", std::string(kFusedDomain));
 }
 
 void FuseMaxPool(WorkingGraph& graph, const PassContext& context, size_t i) {

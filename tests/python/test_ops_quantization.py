@@ -764,17 +764,23 @@ def cnn_model(rng):
     return model
 
 
-@pytest.mark.parametrize("per_channel", [False, True])
-def test_quantize_static_qdq_cnn_matches_ort(tmp_path, per_channel):
+def quantized_qdq_cnn(tmp_path, per_channel, rng):
+    """cnn_model quantized by quantize_static in the QDQ format (uint8 activations, int8 weights):
+    (quantized model, float model path, quantized model path)."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
 
-    rng = np.random.default_rng(21)
     float_path, quant_path = tmp_path / "cnn.onnx", tmp_path / "cnn_qdq.onnx"
     onnx.save(cnn_model(rng), float_path)
     calibration = [rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(8)]
     quantize_static(str(float_path), str(quant_path), _Calibration(calibration), quant_format=QuantFormat.QDQ,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=per_channel)
-    quantized = onnx.load(quant_path)
+    return onnx.load(quant_path), float_path, quant_path
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_quantize_static_qdq_cnn_matches_ort(tmp_path, per_channel):
+    rng = np.random.default_rng(21)
+    quantized, float_path, quant_path = quantized_qdq_cnn(tmp_path, per_channel, rng)
     ops = [n.op_type for n in quantized.graph.node]
     assert "QuantizeLinear" in ops and "DequantizeLinear" in ops
     x = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)

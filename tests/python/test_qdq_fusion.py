@@ -11,13 +11,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_light.runtime as runtime
 from test_graph_passes import run_events
-from test_ops_quantization import _Calibration, cnn_model, ort_session
+from test_ops_quantization import ort_session, quantized_qdq_cnn
 
 UNFUSED = runtime.RuntimeSessionOptions(fuse_qdq=False)
 
@@ -175,15 +174,8 @@ def test_matmul_group_becomes_qlinearmatmul(per_column, activation_b):
 
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_quantize_static_cnn_fused_matches_the_written_graph(tmp_path, per_channel):
-    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
-
     rng = np.random.default_rng(21)
-    float_path, quant_path = tmp_path / "cnn.onnx", tmp_path / "cnn_qdq.onnx"
-    onnx.save(cnn_model(rng), float_path)
-    calibration = [rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(8)]
-    quantize_static(str(float_path), str(quant_path), _Calibration(calibration), quant_format=QuantFormat.QDQ,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=per_channel)
-    quantized = onnx.load(quant_path)
+    quantized, _, quant_path = quantized_qdq_cnn(tmp_path, per_channel, rng)
     x = rng.standard_normal((1, 3, 16, 16)).astype(np.float32)
     (got,), nodes, _ = run_events(quantized, {"x": x})
     assert op_types(nodes).count("QLinearConv") == 2 and "Conv" not in op_types(nodes)
