@@ -1,8 +1,8 @@
 """Smoke test of an installed wheel, run in a clean virtual environment by scripts/test.sh.
 
 The environment holds only numpy and the wheel: no onnx, no compiler needed, and the Debian
-libraries the build linked must not be what the extension loads. The test writes its model with a
-few lines of protobuf encoding (no onnx package), runs it, checks the numbers against numpy, then
+libraries the build linked must not be what the extension loads. The test writes its model with
+the package's own writer (onnx_light._onnx_writer, no onnx package), runs it, checks the numbers against numpy, then
 runs the README's Python quick start unchanged on that model.
 
     python smoke_test.py README.md
@@ -12,7 +12,6 @@ import importlib.metadata
 import importlib.util
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
@@ -20,60 +19,20 @@ import tempfile
 import numpy as np
 
 
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number, payload):
-    """A length-delimited field (strings, bytes, sub-messages)."""
-    if isinstance(payload, str):
-        payload = payload.encode()
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _int_field(number, value):
-    return _varint(number << 3) + _varint(value)
-
-
-def _value_info(name, dims):
-    shape = b"".join(_field(1, _field(2, d) if isinstance(d, str) else _int_field(1, d)) for d in dims)
-    tensor_type = _int_field(1, 1) + _field(2, shape)  # elem_type FLOAT
-    return _field(1, name) + _field(2, _field(1, tensor_type))
-
-
-def _initializer(name, array):
-    array = np.ascontiguousarray(array, dtype=np.float32)
-    dims = b"".join(_int_field(1, d) for d in array.shape)
-    return dims + _int_field(2, 1) + _field(8, name) + _field(9, array.tobytes())
-
-
-def _node(op_type, inputs, outputs):
-    return b"".join(_field(1, i) for i in inputs) + b"".join(_field(2, o) for o in outputs) + _field(4, op_type)
-
-
 def write_model(path, weight, bias):
-    """y = Relu(x @ weight + bias), x: float[N, 4], opset 17."""
-    graph = (
-        _field(1, _node("MatMul", ["x", "w"], ["xw"]))
-        + _field(1, _node("Add", ["xw", "b"], ["pre"]))
-        + _field(1, _node("Relu", ["pre"], ["y"]))
-        + _field(2, "smoke")
-        + _field(5, _initializer("w", weight))
-        + _field(5, _initializer("b", bias))
-        + _field(11, _value_info("x", ["N", 4]))
-        + _field(12, _value_info("y", ["N", weight.shape[1]]))
-    )
-    model = _int_field(1, 8) + _field(7, graph) + _field(8, _field(1, "") + _int_field(2, 17))
+    """y = Relu(x @ weight + bias), x: float[N, 4], opset 17, written by the package's own ONNX
+    writer (the one the demo uses without onnx), so the wheel's copy of it is exercised too."""
+    from onnx_light._onnx_writer import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["pre"]),
+             helper.make_node("Relu", ["pre"], ["y"])]
+    graph = helper.make_graph(nodes, "smoke", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", weight.shape[1]])],
+                              [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(bias, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
     with open(path, "wb") as f:
-        f.write(model)
+        f.write(model.SerializeToString())
 
 
 def check_loaded_libraries(module_path):
