@@ -153,13 +153,6 @@ class ConvKernel final : public KernelBase {
                        runtime::GemmPathName<T>(false, false, mg, g.output_size(), cg * g.kernel_size(), 1.0, 0.0));
   }
 
-  static bool IsPointwise(const WindowGeometry& g) {
-    for (size_t i = 0; i < g.rank(); ++i) {
-      if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0) return false;
-    }
-    return true;
-  }
-
   void Record(RuntimeContext& rt, DataType type, std::string_view path) const {
     if (rt.kernel_usage_enabled()) {
       rt.RecordKernelUsage(KernelUsageName("Conv", type, std::string(path) + fusion_.usage_suffix));

@@ -289,6 +289,13 @@ void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col,
   }
 }
 
+bool IsPointwise(const WindowGeometry& g) {
+  for (size_t i = 0; i < g.rank(); ++i) {
+    if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0) return false;
+  }
+  return true;
+}
+
 template <typename T>
 void Im2Col(const T* image, int64_t channels, const WindowGeometry& g, T* col, T pad) {
   const size_t r = g.rank();

@@ -70,6 +70,9 @@ WindowGeometry ResolvePoolWindow(const RuntimeContext& rt, const WindowAttribute
 /// X's rank, and X, W and the optional B share one element type.
 void CheckConvOperands(const RuntimeContext& rt, const Tensor& x, const Tensor& w, const Tensor* b);
 
+/// A 1x1 window with unit strides and no padding: the columns are the image itself.
+bool IsPointwise(const WindowGeometry& g);
+
 /// Columns [channels * kernel size, output size] of `image` [channels, input...]; entries in the
 /// padding read `pad` (0, or a quantized image's zero point).
 template <typename T>

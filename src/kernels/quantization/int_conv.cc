@@ -133,11 +133,7 @@ const char* IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w
   }
   const int64_t kp = PaddedDepth(kc);
   const bool x_signed = x.dtype() == DataType::kInt8;
-  const bool pointwise =
-      std::all_of(g.kernel.begin(), g.kernel.end(), [](int64_t k) { return k == 1; }) &&
-      std::all_of(g.stride.begin(), g.stride.end(), [](int64_t s) { return s == 1; }) &&
-      std::all_of(g.pad_begin.begin(), g.pad_begin.end(), [](int64_t p) { return p == 0; }) &&
-      std::all_of(g.pad_end.begin(), g.pad_end.end(), [](int64_t p) { return p == 0; });
+  const bool pointwise = IsPointwise(g);
   // Scratch from the run's allocator, which keeps freed blocks: no fresh pages on every run.
   Tensor image_t = Tensor::Allocate(DataType::kInt16, {cg * in_size}, rt.allocator());
   Tensor col_t = Tensor::Allocate(DataType::kInt16, {pointwise ? 0 : kc * out_size}, rt.allocator());

@@ -39,11 +39,7 @@ void VnniConv::Run(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const Wind
   const int64_t n = x.dim(0), c = x.dim(1), m = weight_shape_[0];
   const int64_t cg = c / group_, mg = m / group_;
   const int64_t in_size = g.input_size(), out_size = g.output_size();
-  const bool pointwise =
-      std::all_of(g.kernel.begin(), g.kernel.end(), [](int64_t k) { return k == 1; }) &&
-      std::all_of(g.stride.begin(), g.stride.end(), [](int64_t s) { return s == 1; }) &&
-      std::all_of(g.pad_begin.begin(), g.pad_begin.end(), [](int64_t p) { return p == 0; }) &&
-      std::all_of(g.pad_end.begin(), g.pad_end.end(), [](int64_t p) { return p == 0; });
+  const bool pointwise = IsPointwise(g);
   // An int8 X moves to uint8 by adding 128 (XOR 0x80), and its zero point with it.
   const bool x_signed = x.dtype() == DataType::kInt8;
   const int32_t x_zero = x_signed ? x_zp + 128 : x_zp;
