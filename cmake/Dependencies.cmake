@@ -20,8 +20,12 @@ option(ONNX_LIGHT_WITH_IMAGE_CODECS "Link the JPEG/PNG/TIFF/WebP/JPEG 2000 libra
 # which is GPL-2+ and cannot be bundled into an Apache-2.0 wheel (docs/dependencies.md).
 set(ONNX_LIGHT_IMAGE_CODECS "JPEG;PNG;TIFF;WEBP;OPENJPEG" CACHE STRING
     "ImageDecoder formats to link a library for (JPEG, PNG, TIFF, WEBP, OPENJPEG)")
+# Portable wheels cannot bundle Debian's libtiff (it needs GPL JBIG-KIT), so they compile against
+# libtiff's headers and load the host's libtiff.so.6 the first time a TIFF is decoded.
+option(ONNX_LIGHT_TIFF_AT_RUN_TIME "Load the system's libtiff.so.6 on first use instead of linking it" OFF)
 set(ONNX_LIGHT_IMAGE_CODEC_TARGETS "")
 set(ONNX_LIGHT_IMAGE_CODEC_DEFINITIONS "")
+set(ONNX_LIGHT_IMAGE_CODEC_INCLUDE_DIRS "")
 set(ONNX_LIGHT_IMAGE_CODEC_MODULES "")  # NAME=pkg-config module of each codec found (install files)
 if(ONNX_LIGHT_WITH_IMAGE_CODECS)
   foreach(codec IN ITEMS "JPEG;libjpeg" "PNG;libpng16" "TIFF;libtiff-4" "WEBP;libwebp" "OPENJPEG;libopenjp2")
@@ -32,7 +36,12 @@ if(ONNX_LIGHT_WITH_IMAGE_CODECS)
       continue()
     endif()
     pkg_check_modules(IMG_${name} QUIET IMPORTED_TARGET ${module})
-    if(IMG_${name}_FOUND)
+    if(IMG_${name}_FOUND AND name STREQUAL "TIFF" AND ONNX_LIGHT_TIFF_AT_RUN_TIME)
+      # Headers only; nothing is linked and no pkg-config requirement is installed.
+      list(APPEND ONNX_LIGHT_IMAGE_CODEC_INCLUDE_DIRS ${IMG_TIFF_INCLUDE_DIRS})
+      list(APPEND ONNX_LIGHT_IMAGE_CODEC_DEFINITIONS ONNX_LIGHT_HAVE_TIFF=1 ONNX_LIGHT_TIFF_AT_RUN_TIME=1)
+      list(APPEND ONNX_LIGHT_IMAGE_CODEC_TARGETS ${CMAKE_DL_LIBS})
+    elseif(IMG_${name}_FOUND)
       list(APPEND ONNX_LIGHT_IMAGE_CODEC_TARGETS PkgConfig::IMG_${name})
       list(APPEND ONNX_LIGHT_IMAGE_CODEC_DEFINITIONS ONNX_LIGHT_HAVE_${name}=1)
       list(APPEND ONNX_LIGHT_IMAGE_CODEC_MODULES ${name}=${module})

@@ -10,8 +10,9 @@
 # 1. pip builds the wheel (no build isolation: the pinned scikit-build-core and pybind11 of
 #    scripts/setup.sh, nothing downloaded) with ONNX_LIGHT_STATIC_DEPS=ON, which links Abseil and
 #    OpenBLAS into the extension from their static archives. The build folder is
-#    build/portable-<wheel tag>, one per interpreter. TIFF is left out: Debian's libtiff loads
-#    JBIG-KIT, which is GPL-2+ (docs/dependencies.md); such a wheel refuses TIFF images.
+#    build/portable-<wheel tag>, one per interpreter. libtiff is not linked or bundled: Debian's
+#    loads JBIG-KIT, which is GPL-2+ (docs/dependencies.md). With ONNX_LIGHT_TIFF_AT_RUN_TIME the
+#    wheel opens the host's libtiff.so.6 when a TIFF is first decoded.
 # 2. auditwheel repair copies the libraries that stay shared (fmt, RE2, kissfft, the image codecs and
 #    what they load) into the wheel, rewrites the extension's RPATH to find them there, and tags
 #    the wheel with the oldest manylinux policy its symbol versions allow.
@@ -36,7 +37,7 @@ trap 'rm -rf "$raw"' EXIT
 # sharing one folder would reconfigure and relink on every switch. Same depth, for ccache.
 settings=(--config-settings=build-dir="build/portable-{wheel_tag}"
           --config-settings=cmake.define.ONNX_LIGHT_STATIC_DEPS=ON
-          --config-settings=cmake.define.ONNX_LIGHT_IMAGE_CODECS="JPEG;PNG;WEBP;OPENJPEG")
+          --config-settings=cmake.define.ONNX_LIGHT_TIFF_AT_RUN_TIME=ON)
 for define in ${WHEEL_CMAKE_DEFINES:-}; do
   settings+=("--config-settings=cmake.define.${define}")
 done

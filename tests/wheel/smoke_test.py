@@ -35,6 +35,54 @@ def write_model(path, weight, bias):
         f.write(model.SerializeToString())
 
 
+def write_tiff(pixels):
+    """An uncompressed little-endian RGB TIFF of `pixels` (uint8 [H, W, 3]), written by hand:
+    the clean environment has no Pillow."""
+    import struct
+
+    height, width, _ = pixels.shape
+    entries = [(256, 3, 1, width), (257, 3, 1, height), (258, 3, 3, 134), (259, 3, 1, 1), (262, 3, 1, 2),
+               (273, 4, 1, 140), (277, 3, 1, 3), (278, 4, 1, height), (279, 4, 1, pixels.size), (284, 3, 1, 1)]
+    ifd = struct.pack("<H", len(entries))
+    for tag, kind, count, value in entries:
+        ifd += struct.pack("<HHII", tag, kind, count, value)
+    data = b"II*\0" + struct.pack("<I", 8) + ifd + struct.pack("<I", 0) + struct.pack("<3H", 8, 8, 8)
+    assert len(data) == 140
+    return data + pixels.tobytes()
+
+
+def write_image_decoder_model(path):
+    from onnx_light._onnx_writer import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("ImageDecoder", ["encoded"], ["image"])], "decode",
+                              [helper.make_tensor_value_info("encoded", TensorProto.UINT8, ["N"])],
+                              [helper.make_tensor_value_info("image", TensorProto.UINT8, ["H", "W", 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 9
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+
+
+def check_tiff(runtime, rng):
+    """The wheel does not bundle libtiff (Debian's needs GPL JBIG-KIT): it loads the host's
+    libtiff.so.6 when a TIFF is first decoded, and says what to install when it cannot."""
+    write_image_decoder_model("decode.onnx")
+    pixels = rng.integers(0, 256, (3, 5, 3), dtype=np.uint8)
+    encoded = np.frombuffer(write_tiff(pixels), dtype=np.uint8)
+    image = runtime.RuntimeSession("decode.onnx").run({"encoded": encoded})["image"]
+    np.testing.assert_array_equal(np.asarray(image), pixels)
+    np.save("encoded.npy", encoded)
+    script = ("import numpy as np, onnx_light.runtime as rt\n"
+              "try:\n"
+              "    rt.RuntimeSession('decode.onnx').run({'encoded': np.load('encoded.npy')})\n"
+              "except Exception as error:\n"
+              "    print(error)\n")
+    env = dict(os.environ, ONNX_LIGHT_LIBTIFF="/nonexistent/libtiff.so.6")
+    message = subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True,
+                             text=True).stdout
+    assert "/nonexistent/libtiff.so.6 could not be used" in message and "libtiff6" in message, message
+
+
 def check_loaded_libraries(module_path):
     """Every library the extension loads is the system baseline or one the wheel bundles."""
     baseline = re.compile(r"^(linux-vdso|ld-linux[-\w]*|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libz)\.so")
@@ -81,6 +129,7 @@ def main():
         snippet = re.search(r"```python\n(.*?)```", section, re.S).group(1)
         exec(compile(snippet, "README.md quick start", "exec"), {})
         assert os.path.getsize("run.json") > 0
+        check_tiff(runtime, rng)
     print(f"wheel smoke test passed: onnx_light {onnx_light.__version__}, {bundled} bundled libraries loaded")
 
 
