@@ -73,6 +73,7 @@ MARKER_START = "<!-- snippet:"
 CPP_PRELUDE = """\
 #include <onnx_light/runtime/runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
