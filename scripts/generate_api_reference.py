@@ -123,6 +123,8 @@ def python_section() -> list[str]:
     return out
 
 
+BODY_OPEN = re.compile(r"\)\s*(?:const\s*)?(?:noexcept\s*)?(?:override\s*)?(?:final\s*)?\{")
+INITIALIZERS = re.compile(r"\)\s*:\s*[A-Za-z_]\w*[({]")
 CLASS_OPEN = re.compile(r"^(\s*)(?:class|struct)\s+(?:ONNX_LIGHT_API\s+)?(\w+)(?:\s+final)?[^;]*\{\s*$")
 
 
@@ -151,11 +153,15 @@ def header_entries(path: Path) -> tuple[str, list[str]]:
             j = i
             while j < len(lines) and j < i + 8:
                 declaration.append(lines[j].strip())
-                if re.search(r"[;{]", lines[j]):
+                if ";" in lines[j] or lines[j].rstrip().endswith("{"):
                     break
                 j += 1
             text = " ".join(declaration)
-            text = re.split(r"\s*\{", text, maxsplit=1)[0].rstrip(";").strip()
+            # Cut an inline body or a constructor's initializers; `= {}` defaults are kept.
+            cuts = [m.start() + 1 for m in (BODY_OPEN.search(text), INITIALIZERS.search(text)) if m]
+            if cuts:
+                text = text[:min(cuts)]
+            text = text.removesuffix("{").strip().rstrip(";").strip()
             text = " ".join(text.replace("ONNX_LIGHT_API ", "").split())
             owner = "::".join(name for _, name in scopes)
             label = f"{owner}: `{text}`" if owner else f"`{text}`"
