@@ -25,11 +25,19 @@ HEADERS = ROOT / "include" / "onnx_light" / "runtime"
 OUTPUT = ROOT / "docs" / "api-reference.md"
 
 
+def escape(text: str) -> str:
+    """Markdown-safe prose: `<` outside code spans would open an HTML tag (Conv/float32/<path>)."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("<", "&lt;")
+    return "`".join(parts)
+
+
 def first_paragraph(doc: str | None) -> str:
     if not doc:
         return ""
     paragraph = doc.strip().split("\n\n")[0]
-    return " ".join(paragraph.split()).replace("``", "`")
+    return escape(" ".join(paragraph.split()).replace("``", "`"))
 
 
 def docstring_after(body: list[ast.stmt], index: int) -> str | None:
@@ -165,12 +173,12 @@ def header_entries(path: Path) -> tuple[str, list[str]]:
             text = " ".join(text.replace("ONNX_LIGHT_API ", "").split())
             owner = "::".join(name for _, name in scopes)
             label = f"{owner}: `{text}`" if owner else f"`{text}`"
-            entries.append(f"- {label}: {' '.join(comment)}")
+            entries.append(f"- {label}: {escape(' '.join(comment))}")
             comment = []
         if opened:
             scopes.append((len(opened.group(1)), opened.group(2)))
         i += 1
-    return " ".join(intro), entries
+    return escape(" ".join(intro)), entries
 
 
 def cpp_section() -> list[str]:
