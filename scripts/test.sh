@@ -58,6 +58,10 @@ echo "== Python package (pip install .)"
 python3 -m pip install -q --no-build-isolation \
   --config-settings=cmake.define.ONNX_LIGHT_WERROR=ON .
 
+echo "== documentation snippets: every code block of README.md and docs/ (scripts/run_doc_snippets.py)"
+# Against the pip-installed package and the build/prefix install above; C++ blocks compile with ccache.
+python3 scripts/run_doc_snippets.py --prefix build/prefix
+
 echo "== portable wheel (scripts/build_wheels.sh) in a clean virtual environment"
 # The same compile flags as build/release, and a build folder at the same depth, so ccache
 # provides every runtime object: only the bindings compile, the extension links, auditwheel runs.
