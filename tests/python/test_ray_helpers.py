@@ -79,6 +79,8 @@ def test_decode_loop_gives_each_request_its_own_cache():
     traced = loop.generate(prompt[:1], 2, record_events=True)
     runs = [e for e in traced["trace"]["traceEvents"] if e.get("cat") == "run" and e["ph"] == "b"]
     assert len(runs) == 3
+    builds = {e["name"] for e in traced["trace"]["traceEvents"] if e.get("cat") == "session"}
+    assert builds == {"load model", "compile"}, "the request's own state build is in its trace"
     with pytest.raises(ValueError, match=r"prompt must be \[tokens >= 1, 16\], got \[3, 4\]"):
         loop.generate(np.zeros((3, 4)), 1)
     with pytest.raises(ValueError, match="steps must be >= 0, got -1"):
