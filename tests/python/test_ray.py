@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import re
+import signal
 
 import numpy as np
 import pytest
@@ -36,8 +37,19 @@ IMAGES = 96
 BATCH = 8
 
 
+# A Ray that hangs (an actor that never starts, a lost task) must fail the suite, not stall CI:
+# the module normally takes under a minute.
+MODULE_LIMIT_S = 300
+
+
+def _over_time(signum, frame):
+    raise TimeoutError(f"the Ray tests ran longer than {MODULE_LIMIT_S} s")
+
+
 @pytest.fixture(scope="module")
 def local_ray():
+    previous = signal.signal(signal.SIGALRM, _over_time)
+    signal.alarm(MODULE_LIMIT_S)
     # The workers must import the same onnx_light as this process (the build tree in tests).
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(onnx_light.__file__)))
     path = os.pathsep.join([package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -48,6 +60,8 @@ def local_ray():
     context.wait_for_min_actors_s = 60  # both actors up before batches go out, so both get some
     yield ray
     ray.shutdown()
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture(scope="module")
