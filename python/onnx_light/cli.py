@@ -2,11 +2,13 @@
 
     onnx-light run MODEL.onnx [--inputs FILE.npz] [--events] [--trace OUT.json] [--kernel-usage] [--repeat N]
     onnx-light info MODEL.onnx [--json]
+    onnx-light merge-traces A.json B.json ... -o ALL.json [--labels NAME,NAME,...]
 
 ``run`` feeds the model random inputs (or the arrays of an .npz file, by input name), runs it and
 prints its outputs, timings and, with --events, the per-operator table, persistent-storage
 traffic and allocator peak. ``info`` describes a model and says whether every operator in it has
-a kernel (or a function body the runtime runs). Also available as ``python -m onnx_light.cli``.
+a kernel (or a function body the runtime runs). ``merge-traces`` combines the Chrome traces of
+several workers into one, a process track per worker (onnx_light.trace.merge_traces). Also available as ``python -m onnx_light.cli``.
 
 Exit codes: 0 success; 1 the run failed; 2 usage error, or a file that is missing, unreadable or
 holds arrays that do not fit the model; 3 the model is invalid or uses something the runtime (or
@@ -397,6 +399,38 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+# ---- merge-traces ------------------------------------------------------------------------------
+
+
+def cmd_merge_traces(args) -> int:
+    from onnx_light import trace
+
+    labels = None
+    if args.labels is not None:
+        labels = args.labels.split(",")
+        if len(labels) != len(args.traces):
+            raise CliError(EXIT_USAGE, f"--labels names {len(labels)} workers for {len(args.traces)} traces")
+    for path in args.traces:
+        if not os.path.isfile(path):
+            raise CliError(EXIT_USAGE, f"trace file '{path}' does not exist")
+    folder = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(folder):
+        raise CliError(EXIT_USAGE, f"cannot write the merged trace: folder '{folder}' does not exist")
+    try:
+        merged = trace.merge_traces(args.traces, labels)
+    except ValueError as error:
+        raise CliError(EXIT_USAGE, str(error).removeprefix("merge_traces: ")) from error
+    try:
+        with open(args.output, "w", encoding="utf-8") as f:
+            json.dump(merged, f)
+    except OSError as error:
+        raise CliError(EXIT_USAGE, f"cannot write the merged trace to '{args.output}': {error}") from error
+    workers = sorted({info["label"] for info in merged["otherData"]["merged"]})
+    print(f"{args.output}: {len(args.traces)} traces, {len(workers)} workers ({', '.join(workers)}), "
+          f"{len(merged['traceEvents'])} trace events")
+    return EXIT_OK
+
+
 # ---- entry point -----------------------------------------------------------------------------
 
 
@@ -434,6 +468,17 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("model", metavar="MODEL.onnx")
     info.add_argument("--json", action="store_true", help="print the description as JSON")
     info.set_defaults(handler=cmd_info)
+
+    merge = commands.add_parser("merge-traces", help="combine Chrome traces of several workers into one",
+                                description="Merge traces written by export_chrome_trace in several "
+                                            "processes: one process track per worker, aligned on the "
+                                            "wall clock. Files with the same label share a track.")
+    merge.add_argument("traces", nargs="+", metavar="TRACE.json")
+    merge.add_argument("-o", "--output", required=True, metavar="OUT.json", help="where to write the merged trace")
+    merge.add_argument("--labels", metavar="NAME,NAME,...",
+                       help="worker name of each trace, comma-separated (default: the trace's "
+                            "otherData.label, else its file name)")
+    merge.set_defaults(handler=cmd_merge_traces)
     return parser
 
 
