@@ -11,6 +11,9 @@
 - llama.onnx: the exported Llama decoder of tests/data/decoders (with its external data file).
 - export/model.onnx: the exported GPT-2 decoder of tests/data/decoders, whose weights are external
   data beside it.
+- worker traces for the trace-merging pages: shard0.json, shard1.json, worker0.json,
+  worker1.json, w0.json, w1.json and traces/a.json, traces/b.json, each the Chrome trace of one
+  run of model.onnx with events on.
 
 Needs numpy, onnx and the onnx_light package.
 """
@@ -76,6 +79,20 @@ def copy_decoder(name: str, target: Path) -> None:
         shutil.copyfile(data, target.parent / data.name)
 
 
+def write_worker_traces(out: Path) -> None:
+    import numpy as np
+
+    import onnx_light.runtime as runtime
+    from onnx_light import trace
+
+    session = runtime.RuntimeSession(str(out / "model.onnx"))
+    (out / "traces").mkdir(exist_ok=True)
+    for name in ["shard0", "shard1", "worker0", "worker1", "w0", "w1", "traces/a", "traces/b"]:
+        context = runtime.RuntimeContext(events_enabled=True)
+        session.run(context, {"x": np.ones((2, 4), np.float32)})
+        trace.export_chrome_trace(context, out / f"{name}.json")
+
+
 def main(folder: str) -> int:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
@@ -85,6 +102,7 @@ def main(folder: str) -> int:
     onnx.save(decoder(), out / "decoder.onnx")
     copy_decoder("llama-dynamo-opset23.onnx", out / "llama.onnx")
     copy_decoder("gpt2-dynamo-opset23.onnx", out / "export" / "model.onnx")
+    write_worker_traces(out)
     return 0
 
 
