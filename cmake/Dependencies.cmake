@@ -38,7 +38,13 @@ if(ONNX_LIGHT_WITH_IMAGE_CODECS)
     pkg_check_modules(IMG_${name} QUIET IMPORTED_TARGET ${module})
     if(IMG_${name}_FOUND AND name STREQUAL "TIFF" AND ONNX_LIGHT_TIFF_AT_RUN_TIME)
       # Headers only; nothing is linked and no pkg-config requirement is installed.
-      list(APPEND ONNX_LIGHT_IMAGE_CODEC_INCLUDE_DIRS ${IMG_TIFF_INCLUDE_DIRS})
+      # pkg-config lists the compiler's own folders too (/usr/include), and naming those again
+      # breaks the C++ headers' #include_next.
+      set(tiff_include_dirs ${IMG_TIFF_INCLUDE_DIRS})
+      if(tiff_include_dirs)
+        list(REMOVE_ITEM tiff_include_dirs ${CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES})
+      endif()
+      list(APPEND ONNX_LIGHT_IMAGE_CODEC_INCLUDE_DIRS ${tiff_include_dirs})
       list(APPEND ONNX_LIGHT_IMAGE_CODEC_DEFINITIONS ONNX_LIGHT_HAVE_TIFF=1 ONNX_LIGHT_TIFF_AT_RUN_TIME=1)
       list(APPEND ONNX_LIGHT_IMAGE_CODEC_TARGETS ${CMAKE_DL_LIBS})
     elseif(IMG_${name}_FOUND)
