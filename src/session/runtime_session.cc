@@ -6,14 +6,17 @@
 #include <absl/container/inlined_vector.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "core/runtime_context_internals.h"
 #include "core/thread_pool.h"
 #include "kernels/registry/kernel_tables.h"
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/shared_thread_pool.h"
 #include "session/build_budget.h"
 #include "session/graph_passes.h"
 #include "session/graph_plan.h"
@@ -70,16 +73,22 @@ RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessio
   compile_start_ns_ = wall();
   if (!model_) throw Error(ErrorCode::kInvalidArgument, "RuntimeSession needs a model");
   ValidateSessionOptions(options_);
+  static std::atomic<uint64_t> next_session_id{1};
+  session_id_ = next_session_id.fetch_add(1, std::memory_order_relaxed);
   // OpenBLAS runs single-threaded inside whatever thread calls it; kernels split their work
-  // over the session's pool instead, so BLAS and non-BLAS work share one set of threads.
-  openblas_set_num_threads(1);
+  // over the shared pool instead, so BLAS and non-BLAS work share one set of threads. Set once,
+  // by the first session: a host that changes it afterwards keeps its setting.
+  static std::once_flag openblas_once;
+  std::call_once(openblas_once, [] { openblas_set_num_threads(1); });
   const KernelRegistry* custom =
       options_.kernel_context ? options_.kernel_context->custom_kernels().get() : nullptr;
   plan_ = BuildPlan(*model_, custom, options_);
-  const int cores = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
-                                                static_cast<unsigned>(kMaxNumThreads)));
-  const int threads = options_.num_threads > 0 ? options_.num_threads : cores;
-  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
+  if (options_.num_threads != 1) {
+    std::shared_ptr<SharedThreadPool> shared =
+        options_.thread_pool ? options_.thread_pool : SharedThreadPool::Process();
+    const int threads = options_.num_threads > 0 ? options_.num_threads : shared->num_threads();
+    if (threads > 1 && shared->num_threads() > 1) pool_ = std::make_unique<ThreadPool>(shared->pool_, threads);
+  }
   compile_duration_ns_ = wall() - compile_start_ns_;
 }
 
@@ -87,6 +96,8 @@ RuntimeSession::RuntimeSession(const std::filesystem::path& path, RuntimeSession
     : RuntimeSession(LoadModel(path, {.mode = options.load_mode}), options) {}
 
 RuntimeSession::~RuntimeSession() = default;
+
+int RuntimeSession::num_threads() const noexcept { return pool_ ? pool_->num_threads() : 1; }
 
 std::vector<std::string> RuntimeSession::RequiredInputNames() const {
   std::vector<std::string> names;
