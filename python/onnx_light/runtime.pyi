@@ -494,7 +494,7 @@ class RuntimeSession:
         """How long compiling the session took, ns."""
     @property
     def session_id(self) -> int:
-        """A process-unique id, carried by the events of the session's runs."""
+        """A process-unique id (1, 2, ... in construction order)."""
     @property
     def num_threads(self) -> int:
         """Ranges each parallel region of a run is split into (1: no pool)."""

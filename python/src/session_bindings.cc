@@ -717,8 +717,7 @@ void BindSession(py::module_& m) {
       .def_property_readonly("load_time_ns", [](const RuntimeSession& s) { return s.model().load_duration_ns; },
                              "How long reading the model (file, external data) took, ns.")
       .def_property_readonly("session_id", &RuntimeSession::session_id,
-                             "A process-unique id (1, 2, ... in construction order), carried by the "
-                             "events of the session's runs.")
+                             "A process-unique id (1, 2, ... in construction order).")
       .def_property_readonly("num_threads", &RuntimeSession::num_threads,
                              "Ranges each parallel region of a run is split into (1: no pool).")
       .def_property_readonly("compile_time_ns", &RuntimeSession::compile_duration_ns,

@@ -168,7 +168,7 @@ class ONNX_LIGHT_API RuntimeSession {
   const Model& model() const noexcept { return *model_; }
   const std::shared_ptr<const Model>& shared_model() const noexcept { return model_; }
   const RuntimeSessionOptions& options() const noexcept { return options_; }
-  /// A process-unique id (1, 2, ... in construction order), carried by the events of its runs.
+  /// A process-unique id (1, 2, ... in construction order).
   uint64_t session_id() const noexcept { return session_id_; }
   /// Ranges each parallel region of a run is split into (1: no pool).
   int num_threads() const noexcept;
