@@ -1,7 +1,7 @@
 """Many decode streams on one compiled session (docs/scaling.md).
 
     python benchmarks/bench_streams.py [--streams 1 2 8 32] [--steps 64] [--num-threads 1]
-                                       [--budget 0] [--reserved-rows 4096]
+                                       [--budget 0] [--reserved-rows 4096] [--private]
 
 The decoder of benchmarks/bench_decode.py (4 layers, 8 heads, head size 64, Attention, opset 23)
 is compiled once; N PersistentValueStates on that session each generate `steps` tokens, one at a
@@ -18,6 +18,9 @@ stream holds (steps x layers x 2 x kv_heads x head_size x 4 bytes) and the alloc
 per stream (persistent buffers in lazily backed reservations, the default, are not allocator
 memory: use --reserved-rows 0 to see the cache there). The process's thread count is reported
 too: it stays at the budget however many states there are.
+
+With --private every state compiles a session of its own (PersistentValueState(model, initial,
+options), what each stream cost before states could share a session), for comparison.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ def thread_count() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-def one(mode: str, streams: int, steps: int, num_threads: int, budget: int, reserved_rows: int) -> dict:
+def one(mode: str, streams: int, steps: int, num_threads: int, budget: int, reserved_rows: int,
+        private: bool) -> dict:
     import onnx_light.runtime as runtime
     from onnx_light import decoder_model
 
@@ -66,15 +70,20 @@ def one(mode: str, streams: int, steps: int, num_threads: int, budget: int, rese
     tokens = [rng.standard_normal((1, 1, HEADS * HEAD)).astype(np.float32) for _ in range(streams)]
 
     # Warm the session (plan frames, kernel scratch) before measuring memory.
-    warm = runtime.PersistentValueState(session, decoder_model.empty_cache(LAYERS, HEADS, HEAD))
+    warm = (runtime.PersistentValueState(declared, decoder_model.empty_cache(LAYERS, HEADS, HEAD), options) if private
+            else runtime.PersistentValueState(session, decoder_model.empty_cache(LAYERS, HEADS, HEAD)))
     warm.run(root.copy(), {"x": tokens[0]})
     warm.close()
     del warm
     rss_before = rss_bytes()
     live_before = root.allocated_bytes
 
-    states = [runtime.PersistentValueState(session, decoder_model.empty_cache(LAYERS, HEADS, HEAD))
-              for _ in range(streams)]
+    if private:
+        states = [runtime.PersistentValueState(declared, decoder_model.empty_cache(LAYERS, HEADS, HEAD), options)
+                  for _ in range(streams)]
+    else:
+        states = [runtime.PersistentValueState(session, decoder_model.empty_cache(LAYERS, HEADS, HEAD))
+                  for _ in range(streams)]
     contexts = [root.copy() for _ in range(streams)]
     for s in range(streams):  # one warm-up token each
         states[s].run(contexts[s], {"x": tokens[s]})
@@ -115,7 +124,7 @@ def one(mode: str, streams: int, steps: int, num_threads: int, budget: int, rese
         "session_rss": rss_before,
         "weights": weights,
         "threads": thread_count(),
-        "budget": runtime.thread_budget(),
+        "budget": runtime.thread_budget() if hasattr(runtime, "thread_budget") else 0,
     }
 
 
@@ -128,15 +137,17 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=0, help="process thread budget (0: one per core)")
     parser.add_argument("--reserved-rows", type=int, default=4096)
     parser.add_argument("--modes", nargs="+", default=["threads", "interleaved"])
+    parser.add_argument("--private", action="store_true", help="one compiled session per state")
     parser.add_argument("--one", nargs=2, metavar=("MODE", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one(args.one[0], int(args.one[1]), args.steps, args.num_threads, args.budget,
-                             args.reserved_rows)))
+                             args.reserved_rows, args.private)))
         return
 
     print(f"decoder {LAYERS} layers x {HEADS} heads x {HEAD}; {args.steps} tokens per stream; session "
-          f"num_threads={args.num_threads}; cores {os.cpu_count()}")
+          f"num_threads={args.num_threads}; {'one session per state' if args.private else 'one shared session'}; "
+          f"cores {os.cpu_count()}")
     print(f"{'mode':<12}{'N':>4}{'tokens/s':>11}{'x one':>7}{'RSS/stream':>12}{'live/stream':>13}"
           f"{'cache/stream':>14}{'threads':>9}")
     rows = []
@@ -145,7 +156,7 @@ def main() -> None:
         for n in args.streams:
             cmd = [sys.executable, __file__, "--one", mode, str(n), "--steps", str(args.steps),
                    "--num-threads", str(args.num_threads), "--budget", str(args.budget),
-                   "--reserved-rows", str(args.reserved_rows)]
+                   "--reserved-rows", str(args.reserved_rows)] + (["--private"] if args.private else [])
             r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
             rows.append(r)
             base = base or r["tokens_per_s"]
