@@ -232,6 +232,18 @@ class RuntimeEvent:
     def storage_reuse_count(self) -> int:
         """Reservations served by an existing buffer without allocating."""
     @property
+    def run_id(self) -> int:
+        """The session run that recorded the event (process-unique); 0 outside any run."""
+    @property
+    def session_id(self) -> int:
+        """RuntimeSession.session_id of that run's session; 0 outside a run."""
+    @property
+    def thread_id(self) -> int:
+        """The operating system's id of the recording thread."""
+    @property
+    def process_id(self) -> int:
+        """The recording process's id."""
+    @property
     def covered_node_indices(self) -> tuple[int, ...]:
         """Positions, in the graph as written, of the nodes this record stands for after
         build-time rewriting (a fused node's nodes, the nodes folded into a constant); ()

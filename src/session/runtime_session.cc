@@ -142,19 +142,30 @@ size_t RuntimeSession::custom_plan_count() const {
 
 namespace {
 
-// Installs the session's pool in the context for one Run.
-class PoolScope {
+// Installs the session's pool and a fresh run id in the context for one Run.
+class RunScope {
  public:
-  PoolScope(RuntimeContext& rt, ThreadPool* pool) : rt_(rt), previous_(rt.thread_pool()) {
+  RunScope(RuntimeContext& rt, ThreadPool* pool, uint64_t session_id)
+      : rt_(rt),
+        previous_pool_(rt.thread_pool()),
+        previous_run_(RuntimeContextInternals::RunIdOf(rt)),
+        previous_session_(RuntimeContextInternals::SessionIdOf(rt)) {
+    static std::atomic<uint64_t> next_run_id{1};
     RuntimeContextInternals::SetThreadPool(rt, pool);
+    RuntimeContextInternals::SetRunIds(rt, next_run_id.fetch_add(1, std::memory_order_relaxed), session_id);
   }
-  ~PoolScope() { RuntimeContextInternals::SetThreadPool(rt_, previous_); }
-  PoolScope(const PoolScope&) = delete;
-  PoolScope& operator=(const PoolScope&) = delete;
+  ~RunScope() {
+    RuntimeContextInternals::SetThreadPool(rt_, previous_pool_);
+    RuntimeContextInternals::SetRunIds(rt_, previous_run_, previous_session_);
+  }
+  RunScope(const RunScope&) = delete;
+  RunScope& operator=(const RunScope&) = delete;
 
  private:
   RuntimeContext& rt_;
-  ThreadPool* previous_;
+  ThreadPool* previous_pool_;
+  uint64_t previous_run_;
+  uint64_t previous_session_;
 };
 
 }  // namespace
@@ -171,7 +182,7 @@ void RuntimeSession::Run(RuntimeContext& rt, const RuntimeContext::RunGuard& gua
   }
   const PlanRef plan_ref = PlanFor(rt);
   const GraphPlan& plan = *plan_ref.plan;
-  const PoolScope pool_scope(rt, pool_.get());
+  const RunScope run_scope(rt, pool_.get(), session_id_);
   const std::vector<ValueInfo>& graph_inputs = plan.inputs();
   absl::InlinedVector<const RuntimeValue*, 8> inputs(graph_inputs.size(), nullptr);
   absl::InlinedVector<RuntimeValue, 8> wrapped(graph_inputs.size());

@@ -3,10 +3,13 @@
 // process's threads stay at the shared pool's budget.
 #include <gtest/gtest.h>
 #include <cblas.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <latch>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -162,10 +165,51 @@ TEST(SharedSessionStreams, ConcurrentStreamsGiveTheSequentialBytes) {
   }
 }
 
-TEST(SharedSessionStreams, SessionIdsAreUnique) {
-  RuntimeSession a(DecodeStepModel()), b(DecodeStepModel());
-  EXPECT_NE(a.session_id(), 0u);
-  EXPECT_GT(b.session_id(), a.session_id());
+uint64_t ThisThreadId() { return static_cast<uint64_t>(syscall(SYS_gettid)); }
+
+TEST(SharedSessionStreams, EventsNameTheirRunSessionAndThread) {
+  auto session = std::make_shared<const RuntimeSession>(DecodeStepModel(), RuntimeSessionOptions{.num_threads = 1});
+  auto other = std::make_shared<const RuntimeSession>(DecodeStepModel(), RuntimeSessionOptions{.num_threads = 1});
+  EXPECT_NE(session->session_id(), other->session_id());
+  RuntimeContext root(KernelContext(DefaultOpset(23)), {.events_enabled = true});
+  root.PutTensor("outside", FloatTensor({1}, {1.0f}));
+  constexpr int kThreads = 3, kSteps = 5;
+  std::vector<uint64_t> tids(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      tids[t] = ThisThreadId();
+      auto state = NewState(t == 0 ? other : session);
+      RuntimeContext rt = root.CreateChild(ChildContextKind::kFeedback);
+      StreamBytes ignored;
+      for (int step = 0; step < kSteps; ++step) Step(*state, rt, t, step, ignored);
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  const std::vector<RuntimeEvent> events = root.events();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front().run_id, 0u);  // put outside any run
+  EXPECT_EQ(events.front().thread_id, ThisThreadId());
+  EXPECT_EQ(events.front().process_id, static_cast<uint64_t>(getpid()));
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> runs;  // run id -> (session, thread)
+  int64_t nodes = 0;
+  for (const RuntimeEvent& e : events) {
+    if (e.action != RuntimeEventAction::kRunNode) continue;
+    ++nodes;
+    ASSERT_NE(e.run_id, 0u);
+    auto [it, added] = runs.try_emplace(e.run_id, e.session_id, e.thread_id);
+    EXPECT_EQ(it->second, std::make_pair(e.session_id, e.thread_id)) << "one run, one session and thread";
+  }
+  EXPECT_EQ(nodes, int64_t{kThreads} * kSteps * 5);
+  ASSERT_EQ(runs.size(), static_cast<size_t>(kThreads * kSteps));
+  std::map<uint64_t, int> runs_per_thread;
+  for (const auto& [run, where] : runs) {
+    ++runs_per_thread[where.second];
+    const bool on_other = where.second == tids[0];
+    EXPECT_EQ(where.first, on_other ? other->session_id() : session->session_id());
+  }
+  for (uint64_t tid : tids) EXPECT_EQ(runs_per_thread[tid], kSteps);
 }
 
 // ---- the thread budget -----------------------------------------------------------------------

@@ -4,6 +4,7 @@ shared pool."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import onnx_light.runtime as runtime
-from onnx_light import decoder_model
+from onnx_light import decoder_model, trace
 
 LAYERS, HEADS, HEAD = 2, 2, 8
 STREAMS, STEPS = 6, 12
@@ -117,3 +118,51 @@ def test_an_injected_pool_is_shared(declared):
     with pytest.raises(RuntimeError, match="process thread budget is already"):
         runtime.set_thread_budget(runtime.thread_budget() + 1)
     runtime.set_thread_budget(runtime.thread_budget())  # the same value is accepted
+
+
+def test_events_carry_run_session_and_thread_and_the_trace_separates_them(declared, tmp_path):
+    session = runtime.RuntimeSession(declared, runtime.RuntimeSessionOptions(num_threads=1))
+    root = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
+    root.put("outside", np.zeros(1, np.float32))
+    tids = {}
+
+    def worker(s):
+        tids[s] = threading.get_native_id()
+        state = new_state(session)
+        for step in range(3):
+            child = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
+            state.run(child, {"x": token(s, step)})
+            events.extend(child.events())
+
+    events = []
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    outside = root.events()[0]
+    assert outside.run_id == 0 and outside.as_dict()["run_id"] == 0
+    nodes = [e for e in events if e.action == runtime.RuntimeEventAction.kRunNode]
+    assert nodes and all(e.run_id and e.session_id == session.session_id for e in nodes)
+    assert {e.thread_id for e in nodes} == set(tids.values())
+    assert all(e.process_id == os.getpid() for e in nodes)
+    assert len({e.run_id for e in nodes}) == 6
+    d = nodes[0].as_dict()
+    assert (d["run_id"], d["session_id"], d["thread_id"], d["process_id"]) == (
+        nodes[0].run_id, session.session_id, nodes[0].thread_id, os.getpid())
+
+    path = tmp_path / "streams.json"
+    trace.export_chrome_trace(events, path)
+    doc = json.loads(path.read_text())["traceEvents"]
+    slices = [e for e in doc if e["ph"] == "X"]
+    assert {e["pid"] for e in slices} == {os.getpid()}
+    by_thread = {}
+    for e in slices:
+        by_thread.setdefault(e["args"]["thread_id"], set()).add(e["tid"])
+    assert set(by_thread) == set(tids.values())
+    assert all(len(t) == 1 for t in by_thread.values())
+    assert len({next(iter(t)) for t in by_thread.values()}) == 2  # one track per thread
+    runs = [e for e in doc if e.get("cat") == "run" and e["ph"] == "b"]
+    assert sorted(e["args"]["run_id"] for e in runs) == sorted({e.run_id for e in nodes})
+    names = {e["args"]["name"] for e in doc if e["name"] == "thread_name"}
+    assert {f"nodes (thread {t})" for t in tids.values()} <= names
