@@ -33,6 +33,10 @@ _DEFAULTS: dict[str, Any] = {
     "allocated_bytes": 0,
     "peak_bytes": 0,
     **{field: 0 for field in STORAGE_FIELDS},
+    "run_id": 0,
+    "session_id": 0,
+    "thread_id": 0,
+    "process_id": 0,
 }
 
 

@@ -232,6 +232,18 @@ class RuntimeEvent:
     def storage_reuse_count(self) -> int:
         """Reservations served by an existing buffer without allocating."""
     @property
+    def run_id(self) -> int:
+        """The session run that recorded the event (process-unique); 0 outside any run."""
+    @property
+    def session_id(self) -> int:
+        """RuntimeSession.session_id of that run's session; 0 outside a run."""
+    @property
+    def thread_id(self) -> int:
+        """The operating system's id of the recording thread."""
+    @property
+    def process_id(self) -> int:
+        """The recording process's id."""
+    @property
     def covered_node_indices(self) -> tuple[int, ...]:
         """Positions, in the graph as written, of the nodes this record stands for after
         build-time rewriting (a fused node's nodes, the nodes folded into a constant); ()
@@ -361,7 +373,8 @@ class RuntimeSessionOptions:
                  max_subgraphs: int = 100_000, persistent_tensor_reserved_rows: int = 4096,
                  fold_constants: bool = True, eliminate_noop_nodes: bool = True,
                  fuse_gelu: bool = True, fuse_conv_activation: bool = True,
-                 fuse_attention: bool = True, fuse_quantized_matmul: bool = True, fuse_qdq: bool = True) -> None: ...
+                 fuse_attention: bool = True, fuse_quantized_matmul: bool = True, fuse_qdq: bool = True,
+                 thread_pool: SharedThreadPool | None = None) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -370,8 +383,13 @@ class RuntimeSessionOptions:
     only where rows are written; appends up to this length never copy the prefix), 0 to 2**24;
     0 turns it off. Out of range: ValueError when set."""
     num_threads: int
-    """Threads one run may use, the calling thread included, 0 to 1024; 0 means one per core.
-    Above 1 the session owns a worker pool (see docs/threading.md). Out of range: ValueError."""
+    """Ranges one run splits each parallel region into, the calling thread taking part, 0 to
+    1024; 0 means the size of the shared pool, 1 no pool. The session starts no thread of its
+    own: the ranges run on `thread_pool` or the process-wide pool (docs/scaling.md). Out of
+    range: ValueError."""
+    thread_pool: SharedThreadPool | None
+    """The pool whose workers run the session's parallel regions, shared with other sessions;
+    None: the process-wide pool (set_thread_budget)."""
     max_expanded_nodes: int
     """Build budget: nodes compiled in total (function bodies once per call, subgraphs
     included); at least 1. A model over it fails to build with ValueError."""
@@ -413,9 +431,27 @@ class RuntimeSessionOptions:
     memory (later changes to the files cannot reach the session); "map" maps them without copying,
     and they must not be truncated or modified while the session lives (docs/model-files.md)."""
 
+class SharedThreadPool:
+    """Worker threads sessions share (RuntimeSessionOptions(thread_pool=...)), so many sessions
+    run on one budget of threads. Sessions use the process-wide pool when none is given."""
+
+    def __init__(self, num_threads: int) -> None:
+        """A pool of num_threads threads in total (num_threads - 1 workers and the caller)."""
+    @property
+    def num_threads(self) -> int:
+        """The pool's budget: its workers and one calling thread."""
+
+def set_thread_budget(num_threads: int) -> None:
+    """Sets the process-wide pool's size (0: one per core) before the first session is built;
+    afterwards a different value raises RuntimeError."""
+
+def thread_budget() -> int:
+    """The process-wide pool's size."""
+
 class RuntimeSession:
     """A model compiled for execution. run() may be called from several threads, each with its
-    own RuntimeContext; it releases the GIL."""
+    own RuntimeContext; it releases the GIL. PersistentValueState(session, initial) runs many
+    streams of state on one session (docs/scaling.md)."""
 
     def __init__(self, model: ModelSource, options: RuntimeSessionOptions | None = None, *,
                  base_dir: str | os.PathLike[str] | None = None) -> None: ...
@@ -468,6 +504,12 @@ class RuntimeSession:
     @property
     def compile_time_ns(self) -> int:
         """How long compiling the session took, ns."""
+    @property
+    def session_id(self) -> int:
+        """A process-unique id (1, 2, ... in construction order)."""
+    @property
+    def num_threads(self) -> int:
+        """Ranges each parallel region of a run is split into (1: no pool)."""
 
 class ValueInfo:
     """A graph input or output as the model declares it; also readable as info["name"]."""
@@ -548,11 +590,23 @@ def with_persistent_bindings(model: ModelSource, bindings: Mapping[Name, Name], 
 
 class PersistentValueState:
     """Feedback values (a KV cache) kept across calls, appended in place. One call at a time;
-    an overlapping call raises RuntimeError."""
+    an overlapping call raises RuntimeError. States built on one RuntimeSession share it and
+    may run at once from different threads (docs/scaling.md)."""
 
+    @overload
+    def __init__(self, model: RuntimeSession, initial: Mapping[Name, Feed]) -> None: ...
+    @overload
     def __init__(self, model: ModelSource, initial: Mapping[Name, Feed],
                  options: RuntimeSessionOptions | None = None, *,
                  base_dir: str | os.PathLike[str] | None = None) -> None: ...
+    def __init__(self, model: Any, initial: Mapping[Name, Feed],
+                 options: RuntimeSessionOptions | None = None, *,
+                 base_dir: str | os.PathLike[str] | None = None) -> None:
+        """Compiles `model` (or shares an already compiled RuntimeSession) and binds the
+        initial values."""
+    @property
+    def session(self) -> RuntimeSession:
+        """The session the state runs, shared with the other states built on it."""
     @overload
     def run(self, context: RuntimeContext, feeds: Mapping[Name, Feed] | None = None) -> dict[str, Value]: ...
     @overload

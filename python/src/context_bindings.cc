@@ -46,6 +46,10 @@ py::dict EventAsDict(const RuntimeEvent& e) {
     d["covered_node_indices"] = py::tuple(py::cast(e.covered_node_indices));
     d["covered_node_names"] = py::tuple(NamesToPython(e.covered_node_names));
   }
+  d["run_id"] = e.run_id;
+  d["session_id"] = e.session_id;
+  d["thread_id"] = e.thread_id;
+  d["process_id"] = e.process_id;
   if (e.action == RuntimeEventAction::kPersistentStorage) {
     d["storage_allocations"] = e.storage_allocations;
     d["storage_allocated_bytes"] = e.storage_allocated_bytes;
@@ -138,10 +142,18 @@ void BindContext(py::module_& m) {
       .def_property_readonly(
           "covered_node_names", [](const RuntimeEvent& e) { return py::tuple(NamesToPython(e.covered_node_names)); },
           "Names of the nodes in covered_node_indices, in the same order.")
+      .def_readonly("run_id", &RuntimeEvent::run_id,
+                    "The session run that recorded the event (process-unique, 1, 2, ...); 0 outside "
+                    "any run, such as feeds put before it.")
+      .def_readonly("session_id", &RuntimeEvent::session_id,
+                    "RuntimeSession.session_id of that run's session; 0 outside a run.")
+      .def_readonly("thread_id", &RuntimeEvent::thread_id,
+                    "The operating system's id of the recording thread.")
+      .def_readonly("process_id", &RuntimeEvent::process_id, "The recording process's id.")
       .def("as_dict", &EventAsDict,
            "The event as a dict; storage_* keys appear only for persistent_storage events, "
            "value_kind only for values that are not tensors, "
-           "covered_node_* keys only when the record stands for rewritten nodes.")
+           "and covered_node_* keys only when the record stands for rewritten nodes.")
       .def("__repr__", [](const RuntimeEvent& e) {
         return DisplayText(fmt::format("RuntimeEvent(action={}, kind={}, name='{}', node_index={})",
                                        RuntimeEventActionName(e.action), TensorKindName(e.kind), e.name,

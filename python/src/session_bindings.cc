@@ -506,6 +506,39 @@ void BindSession(py::module_& m) {
         "ir_version, producer, opset_imports, inputs, outputs, functions, persistent_bindings and "
         "the operators used (with subgraphs and function bodies) with counts.");
 
+  py::class_<SharedThreadPool, std::shared_ptr<SharedThreadPool>>(
+      m, "SharedThreadPool",
+      "Worker threads sessions share: give it to RuntimeSessionOptions(thread_pool=...) so that "
+      "many sessions run on one budget of threads (docs/scaling.md). Sessions use the "
+      "process-wide pool when none is given.")
+      .def(py::init([](int64_t num_threads) {
+             if (num_threads < 1 || num_threads > kMaxNumThreads) {
+               throw Error(ErrorCode::kInvalidArgument,
+                           fmt::format("SharedThreadPool num_threads must be in [1, {}], got {}",
+                                       kMaxNumThreads, num_threads));
+             }
+             py::gil_scoped_release release;
+             return std::make_shared<SharedThreadPool>(static_cast<int>(num_threads));
+           }),
+           py::arg("num_threads"),
+           "A pool of num_threads threads in total: num_threads - 1 workers, since the thread "
+           "running a session always takes part.")
+      .def_property_readonly("num_threads", &SharedThreadPool::num_threads,
+                             "The pool's budget: its workers and one calling thread.");
+  m.def("set_thread_budget", [](int64_t num_threads) {
+          if (num_threads < 0 || num_threads > kMaxNumThreads) {
+            throw Error(ErrorCode::kInvalidArgument,
+                        fmt::format("the process thread budget must be in [0, {}], got {}", kMaxNumThreads, num_threads));
+          }
+          SetProcessThreadBudget(static_cast<int>(num_threads));
+        },
+        py::arg("num_threads"),
+        "Sets the size of the process-wide thread pool every session shares unless its options "
+        "name a SharedThreadPool (0: one thread per core). Only before the first session is "
+        "built; afterwards a different value raises RuntimeError.");
+  m.def("thread_budget", &ProcessThreadBudget,
+        "The process-wide thread pool's size: the value set_thread_budget gave, or one per core.");
+
   py::class_<RuntimeSessionOptions>(m, "RuntimeSessionOptions",
                                     "How a session is built: threads, load mode, graph passes, build "
                                     "budgets and persistent-state reservations (docs/graph-passes.md, "
@@ -515,10 +548,11 @@ void BindSession(py::module_& m) {
                        int64_t max_nesting_depth, int64_t max_subgraphs, int64_t reserved_rows,
                        bool fold_constants, bool eliminate_noop_nodes, bool fuse_gelu,
                        bool fuse_conv_activation, bool fuse_attention, bool fuse_quantized_matmul,
-                       bool fuse_qdq) {
+                       bool fuse_qdq, std::shared_ptr<SharedThreadPool> thread_pool) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
                                            .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
+                                           .thread_pool = std::move(thread_pool),
                                            .kernel_context = std::move(kernel_context),
                                            .fuse_conv_batchnorm = fuse_conv_batchnorm,
                                            .fuse_conv_activation = fuse_conv_activation,
@@ -545,8 +579,12 @@ void BindSession(py::module_& m) {
            py::arg("fold_constants") = true, py::arg("eliminate_noop_nodes") = true,
            py::arg("fuse_gelu") = true, py::arg("fuse_conv_activation") = true,
            py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true,
-           py::arg("fuse_qdq") = true,
+           py::arg("fuse_qdq") = true, py::arg("thread_pool") = py::none(),
            "Every option by keyword; a value out of range is a ValueError naming it.")
+      .def_readwrite("thread_pool", &RuntimeSessionOptions::thread_pool,
+                     "The SharedThreadPool whose workers run the session's parallel regions, shared "
+                     "with other sessions; None (default): the process-wide pool "
+                     "(docs/scaling.md).")
       .def_property("load_mode",
                     [](const RuntimeSessionOptions& o) { return std::string(LoadModeName(o.load_mode)); },
                     [](RuntimeSessionOptions& o, const std::string& mode) { o.load_mode = LoadModeFromPython(mode); },
@@ -599,7 +637,9 @@ void BindSession(py::module_& m) {
       .def_property(
           "num_threads", [](const RuntimeSessionOptions& o) { return o.num_threads; },
           [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::num_threads, ThreadCount(v)); },
-          "Threads one run may use, the caller's included; 0 (default) means one per core.")
+          "Ranges one run splits each parallel region into, the caller taking part; 0 (default): "
+          "the size of the shared pool the session runs on, 1: no pool. The session starts no "
+          "thread of its own (docs/scaling.md).")
       .def_property(
           "max_expanded_nodes", [](const RuntimeSessionOptions& o) { return o.max_expanded_nodes; },
           [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_expanded_nodes, v); },
@@ -613,14 +653,17 @@ void BindSession(py::module_& m) {
           [](RuntimeSessionOptions& o, int64_t v) { SetOption(o, &RuntimeSessionOptions::max_subgraphs, v); },
           "Build budget: subgraphs compiled in total.");
 
-  py::class_<RuntimeSession>(m, "RuntimeSession",
-                             "A model compiled for execution. run() may be called from several threads, "
-                             "each with its own RuntimeContext; it releases the GIL.")
+  // Held by shared_ptr: PersistentValueState(session, ...) shares the compiled session.
+  py::class_<RuntimeSession, std::shared_ptr<RuntimeSession>>(
+      m, "RuntimeSession",
+      "A model compiled for execution. run() may be called from several threads, each with its "
+      "own RuntimeContext; it releases the GIL. PersistentValueState(session, initial) runs "
+      "streams of state on one session (docs/scaling.md).")
       .def(py::init([](py::handle model, std::optional<RuntimeSessionOptions> options, py::handle base_dir) {
              const RuntimeSessionOptions opts = options.value_or(RuntimeSessionOptions{});
              auto loaded = ModelFromPython(model, opts.load_mode, base_dir);
              py::gil_scoped_release release;
-             return std::make_unique<RuntimeSession>(std::move(loaded), opts);
+             return std::make_shared<RuntimeSession>(std::move(loaded), opts);
            }),
            py::arg("model"), py::arg("options") = py::none(), py::kw_only(), py::arg("base_dir") = py::none(),
            "Compiles `model` (a path, read with options.load_mode; bytes, viewed; any other buffer, "
@@ -673,6 +716,10 @@ void BindSession(py::module_& m) {
            "ONNX Runtime's name for `metadata`.")
       .def_property_readonly("load_time_ns", [](const RuntimeSession& s) { return s.model().load_duration_ns; },
                              "How long reading the model (file, external data) took, ns.")
+      .def_property_readonly("session_id", &RuntimeSession::session_id,
+                             "A process-unique id (1, 2, ... in construction order).")
+      .def_property_readonly("num_threads", &RuntimeSession::num_threads,
+                             "Ranges each parallel region of a run is split into (1: no pool).")
       .def_property_readonly("compile_time_ns", &RuntimeSession::compile_duration_ns,
                              "How long compiling the session took (kernel resolution, graph passes, "
                              "planning), ns. export_chrome_trace(..., sessions=[session]) draws both.");

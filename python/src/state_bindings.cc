@@ -143,6 +143,17 @@ void BindState(py::module_& m) {
                                    "One call at a time; an overlapping call raises RuntimeError.")
       .def(py::init([](py::handle model, const py::dict& initial, std::optional<RuntimeSessionOptions> options,
                        py::handle base_dir) {
+             if (py::isinstance<RuntimeSession>(model)) {
+               if (options || !base_dir.is_none()) {
+                 throw py::value_error(
+                     "PersistentValueState(session, initial): options and base_dir belong to the "
+                     "session's construction; pass them to RuntimeSession");
+               }
+               std::shared_ptr<const RuntimeSession> session = model.cast<std::shared_ptr<RuntimeSession>>();
+               auto values = TensorsFromDict(initial);
+               py::gil_scoped_release release;
+               return std::make_unique<PersistentValueState>(std::move(session), std::move(values));
+             }
              const RuntimeSessionOptions opts = options.value_or(RuntimeSessionOptions{});
              auto loaded = ModelFromPython(model, opts.load_mode, base_dir);
              auto values = TensorsFromDict(initial);
@@ -153,7 +164,16 @@ void BindState(py::module_& m) {
            py::arg("base_dir") = py::none(),
            "Compiles `model` like RuntimeSession (a path, bytes, ModelBytes or onnx.ModelProto; "
            "external data of a model in memory is read beneath `base_dir` or the folder a "
-           "ModelBytes remembers) and binds the initial values.")
+           "ModelBytes remembers) and binds the initial values. Given a RuntimeSession instead, "
+           "the state shares that compiled session (no options or base_dir then): many states, "
+           "one per stream, may run one session at once, each holding only its own values "
+           "(docs/scaling.md).")
+      .def_property_readonly(
+          "session",
+          [](const PersistentValueState& state) {
+            return std::const_pointer_cast<RuntimeSession>(state.shared_session());
+          },
+          "The RuntimeSession the state runs (shared with other states built on it).")
       .def("run", &RunStateAnyForm, py::arg("context") = py::none(), py::arg("feeds") = py::none(),
            "Runs one call with the inputs that are not bound (the bound ones come from the state). "
            "run(feeds) returns a dict of every graph output; run(None, feeds) and run([names], "

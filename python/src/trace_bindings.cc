@@ -72,6 +72,10 @@ RuntimeEvent EventFromMapping(const py::dict& d) {
     for (py::handle index : v) e.covered_node_indices.push_back(AsInt64(index));
   }
   if (py::object v = get("covered_node_names")) e.covered_node_names = v.cast<std::vector<std::string>>();
+  if (py::object v = get("run_id")) e.run_id = AsUInt64(v);
+  if (py::object v = get("session_id")) e.session_id = AsUInt64(v);
+  if (py::object v = get("thread_id")) e.thread_id = AsUInt64(v);
+  if (py::object v = get("process_id")) e.process_id = AsUInt64(v);
   return e;
 }
 

@@ -2,8 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <thread>
 
 #include "core/describe_node.h"
 #include "core/dispatch_frame.h"
@@ -19,6 +24,18 @@ int64_t NowNs() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+
+uint64_t CurrentThreadId() noexcept {
+#if defined(__linux__)
+  thread_local const uint64_t id = static_cast<uint64_t>(syscall(SYS_gettid));
+#else
+  thread_local const uint64_t id = std::hash<std::thread::id>{}(std::this_thread::get_id());
+#endif
+  return id;
+}
+
+// Not cached: a forked child records its own id.
+uint64_t CurrentProcessId() noexcept { return static_cast<uint64_t>(getpid()); }
 }  // namespace
 
 RuntimeContext::RuntimeContext(KernelContext kernel_context, RuntimeContextOptions options)
@@ -44,6 +61,8 @@ RuntimeContext::RuntimeContext(const RuntimeContext& other)
       subgraph_attr_name_(other.subgraph_attr_name_),
       append_sink_(other.append_sink_),
       thread_pool_(other.thread_pool_),
+      run_id_(other.run_id_),
+      session_id_(other.session_id_),
       run_control_(other.run_control_),
       run_timeout_ns_(other.run_timeout_ns_),
       deadline_ns_(other.deadline_ns_),
@@ -90,6 +109,8 @@ RuntimeContext RuntimeContext::CreateChild(ChildContextKind kind, int64_t subgra
   // transport) can reserve appends.
   child.append_sink_ = append_sink_;
   child.thread_pool_ = thread_pool_;
+  child.run_id_ = run_id_;
+  child.session_id_ = session_id_;
   return child;
 }
 
@@ -102,6 +123,10 @@ void RuntimeContext::RecordEvent(RuntimeEvent event) {
   event.allocated_bytes = allocator_->live_bytes();
   event.peak_bytes = allocator_->peak_bytes();
   if (event.timestamp_ns == 0) event.timestamp_ns = NowNs();
+  event.run_id = run_id_;
+  event.session_id = session_id_;
+  event.thread_id = CurrentThreadId();
+  event.process_id = CurrentProcessId();
   event_log_->Append(std::move(event));
 }
 

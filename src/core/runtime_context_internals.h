@@ -15,6 +15,13 @@ struct RuntimeContextInternals {
   static DispatchFrame* DispatchFrameOf(const RuntimeContext& rt) noexcept { return rt.frame_; }
   static void SetCurrentNodeIndex(RuntimeContext& rt, int64_t index) noexcept { rt.current_node_index_ = index; }
   static void SetThreadPool(RuntimeContext& rt, ThreadPool* pool) noexcept { rt.thread_pool_ = pool; }
+  /// The run (and its session) whose events the context records: set around one session Run.
+  static void SetRunIds(RuntimeContext& rt, uint64_t run_id, uint64_t session_id) noexcept {
+    rt.run_id_ = run_id;
+    rt.session_id_ = session_id;
+  }
+  static uint64_t RunIdOf(const RuntimeContext& rt) noexcept { return rt.run_id_; }
+  static uint64_t SessionIdOf(const RuntimeContext& rt) noexcept { return rt.session_id_; }
   static void SetPersistentAppendSink(RuntimeContext& rt, PersistentAppendSink* sink) noexcept {
     rt.append_sink_ = sink;
   }

@@ -6,6 +6,8 @@
 #include <exception>
 #include <system_error>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "onnx_light/runtime/error.h"
@@ -64,8 +66,8 @@ bool SpinUntil(std::chrono::microseconds budget, Ready&& ready) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) {
-  const int workers = std::max(num_threads, 1) - 1;
+ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(num_threads, 1)), owner_pid_(getpid()) {
+  const int workers = num_threads_ - 1;
   try {
     workers_.reserve(static_cast<size_t>(workers));
     for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
@@ -82,9 +84,20 @@ ThreadPool::ThreadPool(int num_threads) {
   }
 }
 
+ThreadPool::ThreadPool(std::shared_ptr<ThreadPool> workers, int num_threads)
+    : base_(std::move(workers)), num_threads_(std::max(num_threads, 1)) {}
+
 ThreadPool::~ThreadPool() { StopWorkers(); }
 
 void ThreadPool::StopWorkers() noexcept {
+  if (workers_.empty()) return;
+  if (getpid() != owner_pid_) {
+    // A forked child has the thread objects but not the threads: joining would wait forever.
+    // Leak the handles instead (ParallelFor in the child already runs every range itself).
+    for (std::thread& t : workers_) static_cast<void>(new std::thread(std::move(t)));
+    workers_.clear();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
@@ -136,6 +149,10 @@ void ThreadPool::WorkerLoop() {
 
 void ThreadPool::ParallelFor(int64_t n, absl::FunctionRef<void(int64_t, int64_t)> fn, int64_t max_tasks) {
   if (n <= 0) return;
+  if (base_) {
+    base_->ParallelFor(n, fn, max_tasks > 0 ? max_tasks : num_threads_);
+    return;
+  }
   int64_t tasks = std::min<int64_t>(n, max_tasks > 0 ? max_tasks : num_threads());
   if (tasks <= 1 || workers_.empty()) {
     fn(0, n);

@@ -1,13 +1,16 @@
 #pragma once
-// The intra-op thread pool a RuntimeSession owns when it runs with more than one thread. Kernels
-// split work with ParallelFor; the calling thread always takes part, so a pool of N threads starts
-// N - 1 workers. Idle workers poll for about 2 ms before blocking, so back-to-back regions and
-// runs do not pay a wake-up each.
+// The intra-op thread pool kernels split work over with ParallelFor. The calling thread always
+// takes part, so a pool of N threads starts N - 1 workers. Idle workers poll for about 2 ms
+// before blocking, so back-to-back regions and runs do not pay a wake-up each.
+//
+// A pool either owns its workers (the process-wide pool, or one a host makes with
+// SharedThreadPool) or is a session's view of such a pool: a view splits each region into its own
+// number of ranges but starts no thread, and runs them on the workers of the pool it shares.
 //
 // Thread safety: ParallelFor may be called from any number of threads at once (sessions are run
-// concurrently from several threads) and from inside a ParallelFor task; the pool shares its
-// workers among the calls in arrival order. Construction and destruction are not concurrent
-// with calls.
+// concurrently from several threads, and several sessions share one pool) and from inside a
+// ParallelFor task; the pool shares its workers among the calls in arrival order. Construction
+// and destruction are not concurrent with calls.
 
 #include <absl/functional/function_ref.h>
 
@@ -28,11 +31,17 @@ class ThreadPool {
   /// A pool of `num_threads` threads in total (the caller included); at least 1. Throws
   /// Error(kFailedPrecondition) when the system refuses a thread, after joining those started.
   explicit ThreadPool(int num_threads);
+  /// A view of `workers` (a pool that owns its threads, kept alive by the view) that splits each
+  /// region into `num_threads` ranges (at least 1); it starts no thread.
+  ThreadPool(std::shared_ptr<ThreadPool> workers, int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int num_threads() const noexcept { return static_cast<int>(workers_.size()) + 1; }
+  /// Ranges a region is split into by default (for an owner: its workers and the caller).
+  int num_threads() const noexcept { return num_threads_; }
+  /// Threads the pool's work runs on at most at once: the owner's workers and one caller.
+  int thread_budget() const noexcept { return base_ ? base_->thread_budget() : static_cast<int>(workers_.size()) + 1; }
 
   /// Calls fn(begin, end) over consecutive ranges covering [0, n), in at most `max_tasks`
   /// ranges (0: one per thread), and returns when all have finished. The first exception a
@@ -53,6 +62,9 @@ class ThreadPool {
   bool stopping_ = false;
   std::atomic<bool> stopping_flag_{false};  // stopping_, readable while polling
   std::vector<std::thread> workers_;
+  std::shared_ptr<ThreadPool> base_;  // set for a view: the pool whose workers run its ranges
+  int num_threads_ = 1;
+  int owner_pid_ = 0;  // the process that started workers_ (a forked child has none of them)
 };
 
 /// Runs fn over [0, n) on `pool`, or inline when `pool` is null or the range holds fewer than

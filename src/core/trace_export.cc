@@ -21,11 +21,12 @@ namespace onnx_light::runtime {
 
 namespace {
 
-constexpr int kPid = 1;
+constexpr uint64_t kPid = 1;  // for events that carry no process id (hand-made or old records)
 constexpr int kNodesTid = 1;
 constexpr int kStorageTid = 2;
 constexpr int kValuesTid = 3;
 constexpr int kRunsTid = 4;
+constexpr int kTidsPerThread = 4;  // thread k's tracks are kNodesTid + 4k .. kRunsTid + 4k
 constexpr size_t kFlushBytes = size_t{1} << 20;
 
 // Length of the valid UTF-8 sequence starting `s`, or 0 when the lead byte starts none.
@@ -143,17 +144,52 @@ void WriteShape(JsonWriter& w, const std::vector<int64_t>& shape) {
   w.Raw("]");
 }
 
-void WriteThreadName(JsonWriter& w, int tid, std::string_view name) {
+// The tracks of a log: each recording thread of each process gets its own nodes / persistent
+// storage / values tracks, so concurrent runs in one log never share a track. The process id is
+// the trace's pid.
+class Tracks {
+ public:
+  explicit Tracks(std::span<const RuntimeEvent> events) {
+    for (const RuntimeEvent& e : events) {
+      if (index_.try_emplace(Key(e), threads_.size()).second) threads_.push_back(Key(e));
+    }
+    if (threads_.empty()) threads_.push_back({kPid, 0});
+  }
+  static uint64_t Pid(const RuntimeEvent& e) { return e.process_id != 0 ? e.process_id : kPid; }
+  // Track `tid` (kNodesTid, kStorageTid, ...) of the event's thread.
+  int Tid(const RuntimeEvent& e, int tid) const {
+    return tid + kTidsPerThread * static_cast<int>(index_.at(Key(e)));
+  }
+  const std::vector<std::pair<uint64_t, uint64_t>>& threads() const { return threads_; }
+
+ private:
+  static std::pair<uint64_t, uint64_t> Key(const RuntimeEvent& e) { return {Pid(e), e.thread_id}; }
+  struct Hash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& k) const noexcept {
+      return std::hash<uint64_t>{}(k.first * 0x9E3779B97F4A7C15ull ^ k.second);
+    }
+  };
+  std::vector<std::pair<uint64_t, uint64_t>> threads_;  // (pid, thread id), first appearance order
+  std::unordered_map<std::pair<uint64_t, uint64_t>, size_t, Hash> index_;
+};
+
+void WriteThreadName(JsonWriter& w, uint64_t pid, int tid, std::string_view name) {
   w.NextEvent();
-  w.Format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":)", kPid, tid);
+  w.Format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":)", pid, tid);
   w.String(name);
   w.Raw("}}");
 }
 
 // Where the event sits: pid, tid and ts relative to `origin`.
-void WritePlace(JsonWriter& w, int tid, int64_t timestamp_ns, int64_t origin) {
-  w.Format(R"("pid":{},"tid":{},"ts":)", kPid, tid);
+void WritePlace(JsonWriter& w, uint64_t pid, int tid, int64_t timestamp_ns, int64_t origin) {
+  w.Format(R"("pid":{},"tid":{},"ts":)", pid, tid);
   w.Micros(timestamp_ns - origin);
+}
+
+// The run, session and thread that recorded the event, when it was recorded inside a run.
+void WriteRunIds(JsonWriter& w, const RuntimeEvent& e) {
+  if (e.run_id == 0) return;
+  w.Format(R"(,"run_id":{},"session_id":{},"thread_id":{})", e.run_id, e.session_id, e.thread_id);
 }
 
 void WriteLocation(JsonWriter& w, const RuntimeEvent& e) {
@@ -205,19 +241,23 @@ bool SamePlace(const RuntimeEvent& a, const RuntimeEvent& b) {
 
 std::vector<NodeValues> CollectNodeValues(std::span<const RuntimeEvent> events) {
   std::vector<NodeValues> values(events.size());
-  std::unordered_map<std::string_view, const RuntimeEvent*> latest;
+  // By run: runs sharing one log interleave, and each has values of the same names. A value put
+  // before its run (run id 0) is found when the run has none of that name.
+  std::unordered_map<std::string, const RuntimeEvent*> latest;
+  const auto key = [](uint64_t run_id, std::string_view name) { return fmt::format("{}/{}", run_id, name); };
   for (size_t i = 0; i < events.size(); ++i) {
     const RuntimeEvent& e = events[i];
     if (e.action == RuntimeEventAction::kAdd || e.action == RuntimeEventAction::kReplace) {
-      latest[e.name] = &e;
+      latest[key(e.run_id, e.name)] = &e;
     } else if (e.action == RuntimeEventAction::kRunNode) {
       for (const std::string& input : e.inputs) {
-        auto it = input.empty() ? latest.end() : latest.find(input);
+        auto it = input.empty() ? latest.end() : latest.find(key(e.run_id, input));
+        if (it == latest.end() && !input.empty() && e.run_id != 0) it = latest.find(key(0, input));
         values[i].inputs.push_back(it == latest.end() ? nullptr : it->second);
       }
-      for (size_t j = i + 1; j < events.size() && events[j].action == RuntimeEventAction::kAdd &&
-                             SamePlace(events[j], e);
-           ++j) {
+      for (size_t j = i + 1; j < events.size(); ++j) {
+        if (events[j].run_id != e.run_id) continue;  // another run's record in a shared log
+        if (events[j].action != RuntimeEventAction::kAdd || !SamePlace(events[j], e)) break;
         values[i].outputs.push_back(&events[j]);
       }
     }
@@ -238,12 +278,13 @@ void WriteValueShapes(JsonWriter& w, const std::vector<const RuntimeEvent*>& val
   w.Raw("]");
 }
 
-void WriteNode(JsonWriter& w, const RuntimeEvent& e, const NodeValues& values, int64_t origin) {
+void WriteNode(JsonWriter& w, const RuntimeEvent& e, const NodeValues& values, int64_t origin,
+               const Tracks& tracks) {
   w.NextEvent();
   w.Raw(R"({"name":)");
   w.String(e.op_type);
   w.Raw(R"(,"cat":"node","ph":"X",)");
-  WritePlace(w, kNodesTid, e.timestamp_ns, origin);
+  WritePlace(w, Tracks::Pid(e), tracks.Tid(e, kNodesTid), e.timestamp_ns, origin);
   w.Raw(R"(,"dur":)");
   w.Micros(std::max<int64_t>(e.duration_ns, 0));
   w.Raw(R"(,"args":{"node_name":)");
@@ -267,18 +308,20 @@ void WriteNode(JsonWriter& w, const RuntimeEvent& e, const NodeValues& values, i
   w.Raw(",");
   WriteLocation(w, e);
   WriteCovered(w, e);
+  WriteRunIds(w, e);
   w.Format(R"(,"allocated_bytes":{},"peak_bytes":{}}}}})", e.allocated_bytes, e.peak_bytes);
 }
 
-void WriteStorage(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
+void WriteStorage(JsonWriter& w, const RuntimeEvent& e, int64_t origin, const Tracks& tracks) {
   w.NextEvent();
   w.Raw(R"({"name":)");
   w.String(e.name.empty() ? std::string_view("persistent_storage") : std::string_view(e.name));
   w.Raw(R"(,"cat":"persistent_storage","ph":"i","s":"t",)");
-  WritePlace(w, kStorageTid, e.timestamp_ns, origin);
+  WritePlace(w, Tracks::Pid(e), tracks.Tid(e, kStorageTid), e.timestamp_ns, origin);
   w.Raw(R"(,"args":{"value":)");
   w.String(e.name);
   WriteValueArgs(w, e);
+  WriteRunIds(w, e);
   w.Format(
       R"(,"storage_allocations":{},"storage_allocated_bytes":{},"storage_prefix_copied_bytes":{},)"
       R"("storage_append_copied_bytes":{},"storage_reuse_count":{},"allocated_bytes":{}}}}})",
@@ -286,17 +329,18 @@ void WriteStorage(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
       e.storage_append_copied_bytes, e.storage_reuse_count, e.allocated_bytes);
 }
 
-void WriteValue(JsonWriter& w, const RuntimeEvent& e, int64_t origin) {
+void WriteValue(JsonWriter& w, const RuntimeEvent& e, int64_t origin, const Tracks& tracks) {
   w.NextEvent();
   w.Raw(R"({"name":)");
   w.String(e.name);
   w.Raw(R"(,"cat":)");
   w.String(RuntimeEventActionName(e.action));
   w.Raw(R"(,"ph":"i","s":"t",)");
-  WritePlace(w, kValuesTid, e.timestamp_ns, origin);
+  WritePlace(w, Tracks::Pid(e), tracks.Tid(e, kValuesTid), e.timestamp_ns, origin);
   w.Raw(R"(,"args":{"action":)");
   w.String(RuntimeEventActionName(e.action));
   WriteValueArgs(w, e);
+  WriteRunIds(w, e);
   w.Format(R"(,"allocated_bytes":{}}}}})", e.allocated_bytes);
 }
 
@@ -314,9 +358,36 @@ struct RunSpan {
   int64_t end = 0;
   int64_t nodes = 0;
   bool completed = false;
+  const RuntimeEvent* first = nullptr;  // for the ids of a run recorded with them
 };
 
+// Runs whose events carry run ids: one span per id, from its first to its last event, completed
+// when it stored a final output.
+std::vector<RunSpan> CollectRunsById(std::span<const RuntimeEvent> events) {
+  std::vector<RunSpan> runs;
+  std::unordered_map<uint64_t, size_t> index;
+  for (const RuntimeEvent& e : events) {
+    if (e.run_id == 0) continue;
+    const int64_t end = e.timestamp_ns + std::max<int64_t>(e.duration_ns, 0);
+    auto [it, added] = index.try_emplace(e.run_id, runs.size());
+    if (added) runs.push_back({.start = e.timestamp_ns, .end = end, .first = &e});
+    RunSpan& run = runs[it->second];
+    run.start = std::min(run.start, e.timestamp_ns);
+    run.end = std::max(run.end, end);
+    if (e.action == RuntimeEventAction::kRunNode && e.subgraph_node_index == kNodeIndexNone) ++run.nodes;
+    if ((e.action == RuntimeEventAction::kAdd || e.action == RuntimeEventAction::kReplace) &&
+        e.kind == TensorKind::kOutput && e.node_index == kNodeIndexNone &&
+        e.subgraph_node_index == kNodeIndexNone) {
+      run.completed = true;
+    }
+  }
+  return runs;
+}
+
 std::vector<RunSpan> CollectRuns(std::span<const RuntimeEvent> events) {
+  if (std::any_of(events.begin(), events.end(), [](const RuntimeEvent& e) { return e.run_id != 0; })) {
+    return CollectRunsById(events);
+  }
   std::vector<RunSpan> runs;
   bool open = false;
   bool stored_outputs = false;
@@ -354,32 +425,39 @@ std::vector<RunSpan> CollectRuns(std::span<const RuntimeEvent> events) {
 }
 
 // Session loading and compiling, as async slices like the runs (ids after a "session-" prefix).
-void WriteBuildSpan(JsonWriter& w, const TraceSpan& span, size_t index, int64_t origin) {
+void WriteBuildSpan(JsonWriter& w, const TraceSpan& span, size_t index, int64_t origin, uint64_t pid) {
   w.NextEvent();
   w.Raw(R"({"name":)");
   w.String(span.name);
   w.Format(R"(,"cat":"session","ph":"b","id":"session-{}",)", index);
-  WritePlace(w, kRunsTid, span.start_ns, origin);
+  WritePlace(w, pid, kRunsTid, span.start_ns, origin);
   w.Format(R"(,"args":{{"duration_ns":{}}}}})", span.duration_ns);
   w.NextEvent();
   w.Raw(R"({"name":)");
   w.String(span.name);
   w.Format(R"(,"cat":"session","ph":"e","id":"session-{}",)", index);
-  WritePlace(w, kRunsTid, span.start_ns + std::max<int64_t>(span.duration_ns, 0), origin);
+  WritePlace(w, pid, kRunsTid, span.start_ns + std::max<int64_t>(span.duration_ns, 0), origin);
   w.Raw("}");
 }
 
 // An async slice (a "b"/"e" pair, its own "runs" track in Perfetto), so the complete ("X") events
 // stay exactly the nodes.
-void WriteRun(JsonWriter& w, const RunSpan& run, size_t index, int64_t origin) {
+// Each run is its own slice (id: its position among the log's runs), on its thread's runs track
+// in its process.
+void WriteRun(JsonWriter& w, const RunSpan& run, size_t index, int64_t origin, const Tracks& tracks,
+              uint64_t default_pid) {
+  const uint64_t pid = run.first ? Tracks::Pid(*run.first) : default_pid;
+  const int tid = run.first ? tracks.Tid(*run.first, kRunsTid) : kRunsTid;
   w.NextEvent();
   w.Format(R"({{"name":"run","cat":"run","ph":"b","id":{},)", index);
-  WritePlace(w, kRunsTid, run.start, origin);
-  w.Format(R"(,"args":{{"run_index":{},"node_count":{},"completed":{},"duration_ns":{}}}}})", index,
-           run.nodes, run.completed ? "true" : "false", run.end - run.start);
+  WritePlace(w, pid, tid, run.start, origin);
+  w.Format(R"(,"args":{{"run_index":{},"node_count":{},"completed":{},"duration_ns":{})", index, run.nodes,
+           run.completed ? "true" : "false", run.end - run.start);
+  if (run.first) WriteRunIds(w, *run.first);
+  w.Raw("}}");
   w.NextEvent();
   w.Format(R"({{"name":"run","cat":"run","ph":"e","id":{},)", index);
-  WritePlace(w, kRunsTid, run.end, origin);
+  WritePlace(w, pid, tid, run.end, origin);
   w.Raw("}");
 }
 
@@ -437,25 +515,40 @@ void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
   w.Format(R"({{"displayTimeUnit":"ns","otherData":{{"producer":"onnx-light runtime",)"
            R"("origin_timestamp_ns":{},"event_count":{}}},"traceEvents":[)",
            origin, events.size());
-  w.NextEvent();
-  w.Format(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,)"
-           R"("args":{{"name":"onnx-light runtime"}}}})",
-           kPid);
-  WriteThreadName(w, kNodesTid, "nodes");
-  WriteThreadName(w, kStorageTid, "persistent storage");
-  if (options.include_value_events) WriteThreadName(w, kValuesTid, "values");
+  const Tracks tracks(events);
+  const uint64_t first_pid = tracks.threads().front().first;
+  std::vector<uint64_t> pids;
+  for (const auto& [pid, thread] : tracks.threads()) {
+    if (std::find(pids.begin(), pids.end(), pid) == pids.end()) pids.push_back(pid);
+  }
+  for (uint64_t pid : pids) {
+    w.NextEvent();
+    w.Format(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":)", pid);
+    w.String(pids.size() == 1 ? std::string("onnx-light runtime") : fmt::format("onnx-light runtime (pid {})", pid));
+    w.Raw("}}");
+  }
+  // One thread: the tracks are named as before; several: each name says its thread.
+  const bool several = tracks.threads().size() > 1;
+  for (size_t k = 0; k < tracks.threads().size(); ++k) {
+    const auto [pid, thread] = tracks.threads()[k];
+    const int base = kTidsPerThread * static_cast<int>(k);
+    const std::string suffix = several ? fmt::format(" (thread {})", thread) : std::string();
+    WriteThreadName(w, pid, kNodesTid + base, "nodes" + suffix);
+    WriteThreadName(w, pid, kStorageTid + base, "persistent storage" + suffix);
+    if (options.include_value_events) WriteThreadName(w, pid, kValuesTid + base, "values" + suffix);
+  }
 
-  for (size_t i = 0; i < options.build_spans.size(); ++i) WriteBuildSpan(w, options.build_spans[i], i, origin);
+  for (size_t i = 0; i < options.build_spans.size(); ++i) WriteBuildSpan(w, options.build_spans[i], i, origin, first_pid);
   const std::vector<RunSpan> runs = CollectRuns(events);
-  for (size_t i = 0; i < runs.size(); ++i) WriteRun(w, runs[i], i, origin);
+  for (size_t i = 0; i < runs.size(); ++i) WriteRun(w, runs[i], i, origin, tracks, first_pid);
 
   const std::vector<NodeValues> node_values = CollectNodeValues(events);
   for (size_t i : order) {
     const RuntimeEvent& e = events[i];
     switch (e.action) {
-      case RuntimeEventAction::kRunNode: WriteNode(w, e, node_values[i], origin); break;
-      case RuntimeEventAction::kPersistentStorage: WriteStorage(w, e, origin); break;
-      default: WriteValue(w, e, origin); break;
+      case RuntimeEventAction::kRunNode: WriteNode(w, e, node_values[i], origin, tracks); break;
+      case RuntimeEventAction::kPersistentStorage: WriteStorage(w, e, origin, tracks); break;
+      default: WriteValue(w, e, origin, tracks); break;
     }
   }
 
@@ -468,7 +561,7 @@ void ExportChromeTrace(std::span<const RuntimeEvent> events, std::ostream& out,
     last = live;
     w.NextEvent();
     w.Raw(R"({"name":"allocator","ph":"C",)");
-    WritePlace(w, 0, at, origin);
+    WritePlace(w, Tracks::Pid(events[i]), 0, at, origin);
     w.Format(R"(,"args":{{"live_bytes":{}}}}})", live);
   }
   w.Raw("\n]}\n");

@@ -6,14 +6,17 @@
 #include <absl/container/inlined_vector.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "core/runtime_context_internals.h"
 #include "core/thread_pool.h"
 #include "kernels/registry/kernel_tables.h"
 #include "onnx_light/runtime/error.h"
+#include "onnx_light/runtime/shared_thread_pool.h"
 #include "session/build_budget.h"
 #include "session/graph_passes.h"
 #include "session/graph_plan.h"
@@ -70,16 +73,22 @@ RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessio
   compile_start_ns_ = wall();
   if (!model_) throw Error(ErrorCode::kInvalidArgument, "RuntimeSession needs a model");
   ValidateSessionOptions(options_);
+  static std::atomic<uint64_t> next_session_id{1};
+  session_id_ = next_session_id.fetch_add(1, std::memory_order_relaxed);
   // OpenBLAS runs single-threaded inside whatever thread calls it; kernels split their work
-  // over the session's pool instead, so BLAS and non-BLAS work share one set of threads.
-  openblas_set_num_threads(1);
+  // over the shared pool instead, so BLAS and non-BLAS work share one set of threads. Set once,
+  // by the first session: a host that changes it afterwards keeps its setting.
+  static std::once_flag openblas_once;
+  std::call_once(openblas_once, [] { openblas_set_num_threads(1); });
   const KernelRegistry* custom =
       options_.kernel_context ? options_.kernel_context->custom_kernels().get() : nullptr;
   plan_ = BuildPlan(*model_, custom, options_);
-  const int cores = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
-                                                static_cast<unsigned>(kMaxNumThreads)));
-  const int threads = options_.num_threads > 0 ? options_.num_threads : cores;
-  if (threads > 1) pool_ = std::make_unique<ThreadPool>(threads);
+  if (options_.num_threads != 1) {
+    std::shared_ptr<SharedThreadPool> shared =
+        options_.thread_pool ? options_.thread_pool : SharedThreadPool::Process();
+    const int threads = options_.num_threads > 0 ? options_.num_threads : shared->num_threads();
+    if (threads > 1 && shared->num_threads() > 1) pool_ = std::make_unique<ThreadPool>(shared->pool_, threads);
+  }
   compile_duration_ns_ = wall() - compile_start_ns_;
 }
 
@@ -87,6 +96,8 @@ RuntimeSession::RuntimeSession(const std::filesystem::path& path, RuntimeSession
     : RuntimeSession(LoadModel(path, {.mode = options.load_mode}), options) {}
 
 RuntimeSession::~RuntimeSession() = default;
+
+int RuntimeSession::num_threads() const noexcept { return pool_ ? pool_->num_threads() : 1; }
 
 std::vector<std::string> RuntimeSession::RequiredInputNames() const {
   std::vector<std::string> names;
@@ -131,19 +142,30 @@ size_t RuntimeSession::custom_plan_count() const {
 
 namespace {
 
-// Installs the session's pool in the context for one Run.
-class PoolScope {
+// Installs the session's pool and a fresh run id in the context for one Run.
+class RunScope {
  public:
-  PoolScope(RuntimeContext& rt, ThreadPool* pool) : rt_(rt), previous_(rt.thread_pool()) {
+  RunScope(RuntimeContext& rt, ThreadPool* pool, uint64_t session_id)
+      : rt_(rt),
+        previous_pool_(rt.thread_pool()),
+        previous_run_(RuntimeContextInternals::RunIdOf(rt)),
+        previous_session_(RuntimeContextInternals::SessionIdOf(rt)) {
+    static std::atomic<uint64_t> next_run_id{1};
     RuntimeContextInternals::SetThreadPool(rt, pool);
+    RuntimeContextInternals::SetRunIds(rt, next_run_id.fetch_add(1, std::memory_order_relaxed), session_id);
   }
-  ~PoolScope() { RuntimeContextInternals::SetThreadPool(rt_, previous_); }
-  PoolScope(const PoolScope&) = delete;
-  PoolScope& operator=(const PoolScope&) = delete;
+  ~RunScope() {
+    RuntimeContextInternals::SetThreadPool(rt_, previous_pool_);
+    RuntimeContextInternals::SetRunIds(rt_, previous_run_, previous_session_);
+  }
+  RunScope(const RunScope&) = delete;
+  RunScope& operator=(const RunScope&) = delete;
 
  private:
   RuntimeContext& rt_;
-  ThreadPool* previous_;
+  ThreadPool* previous_pool_;
+  uint64_t previous_run_;
+  uint64_t previous_session_;
 };
 
 }  // namespace
@@ -160,7 +182,7 @@ void RuntimeSession::Run(RuntimeContext& rt, const RuntimeContext::RunGuard& gua
   }
   const PlanRef plan_ref = PlanFor(rt);
   const GraphPlan& plan = *plan_ref.plan;
-  const PoolScope pool_scope(rt, pool_.get());
+  const RunScope run_scope(rt, pool_.get(), session_id_);
   const std::vector<ValueInfo>& graph_inputs = plan.inputs();
   absl::InlinedVector<const RuntimeValue*, 8> inputs(graph_inputs.size(), nullptr);
   absl::InlinedVector<RuntimeValue, 8> wrapped(graph_inputs.size());

@@ -259,7 +259,16 @@ PersistentValueState::PersistentValueState(std::shared_ptr<const Model> model,
                                            RuntimeSessionOptions options) {
   if (!model) throw Error(ErrorCode::kInvalidArgument, "PersistentValueState needs a model");
   bindings_ = ValidatedBindings(*model);
-  session_ = std::make_unique<RuntimeSession>(std::move(model), options);
+  session_ = std::make_shared<const RuntimeSession>(std::move(model), options);
+  slots_.resize(bindings_.size());
+  TakeValues(std::move(initial), "initial");
+}
+
+PersistentValueState::PersistentValueState(std::shared_ptr<const RuntimeSession> session,
+                                           std::unordered_map<std::string, Tensor> initial)
+    : session_(std::move(session)) {
+  if (!session_) throw Error(ErrorCode::kInvalidArgument, "PersistentValueState needs a session");
+  bindings_ = ValidatedBindings(session_->model());
   slots_.resize(bindings_.size());
   TakeValues(std::move(initial), "initial");
 }

@@ -23,14 +23,17 @@ namespace onnx_light::runtime {
 
 class PersistentBuffer;
 
-/// Ownership: the state owns its session and the buffers behind its values; every tensor it
-/// hands out (Run results, values()) shares ownership of its storage, so it stays valid after
-/// later calls, Reset and Close.
+/// Ownership: the state shares ownership of its session (one it compiled itself, or one given
+/// to it and shared with other states: one compiled model, many streams) and owns the buffers
+/// behind its values; every tensor it hands out (Run results, values()) shares ownership of its
+/// storage, so it stays valid after later calls, Reset and Close. A state holds only its values,
+/// their buffers and its busy flag; the plan, weights and thread pool belong to the session.
 ///
 /// Threading: one call at a time per state. An overlapping Run/Reset/Close from another thread
 /// fails with Error(kFailedPrecondition) instead of racing. Different states are independent and
-/// may run concurrently (they may even share a root context's event log through child contexts,
-/// but each call needs its own RuntimeContext).
+/// may run concurrently, also when they share one session (RuntimeSession::Run is const and
+/// thread-safe); they may share a root context's event log through child contexts, but each
+/// call needs its own RuntimeContext.
 class ONNX_LIGHT_API PersistentValueState {
  public:
   using Values = std::unordered_map<std::string, RuntimeValue>;
@@ -42,6 +45,13 @@ class ONNX_LIGHT_API PersistentValueState {
   /// readers: appends and replacements never write the storage of a value that is being read.
   PersistentValueState(std::shared_ptr<const Model> model, std::unordered_map<std::string, Tensor> initial,
                        RuntimeSessionOptions options = {});
+  /// A state of its own on an already compiled `session`, which it shares: any number of states
+  /// may run one session at once, each holding only its values (docs/scaling.md). The session's
+  /// options (persistent_tensor_initial_capacity, persistent_tensor_reserved_rows) govern the
+  /// state's buffers. Same errors as the constructor above; Error(kInvalidArgument) for a null
+  /// session.
+  PersistentValueState(std::shared_ptr<const RuntimeSession> session,
+                       std::unordered_map<std::string, Tensor> initial);
   ~PersistentValueState();
   PersistentValueState(const PersistentValueState&) = delete;
   PersistentValueState& operator=(const PersistentValueState&) = delete;
@@ -64,6 +74,8 @@ class ONNX_LIGHT_API PersistentValueState {
   std::unordered_map<std::string, Tensor> values() const;
   const std::vector<PersistentBinding>& bindings() const noexcept { return bindings_; }
   const RuntimeSession& session() const noexcept { return *session_; }
+  /// The session, for building more states on it.
+  const std::shared_ptr<const RuntimeSession>& shared_session() const noexcept { return session_; }
 
  private:
   struct Slot {
@@ -82,7 +94,7 @@ class ONNX_LIGHT_API PersistentValueState {
 
   void TakeValues(std::unordered_map<std::string, Tensor> values, const char* what);
 
-  std::unique_ptr<RuntimeSession> session_;
+  std::shared_ptr<const RuntimeSession> session_;
   std::vector<PersistentBinding> bindings_;
   std::vector<Slot> slots_;  // one per binding; replaced whole under values_mutex_
   mutable std::mutex values_mutex_;

@@ -16,6 +16,7 @@
 #include "onnx_light/runtime/runtime_event.h"
 #include "onnx_light/runtime/runtime_session.h"
 #include "onnx_light/runtime/runtime_value.h"
+#include "onnx_light/runtime/shared_thread_pool.h"
 #include "onnx_light/runtime/tensor.h"
 #include "onnx_light/runtime/trace_export.h"
 #include "onnx_light/runtime/version.h"

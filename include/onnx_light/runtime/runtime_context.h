@@ -287,6 +287,8 @@ class ONNX_LIGHT_API RuntimeContext {
   DispatchFrame* frame_ = nullptr;
   PersistentAppendSink* append_sink_ = nullptr;
   ThreadPool* thread_pool_ = nullptr;
+  uint64_t run_id_ = 0;      // the session run this context serves (0: none); children inherit
+  uint64_t session_id_ = 0;
   Tensor discarded_output_;
   std::shared_ptr<RunControl> run_control_;
   BusyFlag busy_;

@@ -85,6 +85,16 @@ struct ONNX_LIGHT_API RuntimeEvent {
   /// Empty for a node that runs as written.
   std::vector<int64_t> covered_node_indices;
   std::vector<std::string> covered_node_names;
+  /// Filled by the context: the run that recorded the event, a process-unique id (1, 2, ...)
+  /// per RuntimeSession::Run (subgraphs, function bodies and a PersistentValueState call's
+  /// storage work share their run's id); 0 for events recorded outside any run.
+  uint64_t run_id = 0;
+  /// Filled by the context: RuntimeSession::session_id() of that run's session; 0 outside a run.
+  uint64_t session_id = 0;
+  /// Filled by the context: the operating system's id of the recording thread (Linux: gettid).
+  uint64_t thread_id = 0;
+  /// Filled by the context: the recording process's id.
+  uint64_t process_id = 0;
 };
 
 }  // namespace onnx_light::runtime

@@ -14,6 +14,7 @@
 #include "onnx_light/runtime/export.h"
 #include "onnx_light/runtime/model.h"
 #include "onnx_light/runtime/runtime_context.h"
+#include "onnx_light/runtime/shared_thread_pool.h"
 
 namespace onnx_light::runtime {
 
@@ -32,11 +33,19 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// persistent_tensor_initial_capacity. 0 turns reservations off; ignored when
   /// persistent_tensor_initial_capacity is 0. 0 to kMaxPersistentTensorInitialCapacity.
   int64_t persistent_tensor_reserved_rows = 4096;
-  /// Threads one Run may use (the calling thread included), 0 to kMaxNumThreads; 0 means all
-  /// cores (at most kMaxNumThreads). Above 1 the session owns a pool of num_threads - 1 workers
-  /// that kernels split their work over. OpenBLAS itself is set to one thread (a process-wide
-  /// setting), since the runtime parallelises above it.
+  /// Ranges one Run splits each parallel region into (the calling thread takes part), 0 to
+  /// kMaxNumThreads; 0 means the size of the pool the session runs on. 1 runs every kernel on
+  /// the calling thread. Above 1 the ranges run on the calling thread and the workers of
+  /// `thread_pool` (or the process-wide pool): the session starts no thread of its own, so the
+  /// threads of a process stay at the pools' budgets however many sessions and states it builds
+  /// (docs/scaling.md). A value above the pool's size splits work finer than the threads that
+  /// run it. OpenBLAS is set to one thread once, when the first session is built
+  /// (docs/threading.md).
   int num_threads = 0;
+  /// The pool whose workers run the session's parallel regions, shared with other sessions;
+  /// null: the process-wide pool (SharedThreadPool::Process(), sized by
+  /// SetProcessThreadBudget). Unused when num_threads is 1.
+  std::shared_ptr<SharedThreadPool> thread_pool;
   /// Custom kernels of this kernel context are resolved at construction (before global and
   /// built-in ones). Contexts built from another KernelContext with custom kernels get a plan of
   /// their own on first use.
@@ -131,7 +140,9 @@ class ONNX_LIGHT_API RuntimeSession {
   /// opset without a kernel, Error(kInvalidArgument) for a malformed graph (a value used before
   /// it is produced, a duplicate output name, a bad attribute, a recursive function), an option
   /// out of range or a model over a build budget, and Error(kFailedPrecondition) when the
-  /// thread pool's threads cannot be started.
+  /// process-wide pool's threads cannot be started (first session only). Building a session has
+  /// no process-wide effect beyond starting that pool once and, the first time, setting
+  /// OpenBLAS to one thread.
   explicit RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessionOptions options = {});
   /// Loads the model file at `path` (with options.load_mode) and compiles it.
   explicit RuntimeSession(const std::filesystem::path& path, RuntimeSessionOptions options = {});
@@ -157,6 +168,10 @@ class ONNX_LIGHT_API RuntimeSession {
   const Model& model() const noexcept { return *model_; }
   const std::shared_ptr<const Model>& shared_model() const noexcept { return model_; }
   const RuntimeSessionOptions& options() const noexcept { return options_; }
+  /// A process-unique id (1, 2, ... in construction order).
+  uint64_t session_id() const noexcept { return session_id_; }
+  /// Ranges each parallel region of a run is split into (1: no pool).
+  int num_threads() const noexcept;
   /// Graph inputs a caller must provide (inputs without an initializer default).
   std::vector<std::string> RequiredInputNames() const;
   /// Diagnostics: plans cached for contexts with custom kernels of their own. Entries whose
@@ -182,10 +197,11 @@ class ONNX_LIGHT_API RuntimeSession {
 
   std::shared_ptr<const Model> model_;
   RuntimeSessionOptions options_;
-  std::unique_ptr<ThreadPool> pool_;  // null when the session runs on one thread
+  std::unique_ptr<ThreadPool> pool_;  // a view of the shared pool; null on one thread
   std::unique_ptr<GraphPlan> plan_;
   int64_t compile_start_ns_ = 0;
   int64_t compile_duration_ns_ = 0;
+  uint64_t session_id_ = 0;
   // Plans rebuilt for contexts that carry their own custom kernels, built on first use. An entry
   // does not keep its registry alive; it is pruned once the registry is gone or has a newer
   // generation (runs already using it share ownership of the plan).

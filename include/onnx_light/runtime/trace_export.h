@@ -5,7 +5,9 @@
 //   ExportChromeTrace(events, std::filesystem::path("run.json"));
 //
 // What the file holds (one JSON object with a "traceEvents" array, timestamps in microseconds
-// relative to the earliest event):
+// relative to the earliest event; "pid" is the recording process's id, RuntimeEvent::process_id,
+// and every recording thread of every process has tracks of its own, named after the thread
+// when the log holds several, so runs on different threads never share a track):
 //   - every run_node event as a complete event ("ph": "X") on the "nodes" track, named by its
 //     op type, with node_index, node_name, op_domain, inputs, subgraph_node_index,
 //     subgraph_attr_name, allocated_bytes and peak_bytes in "args". Subgraph and function nodes
@@ -15,7 +17,11 @@
 //   - every persistent_storage event as an instant event ("ph": "i") on the "persistent storage"
 //     track, named by the value, with the five storage_* counters in "args";
 //   - with ChromeTraceOptions::include_value_events, add/replace/remove events as instant events
-//     on the "values" track.
+//     on the "values" track;
+//   - each run as an async slice named "run" (id: its position among the runs), with run_id,
+//     session_id and thread_id in "args" (also on every node and storage event recorded inside
+//     a run). Logs
+//     without run ids (hand-made records) are split into runs by their inputs and outputs.
 // Python reaches this exporter through onnx_light.trace.export_chrome_trace and chrome_trace
 // (runtime._chrome_trace_json underneath), so both languages write the same file.
 
