@@ -5,7 +5,7 @@
 #include "core/describe_node.h"
 #include "functions/schema_functions.h"
 #include "kernels/registry/fused_kernels.h"
-#include "kernels/registry/kernel_tables.h"
+#include "kernels/registry/kernel_families.h"
 #include "onnx_light/runtime/error.h"
 #include "session/function_kernel.h"
 #include "session/plan_scope.h"

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "kernels/registry/kernel_tables.h"
+#include "kernels/registry/kernel_families.h"
 #include "onnx_light/runtime/runtime.h"
 
 namespace onnx_light::runtime {

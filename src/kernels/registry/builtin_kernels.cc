@@ -1,3 +1,4 @@
+#include "kernels/registry/kernel_families.h"
 #include "kernels/registry/kernel_tables.h"
 
 #include "selected_kernel_families.h"

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "kernels/registry/kernel_tables.h"
+#include "kernels/registry/kernel_families.h"
 #include "onnx_light/runtime/error.h"
 
 namespace onnx_light::runtime {
