@@ -57,7 +57,26 @@ for name in "${models[@]}"; do
   size=$(stat -c %s "$dir/libonnx_light_runtime.stripped.so")
   printf 'selective %s: %d bytes stripped (%.2f MB)\n' "$name" "$size" "$(echo "$size / 1048576" | bc -l)"
   host=$dir/onnx_light_selective_host
-  "$host" "$model" | grep -E '^output '
+  "$host" "$model" | grep -E '^output ' | tee "$dir/outputs.txt"
+  # The same inputs (every float 0.5, symbolic dimensions 1) through ONNX Runtime, when installed.
+  python3 - "$model" "$dir/outputs.txt" <<'PY'
+import re, sys
+import numpy as np
+try:
+    import onnxruntime as ort
+except ImportError:
+    sys.exit(print("ONNX Runtime not installed: outputs not compared") or 0)
+sess = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+feeds = {i.name: np.full([d if isinstance(d, int) and d >= 0 else 1 for d in i.shape], 0.5, np.float32)
+         for i in sess.get_inputs()}
+expected = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+for line in open(sys.argv[2]):
+    name, total = re.match(r"output (\S+): .* sum=(\S+)", line).groups()
+    want = float(expected[name].astype(np.float64).sum())
+    if abs(float(total) - want) > 1e-3 * max(1.0, abs(want)):
+        sys.exit(f"output {name}: sum {total}, ONNX Runtime {want}")
+print("outputs match ONNX Runtime")
+PY
   # A kernel the build left out is refused by name, distinguishable from an unknown operator.
   if msg=$("$host" "$root/$out/left_out.onnx" 2>&1); then
     echo "left-out check: the Hardmax model ran in the $name build" >&2; exit 1
