@@ -3,14 +3,26 @@
 find_package(fmt CONFIG REQUIRED)
 find_package(absl CONFIG REQUIRED)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+# ONNX_LIGHT_OPTIONAL_LIBS: the libraries below this build uses (cmake/selective_build.cmake
+# decides which: BLAS by ONNX_LIGHT_USE_BLAS, the others by the kernel families kept).
+set(ONNX_LIGHT_OPTIONAL_LIBS "")
+if(ONNX_LIGHT_USE_BLAS)
+  pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+  list(APPEND ONNX_LIGHT_OPTIONAL_LIBS PkgConfig::OPENBLAS)
+endif()
 # kissfft (libkissfft-dev): the FFT under the signal operators. Debian ships only a shared
 # float build; double uses the header-only kissfft.hh from the same package. Found by hand
 # rather than through pkg-config, whose Cflags would add definitions to every source.
-find_path(KISSFFT_INCLUDE_DIR kissfft/kiss_fft.h REQUIRED)
-find_library(KISSFFT_FLOAT_LIBRARY kissfft-float REQUIRED)
+if(ONNX_LIGHT_NEEDS_KISSFFT)
+  find_path(KISSFFT_INCLUDE_DIR kissfft/kiss_fft.h REQUIRED)
+  find_library(KISSFFT_FLOAT_LIBRARY kissfft-float REQUIRED)
+  list(APPEND ONNX_LIGHT_OPTIONAL_LIBS ${KISSFFT_FLOAT_LIBRARY})
+endif()
 # RegexFullMatch: the ONNX spec names RE2 syntax (Debian libre2-dev).
-pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
+if(ONNX_LIGHT_NEEDS_RE2)
+  pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
+  list(APPEND ONNX_LIGHT_OPTIONAL_LIBS PkgConfig::RE2)
+endif()
 # ImageDecoder's codecs (Debian libjpeg62-turbo-dev, libpng-dev, libtiff-dev, libwebp-dev,
 # libopenjp2-7-dev). Each is optional: a missing one leaves the operator refusing that format
 # ("this build has no WebP decoder"); ONNX_LIGHT_WITH_IMAGE_CODECS=OFF builds without all of them.
@@ -27,7 +39,7 @@ set(ONNX_LIGHT_IMAGE_CODEC_TARGETS "")
 set(ONNX_LIGHT_IMAGE_CODEC_DEFINITIONS "")
 set(ONNX_LIGHT_IMAGE_CODEC_INCLUDE_DIRS "")
 set(ONNX_LIGHT_IMAGE_CODEC_MODULES "")  # NAME=pkg-config module of each codec found (install files)
-if(ONNX_LIGHT_WITH_IMAGE_CODECS)
+if(ONNX_LIGHT_WITH_IMAGE_CODECS AND ONNX_LIGHT_NEEDS_IMAGE_CODECS)
   foreach(codec IN ITEMS "JPEG;libjpeg" "PNG;libpng16" "TIFF;libtiff-4" "WEBP;libwebp" "OPENJPEG;libopenjp2")
     list(GET codec 0 name)
     list(GET codec 1 module)

@@ -22,6 +22,9 @@ cmake --build build/release -j "$jobs"
 echo "== C++ tests"
 ctest --test-dir build/release --output-on-failure -j "$jobs"
 
+echo "== selective build: the demo decoder's kernels, no Python, no BLAS (size, run, left-out kernel error)"
+ONNX_LIGHT_NO_BUILD_LOCK=1 bash scripts/selective_build.sh decoder
+
 echo "== install + find_package host (examples/cpp_host)"
 rm -rf build/prefix build/cpp_host
 cmake --install build/release --prefix build/prefix >/dev/null

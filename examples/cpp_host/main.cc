@@ -40,8 +40,12 @@ int main(int argc, char** argv) {
     }
     for (const olr::ValueInfo& output : session.outputs()) {
       const olr::Tensor& y = rt.GetTensor(output.name);
-      std::printf("output %s: %s %s\n", output.name.c_str(), std::string(olr::DataTypeName(y.dtype())).c_str(),
-                  olr::ShapeToString(y.shape()).c_str());
+      double sum = 0;  // a checksum to compare with another runtime
+      if (y.dtype() == olr::DataType::kFloat) {
+        for (int64_t i = 0; i < y.size(); ++i) sum += y.data<float>()[i];
+      }
+      std::printf("output %s: %s %s sum=%.6g\n", output.name.c_str(),
+                  std::string(olr::DataTypeName(y.dtype())).c_str(), olr::ShapeToString(y.shape()).c_str(), sum);
     }
     std::printf("kernels used:");
     for (const std::string& name : rt.GetKernelUsage()) std::printf(" %s", name.c_str());

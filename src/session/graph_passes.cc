@@ -1,5 +1,6 @@
 #include "session/graph_passes.h"
 
+#include "kernels/registry/fused_kernels.h"
 #include "onnx_light/runtime/error.h"
 #include "passes/pass_manager.h"
 
@@ -57,14 +58,22 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
             return EvaluateNode(node, inputs, sources, allocator);
           },
       .allocator = allocator};
+  // A selective build may lack the kernel of a fused node: the pass making it does not run.
+  const auto fused = [](std::string_view op_type) {
+    return FusedKernels().Contains(kFusedDomain, op_type);
+  };
+  const bool qdq_kernels = fused("QLinearAdd") && BuiltinKernels().Contains("", "QLinearConv") &&
+                           BuiltinKernels().Contains("", "QLinearMatMul");
   const PassOptions passes{.fold_constants = options.fold_constants,
                            .eliminate_noop_nodes = options.eliminate_noop_nodes,
-                           .fuse_conv_batchnorm = options.fuse_conv_batchnorm,
-                           .fuse_conv_activation = options.fuse_conv_activation,
-                           .fuse_gelu = options.fuse_gelu,
-                           .fuse_attention = options.fuse_attention,
-                           .fuse_quantized_matmul = options.fuse_quantized_matmul,
-                           .fuse_qdq = options.fuse_qdq};
+                           .fuse_conv_batchnorm = options.fuse_conv_batchnorm && fused("FusedConv"),
+                           .fuse_conv_activation = options.fuse_conv_activation && fused("FusedConv"),
+                           .fuse_gelu = options.fuse_gelu && fused("Gelu"),
+                           .fuse_attention = options.fuse_attention && fused("Attention") &&
+                                             fused("RepeatedHeadsShape"),
+                           .fuse_quantized_matmul =
+                               options.fuse_quantized_matmul && fused("QuantizedMatMul"),
+                           .fuse_qdq = options.fuse_qdq && qdq_kernels};
   std::optional<RewrittenGraph> rewritten = RunGraphPasses(model.graph, passes, context);
   if (!rewritten) return nullptr;
   return std::make_shared<const RewrittenGraph>(std::move(*rewritten));

@@ -5,6 +5,7 @@
 #include "core/describe_node.h"
 #include "functions/schema_functions.h"
 #include "kernels/registry/fused_kernels.h"
+#include "kernels/registry/kernel_families.h"
 #include "onnx_light/runtime/error.h"
 #include "session/function_kernel.h"
 #include "session/plan_scope.h"
@@ -265,6 +266,7 @@ void GraphPlan::CompileNodes(const KernelSources& sources, PlanScope& scope) {
             (node.domain.empty() ? "" : node.domain + "::") + node.op_type;
         const std::string versions =
             sources.builtin_kernels->DescribeVersions(node.domain, node.op_type);
+        ThrowIfLeftOut(node.domain, node.op_type, version, where);
         if (versions.empty()) {
           throw Error(ErrorCode::kUnimplemented,
                       fmt::format("{}: no kernel for operator '{}' at opset {}", where, op_name,

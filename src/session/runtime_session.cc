@@ -1,6 +1,5 @@
 #include "onnx_light/runtime/runtime_session.h"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <absl/container/inlined_vector.h>
@@ -14,6 +13,7 @@
 
 #include "core/runtime_context_internals.h"
 #include "core/thread_pool.h"
+#include "kernels/math/blas_backend.h"
 #include "kernels/registry/kernel_tables.h"
 #include "onnx_light/runtime/error.h"
 #include "onnx_light/runtime/shared_thread_pool.h"
@@ -78,8 +78,8 @@ RuntimeSession::RuntimeSession(std::shared_ptr<const Model> model, RuntimeSessio
   // OpenBLAS runs single-threaded inside whatever thread calls it; kernels split their work
   // over the shared pool instead, so BLAS and non-BLAS work share one set of threads. Set once,
   // by the first session: a host that changes it afterwards keeps its setting.
-  static std::once_flag openblas_once;
-  std::call_once(openblas_once, [] { openblas_set_num_threads(1); });
+  static std::once_flag blas_once;
+  std::call_once(blas_once, [] { UseSingleThreadedBlas(); });
   const KernelRegistry* custom =
       options_.kernel_context ? options_.kernel_context->custom_kernels().get() : nullptr;
   plan_ = BuildPlan(*model_, custom, options_);

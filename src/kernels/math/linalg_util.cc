@@ -1,22 +1,18 @@
 #include "kernels/math/linalg_util.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
 #include "core/strided_copy.h"
 #include "core/thread_pool.h"
+#include "kernels/math/blas_backend.h"
 #include "kernels/math/row_products.h"
 #include "kernels/nn/conv_pointwise.h"
 
 namespace onnx_light::runtime {
 
 namespace {
-
-// BLAS rejects a leading dimension below 1 even when the matrix is empty.
-blasint Ld(int64_t ld) { return static_cast<blasint>(std::max<int64_t>(ld, 1)); }
 
 template <typename T>
 void ScaleRows(int64_t m, int64_t n, double beta, T* c, int64_t ldc) {
@@ -97,17 +93,6 @@ void IntegerGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, do
   }
 }
 
-void BlasGemv(CBLAS_TRANSPOSE trans, int64_t rows, int64_t cols, float alpha, const float* matrix, int64_t ld,
-              const float* x, int64_t incx, float beta, float* y, int64_t incy) {
-  cblas_sgemv(CblasRowMajor, trans, static_cast<blasint>(rows), static_cast<blasint>(cols), alpha, matrix, Ld(ld), x,
-              static_cast<blasint>(incx), beta, y, static_cast<blasint>(incy));
-}
-void BlasGemv(CBLAS_TRANSPOSE trans, int64_t rows, int64_t cols, double alpha, const double* matrix, int64_t ld,
-              const double* x, int64_t incx, double beta, double* y, int64_t incy) {
-  cblas_dgemv(CblasRowMajor, trans, static_cast<blasint>(rows), static_cast<blasint>(cols), alpha, matrix, Ld(ld), x,
-              static_cast<blasint>(incx), beta, y, static_cast<blasint>(incy));
-}
-
 // C (m x n, m == 1 or n == 1) = alpha * op(A) * op(B) + beta * C as one row-major GEMV.
 template <typename T>
 void Gemv(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
@@ -128,18 +113,18 @@ void Gemv(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
     // c^T = op(B)^T * a^T: the row of op(A) is the vector.
     const int64_t inc_a = trans_a ? lda : 1;
     if (trans_b) {  // B is n x k
-      BlasGemv(CblasNoTrans, n, k, alpha, b, ldb, a, inc_a, beta, c, 1);
+      BlasGemv(false, n, k, alpha, b, ldb, a, inc_a, beta, c, 1);
     } else {  // B is k x n
-      BlasGemv(CblasTrans, k, n, alpha, b, ldb, a, inc_a, beta, c, 1);
+      BlasGemv(true, k, n, alpha, b, ldb, a, inc_a, beta, c, 1);
     }
     return;
   }
   // n == 1: c = op(A) * b, the column of op(B) is the vector.
   const int64_t inc_b = trans_b ? 1 : ldb;
   if (trans_a) {  // A is k x m
-    BlasGemv(CblasTrans, k, m, alpha, a, lda, b, inc_b, beta, c, ldc);
+    BlasGemv(true, k, m, alpha, a, lda, b, inc_b, beta, c, ldc);
   } else {  // A is m x k
-    BlasGemv(CblasNoTrans, m, k, alpha, a, lda, b, inc_b, beta, c, ldc);
+    BlasGemv(false, m, k, alpha, a, lda, b, inc_b, beta, c, ldc);
   }
 }
 
@@ -167,7 +152,7 @@ template <typename T>
 std::string_view GemmPathName(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                               double beta) {
   if (UsesTiledGemm<T>(trans_a, trans_b, m, n, k, alpha, beta)) return "tiles-avx512";
-  return std::is_floating_point_v<T> ? "blas" : "loop";
+  return std::is_floating_point_v<T> ? BlasPathName() : "loop";
 }
 
 template <typename T>
@@ -219,16 +204,7 @@ void SerialGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, dou
       Gemv(trans_a, trans_b, m, n, k, static_cast<T>(alpha), a, lda, b, ldb, static_cast<T>(beta), c, ldc);
       return;
     }
-    const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-    const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-    if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n),
-                  static_cast<blasint>(k), static_cast<float>(alpha), a, Ld(lda), b, Ld(ldb),
-                  static_cast<float>(beta), c, Ld(ldc));
-    } else {
-      cblas_dgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n),
-                  static_cast<blasint>(k), alpha, a, Ld(lda), b, Ld(ldb), beta, c, Ld(ldc));
-    }
+    BlasGemm(trans_a, trans_b, m, n, k, static_cast<T>(alpha), a, lda, b, ldb, static_cast<T>(beta), c, ldc);
   } else {
     IntegerGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }

@@ -1,77 +1,35 @@
+#include "kernels/registry/kernel_families.h"
 #include "kernels/registry/kernel_tables.h"
 
+#include "selected_kernel_families.h"
+
 namespace onnx_light::runtime {
+
+std::span<const KernelFamily> BuiltinKernelFamilies() {
+  // Generated from kernel_families.txt: every family, or the selected ones of a selective build.
+  static constexpr KernelFamily kFamilies[] = {
+#define ONNX_LIGHT_KERNEL_FAMILY(name) {#name, &Register##name##Kernels},
+#include "kernel_family_table.inc"
+#undef ONNX_LIGHT_KERNEL_FAMILY
+  };
+  return kFamilies;
+}
+
+std::span<const LeftOutOperator> LeftOutOperators() {
+#if ONNX_LIGHT_SELECTIVE_BUILD
+  static constexpr LeftOutOperator kLeftOut[] = {
+#include "left_out_operators.inc"
+  };
+  return kLeftOut;
+#else
+  return {};
+#endif
+}
 
 const KernelRegistry& BuiltinKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
-    RegisterIdentityKernels(r);
-    RegisterBinaryKernels(r);
-    RegisterUnaryKernels(r);
-    RegisterActivationKernels(r);
-    RegisterSwishKernels(r);
-    RegisterCompareLogicKernels(r);
-    RegisterVariadicKernels(r);
-    RegisterCastKernels(r);
-    RegisterBitCastKernels(r);
-    RegisterReshapeKernels(r);
-    RegisterTransposeKernels(r);
-    RegisterConcatSplitKernels(r);
-    RegisterSliceKernels(r);
-    RegisterGatherScatterKernels(r);
-    RegisterTensorScatterKernels(r);
-    RegisterPadTileKernels(r);
-    RegisterGeneratorKernels(r);
-    RegisterResizeKernels(r);
-    RegisterGridSampleKernels(r);
-    RegisterNonMaxSuppressionKernels(r);
-    RegisterRoiAlignKernels(r);
-    RegisterMaxRoiPoolKernels(r);
-    RegisterIfKernels(r);
-    RegisterLoopKernels(r);
-    RegisterScanKernels(r);
-    RegisterSequenceKernels(r);
-    RegisterOptionalKernels(r);
-    RegisterReduceKernels(r);
-    RegisterArgTopKKernels(r);
-    RegisterCumProdKernels(r);
-    RegisterSoftmaxKernels(r);
-    RegisterNormalizationKernels(r);
-    RegisterDropoutKernels(r);
-    RegisterAttentionKernels(r);
-    RegisterRotaryEmbeddingKernels(r);
-    RegisterLinearAttentionKernels(r);
-    RegisterMatMulKernels(r);
-    RegisterGemmKernels(r);
-    RegisterEinsumKernels(r);
-    RegisterConvKernels(r);
-    RegisterConvTransposeKernels(r);
-    RegisterCausalConvKernels(r);
-    RegisterPoolKernels(r);
-    RegisterRecurrentKernels(r);
-    RegisterLpPoolKernels(r);
-    RegisterLocalNormalizationKernels(r);
-    RegisterUnfoldScatterKernels(r);
-    RegisterDeformConvKernels(r);
-    RegisterUniqueKernels(r);
-    RegisterCompressReverseKernels(r);
-    RegisterEyeLikeKernels(r);
-    RegisterDetKernels(r);
-    RegisterShrinkKernels(r);
-    RegisterRandomKernels(r);
-    RegisterOptimizerKernels(r);
-    RegisterFunctionActivationKernels(r);
-    RegisterMlPreprocessingKernels(r);
-    RegisterSignalKernels(r);
-    RegisterStringNormalizerKernels(r);
-    RegisterStringSplitKernels(r);
-    RegisterStringConcatKernels(r);
-    RegisterRegexFullMatchKernels(r);
-    RegisterTfIdfVectorizerKernels(r);
-    RegisterMlModelKernels(r);
-    RegisterQuantizationKernels(r);
-    RegisterQuantizationContribKernels(r);
-    RegisterImageDecoderKernels(r);
+    for (const KernelFamily& family : BuiltinKernelFamilies()) family.register_kernels(r);
     return r;
   }();
   return registry;

@@ -7,6 +7,7 @@
 #include "kernels/nn/repeated_heads.h"
 #include "kernels/quantization/nbits_matmul.h"
 #include "kernels/registry/kernel_tables.h"
+#include "selected_kernel_families.h"
 
 namespace onnx_light::runtime {
 
@@ -40,12 +41,22 @@ void RegisterContribKernel(KernelRegistry& registry, const std::string& op_type)
 const KernelRegistry& FusedKernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
-    RegisterStandardKernel(r, "Gelu", 20);
+    // A selective build registers a fused kernel only when it kept what serves it; the session
+    // then skips the pass that would create that node (session/graph_passes.cc).
+    if (BuiltinKernels().Find("", "Gelu", 20) != nullptr) RegisterStandardKernel(r, "Gelu", 20);
+#if ONNX_LIGHT_HAS_KERNEL_FAMILY_Conv
     RegisterFusedConvKernels(r);
+#endif
+#if ONNX_LIGHT_HAS_KERNEL_FAMILY_Attention
     RegisterFusedAttentionKernel(r, kFusedDomain);
     RegisterRepeatedHeadsShapeKernel(r, kFusedDomain);
+#endif
+#if ONNX_LIGHT_HAS_KERNEL_FAMILY_Quantization
     RegisterNBitsMatMulKernel(r, kFusedDomain);
-    RegisterContribKernel(r, "QLinearAdd");
+#endif
+    if (BuiltinKernels().Find("com.microsoft", "QLinearAdd", 1) != nullptr) {
+      RegisterContribKernel(r, "QLinearAdd");
+    }
     return r;
   }();
   return registry;
