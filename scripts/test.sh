@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs every test: C++ (GoogleTest via ctest, also under
 # AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer), an installed-package
-# host build, the fuzzer (bounded), the portable wheel in a clean virtual environment, and the
-# Python suite against the pip-installed package and against the sanitized extension.
+# host build, the fuzzer (bounded), the portable wheel in a clean virtual environment, the
+# Python suite against the pip-installed package and against the sanitized extension, and the
+# aarch64 cross build with its C++ tests under qemu (docs/platforms.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -103,4 +104,7 @@ if [ -x scripts/fuzz.sh ]; then
   echo "== model reader and image decoder fuzzers (bounded)"
   bash scripts/fuzz.sh 60
 fi
+echo "== aarch64: cross build, C++ tests and installed host under qemu (scripts/test_aarch64.sh)"
+bash scripts/test_aarch64.sh
+
 echo "== all tests passed"
