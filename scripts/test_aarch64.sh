@@ -17,12 +17,14 @@ lock=()
 if [ -n "${ONNX_LIGHT_BUILD_LOCK:-}" ]; then lock=(flock "$ONNX_LIGHT_BUILD_LOCK"); fi
 toolchain="$root/cmake/toolchains/aarch64-linux-gnu.cmake"
 
-# The guest's dynamic loader and libc come from the cross toolchain's sysroot; the arm64 libraries
-# the binaries link (Abseil, OpenBLAS, ...) live in the multiarch directory. QEMU_SET_ENV gives the
-# library path to the emulated program only, not to the (x86-64) qemu process itself.
-export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
-# OpenBLAS single-threaded, as the runtime uses it anyway: its thread start-up spins for minutes
-# under qemu. ONNX_LIGHT_UNDER_QEMU lets the one test that cannot run emulated skip, saying why.
+# The guest's dynamic loader, libc and every library the binaries link (Abseil, OpenBLAS, ...) come
+# from Debian's arm64 packages in the multiarch directory: /lib/ld-linux-aarch64.so.1 is libc6:arm64's
+# loader. Not the cross toolchain's sysroot (/usr/aarch64-linux-gnu): its loader is another glibc
+# build than the multiarch libc.so.6 the binaries then load, and that pair loops for ever in the
+# first pthread_create. QEMU_SET_ENV gives the library path to the emulated program only, not to
+# the (x86-64) qemu process itself.
+export QEMU_LD_PREFIX=/
+# OpenBLAS single-threaded, as the runtime uses it anyway. ONNX_LIGHT_UNDER_QEMU lets the one test that cannot run emulated skip, saying why.
 export QEMU_SET_ENV="LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu:/usr/lib/aarch64-linux-gnu/openblas-pthread,OPENBLAS_NUM_THREADS=1,ONNX_LIGHT_UNDER_QEMU=1"
 # An x86 core name (some machines pin OpenBLAS to Haswell) means nothing to the arm64 OpenBLAS.
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE

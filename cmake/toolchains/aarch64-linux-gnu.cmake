@@ -9,10 +9,11 @@ set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 # Makes find_package/find_library look in /usr/lib/aarch64-linux-gnu, not the host's directory.
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 # Programs the build runs itself (GoogleTest's test discovery) run under qemu-aarch64: the arm64
-# loader and libc from the cross toolchain's sysroot, the multiarch libraries by library path (set
-# for the emulated program only). OpenBLAS single-threaded, as the runtime uses it: its thread
-# start-up spins for minutes under qemu.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu
+# loader, libc and libraries of Debian's arm64 packages (-L /; not the cross sysroot, whose loader
+# is another glibc build that hangs the first pthread_create with the multiarch libc), OpenBLAS's
+# folder by library path (set for the emulated program only). OpenBLAS single-threaded, as the
+# runtime uses it.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /
     -E LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu:/usr/lib/aarch64-linux-gnu/openblas-pthread
     -E OPENBLAS_NUM_THREADS=1)
 # pkg-config must read the arm64 .pc files only (pkg_check_modules runs at configure time).
