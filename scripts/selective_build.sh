@@ -3,12 +3,22 @@
 # decoder and the demo CNN as .onnx files, builds libonnx_light_runtime.so with only their kernel
 # families, without Python and BLAS, strips it and prints its size; then runs each model through
 # the example host and checks that a left-out operator fails with an error naming it.
-#   scripts/selective_build.sh [decoder|cnn]...   (default: both)
+#   scripts/selective_build.sh [--aarch64] [decoder|cnn]...   (default: both)
+# --aarch64 cross-compiles for 64-bit Arm (cmake/toolchains/aarch64-linux-gnu.cmake; run
+# `scripts/setup.sh --aarch64` first) and runs the host under qemu-aarch64 user emulation, so the
+# NEON paths the model reaches are checked against ONNX Runtime run on this machine.
 # Build dirs: build/selective-<name>. Compiles go through /tmp/onnx_light_build.lock unless
 # ONNX_LIGHT_NO_BUILD_LOCK=1 (scripts/test.sh, which builds everything else without it too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+arch_args=() run=() suffix=""
+if [[ ${1:-} == --aarch64 ]]; then
+  shift
+  arch_args=("-DCMAKE_TOOLCHAIN_FILE=$root/cmake/toolchains/aarch64-linux-gnu.cmake")
+  run=(qemu-aarch64 -L /)  # libc6:arm64's loader and libraries, as scripts/test_aarch64.sh says
+  suffix=-aarch64
+fi
 models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(decoder cnn)
 out=build/selective-models
@@ -43,8 +53,8 @@ PY
 for name in "${models[@]}"; do
   model=$root/$out/$name.onnx
   [[ -f $model ]] || { echo "no $model" >&2; exit 1; }
-  dir=build/selective-$name
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=MinSizeRel -DONNX_LIGHT_BUILD_TESTS=OFF \
+  dir=build/selective-$name$suffix
+  cmake -S . -B "$dir" -G Ninja "${arch_args[@]}" -DCMAKE_BUILD_TYPE=MinSizeRel -DONNX_LIGHT_BUILD_TESTS=OFF \
     -DONNX_LIGHT_BUILD_PYTHON=OFF -DONNX_LIGHT_USE_BLAS=OFF -DONNX_LIGHT_WITH_IMAGE_CODECS=OFF \
     "-DONNX_LIGHT_OPERATORS_FROM_MODELS=$model" \
     "-DCMAKE_CXX_FLAGS=-ffunction-sections -fdata-sections" \
@@ -53,11 +63,13 @@ for name in "${models[@]}"; do
   [[ ${ONNX_LIGHT_NO_BUILD_LOCK:-0} == 1 ]] && lock=()
   CCACHE_BASEDIR=$root CCACHE_NOHASHDIR=1 "${lock[@]}" cmake --build "$dir" -j "${JOBS:-2}" --target onnx_light_runtime onnx_light_selective_host >/dev/null
   lib=$(readlink -f "$dir"/src/libonnx_light_runtime.so)
-  strip --strip-unneeded -o "$dir/libonnx_light_runtime.stripped.so" "$lib"
+  strip=strip
+  [[ -n $suffix ]] && strip=aarch64-linux-gnu-strip
+  "$strip" --strip-unneeded -o "$dir/libonnx_light_runtime.stripped.so" "$lib"
   size=$(stat -c %s "$dir/libonnx_light_runtime.stripped.so")
-  printf 'selective %s: %d bytes stripped (%.2f MB)\n' "$name" "$size" "$(echo "$size / 1048576" | bc -l)"
+  printf 'selective %s%s: %d bytes stripped (%.2f MB)\n' "$name" "$suffix" "$size" "$(echo "$size / 1048576" | bc -l)"
   host=$dir/onnx_light_selective_host
-  "$host" "$model" | grep -E '^output ' | tee "$dir/outputs.txt"
+  "${run[@]}" "$host" "$model" | grep -E '^output ' | tee "$dir/outputs.txt"
   # The same inputs (every float 0.5, symbolic dimensions 1) through ONNX Runtime, when installed.
   python3 - "$model" "$dir/outputs.txt" <<'PY'
 import re, sys
@@ -78,12 +90,12 @@ for line in open(sys.argv[2]):
 print("outputs match ONNX Runtime")
 PY
   # A kernel the build left out is refused by name, distinguishable from an unknown operator.
-  if msg=$("$host" "$root/$out/left_out.onnx" 2>&1); then
+  if msg=$("${run[@]}" "$host" "$root/$out/left_out.onnx" 2>&1); then
     echo "left-out check: the Hardmax model ran in the $name build" >&2; exit 1
   fi
   grep -q "operator 'Hardmax' of domain 'ai.onnx' at opset 21 has a kernel in onnx-light (family" <<<"$msg" &&
     grep -q "left it out" <<<"$msg" || { echo "left-out check: unexpected error: $msg" >&2; exit 1; }
-  if msg=$("$host" "$root/$out/unknown.onnx" 2>&1); then
+  if msg=$("${run[@]}" "$host" "$root/$out/unknown.onnx" 2>&1); then
     echo "unknown-op check: the NoSuchOp model ran" >&2; exit 1
   fi
   grep -q "no kernel for operator 'NoSuchOp'" <<<"$msg" ||

@@ -2,6 +2,34 @@
 # Installs every build, test and benchmark dependency from Debian and PyPI.
 # Idempotent and quiet when everything is already present.
 set -euo pipefail
+#   bash scripts/setup.sh            the native build, tests and benchmarks (what CI's setup runs)
+#   bash scripts/setup.sh --aarch64  only the aarch64 cross toolchain, qemu and the arm64 -dev
+#                                    packages (scripts/test_aarch64.sh runs this itself)
+
+sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+
+# Debian's cross compiler, qemu user emulation and, through multiarch, the arm64 builds of every
+# library the runtime and its tests link (same versions as the amd64 ones, which stay installed).
+setup_aarch64() {
+  local packages=(g++-aarch64-linux-gnu qemu-user)
+  local arm64=(libfmt-dev libabsl-dev libgtest-dev libgmock-dev libopenblas-dev libkissfft-dev libre2-dev
+               libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev)
+  local p missing=()
+  for p in "${arm64[@]}"; do packages+=("$p:arm64"); done
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "setup: installing the aarch64 cross toolchain and arm64 packages: ${missing[*]}"
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then $sudo_cmd dpkg --add-architecture arm64; fi
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+if [ "${1:-}" = "--aarch64" ]; then
+  setup_aarch64
+  exit 0
+fi
 
 apt_packages=(g++ cmake ninja-build ccache pkg-config libfmt-dev libabsl-dev libgtest-dev libgmock-dev
               libbenchmark-dev libopenblas-dev libdlpack-dev clang libclang-rt-14-dev libkissfft-dev libre2-dev
@@ -13,7 +41,6 @@ for p in "${apt_packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
-  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi

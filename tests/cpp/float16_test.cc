@@ -115,7 +115,15 @@ TEST(Float16Test, ExhaustiveRoundTrip) {
   }
 }
 
-// Compares against the compiler's correctly rounded float -> _Float16 conversion on a spread of
+// The compiler's IEEE half type: GCC 12 has _Float16 in C++ on x86-64 but not on aarch64, where
+// __fp16 (IEEE format, converted by the FCVT instruction) is the equivalent.
+#if defined(__aarch64__)
+using CompilerHalf = __fp16;
+#else
+using CompilerHalf = _Float16;
+#endif
+
+// Compares against the compiler's correctly rounded float -> half conversion on a spread of
 // float bit patterns (a prime stride touches every exponent and many mantissas).
 TEST(Float16Test, MatchesCompilerConversion) {
   for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 1021) {
@@ -125,7 +133,7 @@ TEST(Float16Test, MatchesCompilerConversion) {
       ASSERT_TRUE(IsHalfNan(ours)) << std::hex << bits;
       continue;
     }
-    const uint16_t reference = std::bit_cast<uint16_t>(static_cast<_Float16>(f));
+    const uint16_t reference = std::bit_cast<uint16_t>(static_cast<CompilerHalf>(f));
     ASSERT_EQ(ours, reference) << "float bits 0x" << std::hex << bits;
   }
 }

@@ -239,7 +239,7 @@ TEST_F(LoadModeTest, MapModeFromBufferMapsExternalData) {
 // under a live session makes the next read of the weights fault (SIGBUS; under AddressSanitizer
 // a report and exit code 1).
 TEST_F(LoadModeTest, MapModeContractTruncationKillsTheProcess) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  testing::UseThreadsafeDeathTests();
   WriteExternalModel();
   EXPECT_DEATH(
       {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <thread>
@@ -27,6 +28,13 @@
 #include "proto_builder.h"
 
 namespace onnx_light::runtime::testing {
+
+/// Death tests re-execute the test binary ("threadsafe" style); under qemu user emulation
+/// (scripts/test_aarch64.sh sets ONNX_LIGHT_UNDER_QEMU) the binary cannot be executed directly,
+/// so there they fork instead ("fast").
+inline void UseThreadsafeDeathTests() {
+  GTEST_FLAG_SET(death_test_style, std::getenv("ONNX_LIGHT_UNDER_QEMU") != nullptr ? "fast" : "threadsafe");
+}
 
 /// Runs `fn`, which must throw Error; returns it (a kInternal placeholder after a test failure).
 template <typename Fn>

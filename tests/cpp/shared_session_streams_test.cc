@@ -220,6 +220,14 @@ int ThreadsNow() {
   return count;
 }
 
+// The process's thread count with whatever starts on a process's first extra thread already there
+// (qemu user emulation starts a helper thread of its own then), so later counts move only by the
+// threads the code under test starts.
+int SettledBaseline() {
+  std::thread([] {}).join();
+  return ThreadsNow();
+}
+
 void RunEveryState(std::vector<std::unique_ptr<PersistentValueState>>& states, int threads) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
@@ -237,7 +245,7 @@ void RunEveryState(std::vector<std::unique_ptr<PersistentValueState>>& states, i
 TEST(ThreadBudget, SessionsAndStatesStartNoThreadsOfTheirOwn) {
   // The process-wide pool exists once the first multi-threaded session is built.
   auto first = std::make_shared<const RuntimeSession>(DecodeStepModel(), RuntimeSessionOptions{.num_threads = 8});
-  const int baseline = ThreadsNow();
+  const int baseline = SettledBaseline();
   std::vector<std::shared_ptr<const RuntimeSession>> sessions;
   std::vector<std::unique_ptr<PersistentValueState>> states;
   for (int i = 0; i < 16; ++i) {
@@ -254,7 +262,7 @@ TEST(ThreadBudget, SessionsAndStatesStartNoThreadsOfTheirOwn) {
 }
 
 TEST(ThreadBudget, AnInjectedPoolIsTheOnlyThreadsItsSessionsAdd) {
-  const int baseline = ThreadsNow();
+  const int baseline = SettledBaseline();
   {
     auto pool = std::make_shared<SharedThreadPool>(3);
     EXPECT_EQ(pool->num_threads(), 3);

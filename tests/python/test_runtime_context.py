@@ -9,6 +9,7 @@ from onnx_light.onnx_py._onnxpykernels import runtime as spec_runtime
 BASE_KEYS = {
     "action", "kind", "timestamp_ns", "name", "data_type", "shape", "op_domain", "op_type", "inputs",
     "duration_ns", "node_index", "subgraph_node_index", "subgraph_attr_name", "allocated_bytes", "peak_bytes",
+    "run_id", "session_id", "thread_id", "process_id",
 }
 STORAGE_KEYS = {
     "storage_allocations", "storage_allocated_bytes", "storage_prefix_copied_bytes",

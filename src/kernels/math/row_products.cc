@@ -5,6 +5,7 @@
 #include "kernels/registry/cpu_features.h"
 #include "kernels/elementwise/fast_math.h"
 #include "kernels/math/row_products_avx512.h"
+#include "kernels/math/row_products_neon.h"
 
 namespace onnx_light::runtime {
 
@@ -84,6 +85,9 @@ void DispatchRowDots(const E* rows, int64_t row_stride, int64_t n, int64_t width
 #if ONNX_LIGHT_HAVE_AVX512_ROW_PRODUCTS
   if (UseAvx512()) return avx512::RowDots(rows, row_stride, n, width, x, alpha, out);
 #endif
+#if ONNX_LIGHT_HAVE_NEON_ROW_PRODUCTS
+  return neon::RowDots(rows, row_stride, n, width, x, alpha, out);
+#endif
   RowDotsPortable(rows, row_stride, n, width, x, alpha, out);
 }
 
@@ -93,13 +97,17 @@ void DispatchWeightedRowSum(const E* rows, int64_t row_stride, int64_t n, int64_
 #if ONNX_LIGHT_HAVE_AVX512_ROW_PRODUCTS
   if (UseAvx512()) return avx512::WeightedRowSum(rows, row_stride, n, width, weights, out);
 #endif
+#if ONNX_LIGHT_HAVE_NEON_ROW_PRODUCTS
+  return neon::WeightedRowSum(rows, row_stride, n, width, weights, out);
+#endif
   WeightedRowSumPortable(rows, row_stride, n, width, weights, out);
 }
 
 }  // namespace
 
 // The four entry points for one element type: the portable versions (one clone per instruction
-// set) and the public ones, which take the AVX-512 versions when the CPU has them.
+// set) and the public ones, which take the AVX-512 versions when the CPU has them and the NEON
+// ones on aarch64.
 #define ONNX_LIGHT_ROW_PRODUCTS(E)                                                                          \
   ONNX_LIGHT_CPU_CLONES void RowDotsPortable(const E* rows, int64_t row_stride, int64_t n, int64_t width,   \
                                              const float* x, float alpha, float* out) {                    \

@@ -3,7 +3,7 @@
 // for shapes where BLAS GEMV is slow (64-wide attention heads over a long key/value cache) and
 // for float16 / bfloat16 matrices, whose elements are converted as they are read instead of
 // converting the whole matrix first. Built for several instruction sets and picked at load
-// time, so one binary uses AVX-512 where the CPU has it. All functions are thread-safe (they
+// time, so one binary uses AVX-512 where the CPU has it; aarch64 builds use NEON. All functions are thread-safe (they
 // only read their inputs and write `out`).
 
 #include <cstdint>
@@ -31,8 +31,8 @@ void WeightedRowSum(const Float16* rows, int64_t row_stride, int64_t n, int64_t 
 void WeightedRowSum(const BFloat16* rows, int64_t row_stride, int64_t n, int64_t width,
                     const float* weights, float* out);
 
-/// The versions CPUs without AVX-512 run (the functions above pick the AVX-512 ones when the
-/// CPU has it); exposed so tests cover both on any machine.
+/// The versions x86-64 CPUs without AVX-512 run (the functions above pick the AVX-512 ones when
+/// the CPU has it, and the NEON ones on aarch64); exposed so tests cover both on any machine.
 void RowDotsPortable(const float* rows, int64_t row_stride, int64_t n, int64_t width, const float* x,
                      float alpha, float* out);
 void RowDotsPortable(const Float16* rows, int64_t row_stride, int64_t n, int64_t width, const float* x,

@@ -34,6 +34,8 @@ Padded PaddedGeometry(const WindowGeometry& g) {
   return p;
 }
 
+#if ONNX_LIGHT_DIRECT_CONV
+
 // The image with its padding made explicit (zeros), so the inner loop has no bounds checks.
 void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const Padded& p, float* out) {
   const int64_t ih_n = g.input[0];
@@ -61,8 +63,6 @@ void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const P
   // Slack after the last plane: full-width vector loads of the last row block may run past it.
   std::fill(out + channels * p.plane, out + channels * p.plane + kBlock, 0.0f);
 }
-
-#if ONNX_LIGHT_DIRECT_CONV
 
 // One tile: kRows output rows x 16 columns (lanes) x kChannels output channels, accumulated over
 // every (c, kh, kw) tap. Each broadcast weight feeds kRows FMAs and each input load kChannels.

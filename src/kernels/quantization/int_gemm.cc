@@ -1,6 +1,8 @@
 #include "kernels/quantization/int_gemm.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -210,7 +212,9 @@ void WidenInt8A(const void* a, bool is_signed, int64_t m, int64_t k, int64_t lda
 void IntGemm(int64_t m, const int16_t* a, const PackedIntB& b, int32_t* c, int64_t ldc, ThreadPool* pool) {
   if (m == 0 || b.n == 0) return;
   const int64_t lda = 2 * b.k_pairs;
+#ifdef ONNX_LIGHT_INT_GEMM_AVX2
   const bool avx2 = IntGemmUsesAvx2();
+#endif
   // Enough panels per task that a task does at least ~64k multiply-adds.
   const int64_t per_panel = std::max<int64_t>(1, m * b.k_pairs * 2 * kPanel);
   const int64_t min_panels = std::max<int64_t>(1, (int64_t{1} << 16) / per_panel);

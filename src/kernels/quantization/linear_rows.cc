@@ -1,6 +1,8 @@
 #include "kernels/quantization/linear_rows.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#endif
 
 #include <cmath>
 #include <cstdlib>

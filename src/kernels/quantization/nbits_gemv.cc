@@ -7,7 +7,9 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -64,6 +66,9 @@ void GemvScalar(const PackedNBits& w, const float* a, int64_t rows, int64_t lda,
   }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ONNX_LIGHT_NBITS_X86 1
+
 // Per row r < rows and scale block b: the sum of a[r, block b], for the zero-point term
 // (empty when every zero point is the centre 8).
 std::vector<float> BlockSums(const PackedNBits& w, const float* a, int64_t rows, int64_t lda) {
@@ -79,9 +84,6 @@ std::vector<float> BlockSums(const PackedNBits& w, const float* a, int64_t rows,
   }
   return sums;
 }
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define ONNX_LIGHT_NBITS_X86 1
 
 // R rows of A times T (1 or 2) tiles starting at tile t. Per scale block, the codes' values
 // code - 8 come from a 16-entry table indexed by the nibble itself (vpermps reads only an

@@ -1,8 +1,5 @@
 #include "kernels/quantization/u8s8_gemm.h"
 
-#include <emmintrin.h>
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +7,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
+#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -26,13 +24,16 @@ constexpr int64_t kQuadBytes = 128;  // one group of four k for the panel's 32 c
 constexpr int kTileRows = 8;         // 16 accumulators, 2 panel registers, 1 broadcast
 constexpr int64_t kRowBlock = 64;    // rows per task unit: a panel is read once per block
 
-// Four rows of 16 columns interleaved into 64 bytes (column-major groups of four), with SSE2.
-inline void InterleaveQuad16(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, __m128i flip,
+// Four rows of 16 columns interleaved into 64 bytes (column-major groups of four), each byte
+// XORed with `flip`: with SSE2 on x86-64, a plain loop elsewhere.
+inline void InterleaveQuad16(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3, uint8_t flip,
                              int8_t* dst) {
-  const __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0)), flip);
-  const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1)), flip);
-  const __m128i c = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r2)), flip);
-  const __m128i d = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r3)), flip);
+#if defined(__x86_64__) && defined(__GNUC__)
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  const __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0)), f);
+  const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1)), f);
+  const __m128i c = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r2)), f);
+  const __m128i d = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r3)), f);
   const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
   const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
   auto* out = reinterpret_cast<__m128i*>(dst);
@@ -40,6 +41,12 @@ inline void InterleaveQuad16(const uint8_t* r0, const uint8_t* r1, const uint8_t
   _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
   _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
   _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+#else
+  const uint8_t* rows[4] = {r0, r1, r2, r3};
+  for (int j = 0; j < 16; ++j) {
+    for (int i = 0; i < 4; ++i) dst[j * 4 + i] = static_cast<int8_t>(rows[i][j] ^ flip);
+  }
+#endif
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -332,7 +339,6 @@ void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_
   }
   out->panels_data = storage;
   out->column_sums.assign(sums ? static_cast<size_t>(n) : 0, 0);
-  const __m128i flip_v = _mm_set1_epi8(static_cast<char>(flip));
   const int64_t quads = out->quads;
   int32_t* column_sums = out->column_sums.data();
   ParallelFor(pool, out->panels, std::max<int64_t>(1, 4096 / std::max<int64_t>(k, 1)), [&](int64_t first, int64_t last) {
@@ -343,8 +349,8 @@ void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_
         int8_t* dst = panel + q * kQuadBytes;
         const uint8_t* r0 = src + 4 * q * ld + c0;
         if (cols == kPanel && 4 * q + 4 <= k) {
-          InterleaveQuad16(r0, r0 + ld, r0 + 2 * ld, r0 + 3 * ld, flip_v, dst);
-          InterleaveQuad16(r0 + 16, r0 + ld + 16, r0 + 2 * ld + 16, r0 + 3 * ld + 16, flip_v, dst + 64);
+          InterleaveQuad16(r0, r0 + ld, r0 + 2 * ld, r0 + 3 * ld, flip, dst);
+          InterleaveQuad16(r0 + 16, r0 + ld + 16, r0 + 2 * ld + 16, r0 + 3 * ld + 16, flip, dst + 64);
           continue;
         }
         std::memset(dst, 0, kQuadBytes);
