@@ -15,8 +15,11 @@ per actor) over the same images, --rounds times. Two throughputs per run:
 Events stay off (no trace_dir): recording and writing a trace per batch would be measured too.
 
 For scale, the same batches also run in this process without Ray, through one onnx-light
-session and one ONNX Runtime session (one intra-op thread each). The table gives the median over
-rounds and the ratio of each worker count to one worker. The machine must have as many idle
+session and one ONNX Runtime session (one intra-op thread each), and in W plain processes without
+Ray (multiprocessing, each with its own single-threaded session and 1/W of the images, timed from
+the first start to the last end): that row is the machine's own ceiling for W workers, which Ray's
+processes (driver, raylet, Ray Data's scheduler) then share cores with. The table gives the median
+over rounds and the ratio of each worker count to one worker. The machine must have as many idle
 cores as workers for the ratio to mean anything: say how busy it was when quoting numbers.
 """
 
@@ -67,6 +70,37 @@ def ray_round(ray, model: bytes, images: np.ndarray, batch: int, workers: int) -
     return elapsed, float(stamps["end_s"].max() - stamps["start_s"].min()), int(stamps["pid"].nunique())
 
 
+def process_share(model: bytes, images: np.ndarray, batch: int, ready, go, stamps) -> None:
+    """One plain worker process: build a session, wait for the others, run its images, stamp."""
+    session = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(num_threads=1))
+    session.run(None, {"image": images[:batch]})
+    ready.put(os.getpid())
+    go.wait()
+    start = time.time()
+    for i in range(0, len(images), batch):
+        session.run(None, {"image": images[i:i + batch]})
+    stamps.put((start, time.time()))
+
+
+def processes_s(model: bytes, images: np.ndarray, batch: int, workers: int) -> float:
+    """Seconds from the first plain process's start to the last one's end, images split W ways."""
+    import multiprocessing
+
+    spawn = multiprocessing.get_context("spawn")
+    ready, stamps, go = spawn.Queue(), spawn.Queue(), spawn.Event()
+    shares = np.array_split(images, workers)
+    procs = [spawn.Process(target=process_share, args=(model, share, batch, ready, go, stamps)) for share in shares]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        ready.get(timeout=300)
+    go.set()
+    spans = [stamps.get(timeout=3600) for _ in procs]
+    for p in procs:
+        p.join()
+    return max(end for _, end in spans) - min(start for start, _ in spans)
+
+
 def local_s(run, images: np.ndarray, batch: int) -> float:
     start = time.perf_counter()
     for i in range(0, len(images), batch):
@@ -104,6 +138,8 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         local["onnx-light, no Ray"].append(local_s(ours, images, args.batch))
         local["ONNX Runtime, no Ray"].append(local_s(theirs, images, args.batch))
+        for w in workers:
+            local.setdefault(f"{w} process(es), no Ray", []).append(processes_s(model, images, args.batch, w))
 
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(onnx_light.__file__)))
     path = os.pathsep.join([package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -141,8 +177,11 @@ def main(argv=None) -> int:
         print(f"{f'Ray, {w} worker(s)':<26}{args.images / e2e:>10.0f} i/s{args.images / span:>14.0f} i/s{actors:>8}")
     for w in workers[1:]:
         r = report["ray"][w]
+        ceiling = statistics.median(local[f"{workers[0]} process(es), no Ray"]) / \
+            statistics.median(local[f"{w} process(es), no Ray"])
+        report["ray"][w]["speedup_plain_processes"] = ceiling
         print(f"\n{w} workers / {workers[0]}: end to end {r['speedup_end_to_end']:.2f}x, "
-              f"inference span {r['speedup_span']:.2f}x")
+              f"inference span {r['speedup_span']:.2f}x; plain processes without Ray {ceiling:.2f}x")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)
