@@ -62,6 +62,9 @@ std::vector<ConvShape> Shapes() {
       {"strided", {2, 3, 9, 11}, {4, 3, 3, 3}, {Ints("strides", {2, 2}), Ints("pads", {1, 1, 1, 1})},
        "im2col-"},  // avx512 or blas
       {"pointwise", {1, 5, 6, 7}, {7, 5, 1, 1}, {}, "1x1-"},  // avx512 or blas
+      // 7 MiB of columns: bands of output rows, each writing its rows of Y and reading Z's
+      {"strided in bands", {1, 3, 230, 99}, {4, 3, 7, 7}, {Ints("strides", {2, 2}), Ints("pads", {3, 3, 3, 3})},
+       "im2col-"},
   };
 }
 
@@ -83,13 +86,16 @@ std::vector<ActivationCase> Activations() {
 }
 
 std::vector<int64_t> OutputShape(const ConvShape& s) {
-  // Every shape above keeps its size except the stride-2 ones.
+  // Every shape above keeps its size except the stride-2 ones (padded alike on both sides).
   std::vector<int64_t> out = {s.x[0], s.w[0], s.x[2], s.x[3]};
+  int64_t pad = 0;
+  for (const Attribute& a : s.attrs) {
+    if (a.name == "pads") pad = a.ints[0];
+  }
   for (const Attribute& a : s.attrs) {
     if (a.name != "strides") continue;
-    const bool padded = s.label == "strided";
     for (int i = 0; i < 2; ++i) {
-      out[2 + i] = (s.x[2 + i] + (padded ? 2 : 0) - s.w[2 + i]) / a.ints[i] + 1;
+      out[2 + i] = (s.x[2 + i] + 2 * pad - s.w[2 + i]) / a.ints[i] + 1;
     }
   }
   return out;

@@ -133,6 +133,11 @@ CASES = [
     ([1, 3, 50], [4, 3, 1], {}, POINTWISE_CONV_PATH),                                 # 1-D
     ([2, 3, 10], [4, 3, 3], {"pads": [1, 1]}, IM2COL_CONV_PATH),                      # 1-D
     ([1, 2, 4, 5, 6], [3, 2, 2, 3, 2], {"strides": [1, 2, 1]}, IM2COL_CONV_PATH),       # 3-D
+    # Columns over 2 MiB without the direct kernel (stride 2) go in bands of output rows:
+    # resnet's stem (115 rows in bands of 15, the last one short; 147 deep: two passes),
+    ([2, 3, 230, 230], [8, 3, 7, 7], {"strides": [2, 2], "pads": [3, 3, 3, 3]}, IM2COL_CONV_PATH),
+    # bands of 30, 30 and 1 rows, each band's last 8 pixels a tail.
+    ([1, 16, 120, 120], [9, 16, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, IM2COL_CONV_PATH),
 ]
 
 

@@ -145,6 +145,20 @@ class ConvKernel final : public KernelBase {
     return k * pixels * int64_t{sizeof(float)} <= kCacheBytes;
   }
 
+  // Output rows per band of a 2-D im2col convolution: all of them while the whole image's columns
+  // fit in about one L2 cache (Im2ColFitsInCache), else as many as fill half of it. Larger columns
+  // (a 7x7 layer on a 224x224 image: 7 MiB) went out to memory and came back twice, once when
+  // PointwiseConv copies a pass's rows into its panel; a band is written and read in cache.
+  static int64_t Im2ColBandRows(const WindowGeometry& g, int64_t k) {
+    if (g.rank() != 2 || g.output[0] == 0) return 1;
+    const int64_t rows = g.output[0];
+    const int64_t row_pixels = g.output_size() / rows;
+    if (Im2ColFitsInCache(k, g.output_size())) return rows;
+    constexpr int64_t kBandBytes = int64_t{1} << 20;
+    const int64_t row_bytes = std::max<int64_t>(k * row_pixels * int64_t{sizeof(float)}, 1);
+    return std::clamp<int64_t>(kBandBytes / row_bytes, 1, rows);
+  }
+
   // "1x1-" or "im2col-" and the implementation of the per-group GEMM (Gemm<T>'s: "blas", or
   // "tiles-avx512" for float32 products it hands to our tiles, weights packed per call).
   template <typename T>
@@ -251,24 +265,38 @@ class ConvKernel final : public KernelBase {
       const int64_t k = c * g.kernel_size();
       const Tensor packed = PackedWeights(rt, w_in, w, m, k);
       const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
-      const int64_t col_size = pointwise ? 0 : k * out_size;
+      const int64_t band_rows = pointwise ? 0 : Im2ColBandRows(g, k);
+      const int64_t row_pixels = pointwise ? 0 : out_size / std::max<int64_t>(g.output[0], 1);
+      const int64_t col_size = pointwise ? 0 : k * (g.rank() == 2 ? band_rows * row_pixels : out_size);
       Tensor col;
       if (!pointwise) col = Tensor::Allocate(DataType::kFloat, {col_size * slots}, rt.allocator());
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
-        const float* rhs = x + img * c * in_size;
-        if (!pointwise) {
-          // Each input channel unrolls into its own rows of the columns: channels over the pool.
-          float* slot_col = col.data<float>() + slot * col_size;
-          const int64_t rows_per_channel = g.kernel_size() * out_size;
-          const int64_t min_channels = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(rows_per_channel, 1));
-          ParallelFor(images_in_parallel ? nullptr : pool, c, min_channels, [&](int64_t begin, int64_t end) {
-            Im2Col<float>(rhs + begin * in_size, end - begin, g, slot_col + begin * rows_per_channel);
-          });
-          rhs = slot_col;
+        ThreadPool* inner = images_in_parallel ? nullptr : pool;
+        const float* image = x + img * c * in_size;
+        float* y_img = out + img * m * out_size;
+        const float* z_img = z != nullptr ? z + img * m * out_size : nullptr;
+        if (pointwise) {
+          PointwiseConv(image, k, out_size, packed.data<float>(), m, bias, ep, z_img, y_img, inner);
+          return;
         }
-        PointwiseConv(rhs, k, out_size, packed.data<float>(), m, bias, ep,
-                      z != nullptr ? z + img * m * out_size : nullptr, out + img * m * out_size,
-                      images_in_parallel ? nullptr : pool);
+        float* slot_col = col.data<float>() + slot * col_size;
+        // Columns of the output rows [r0, r1) (all of them when the window is not 2-D), then
+        // their product, written into the image's output rows.
+        auto band = [&](const WindowGeometry& bg, int64_t offset) {
+          const int64_t pixels = bg.output_size();
+          // Each input channel unrolls into its own rows of the columns: channels over the pool.
+          const int64_t rows_per_channel = g.kernel_size() * pixels;
+          const int64_t min_channels = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(rows_per_channel, 1));
+          ParallelFor(inner, c, min_channels, [&](int64_t begin, int64_t end) {
+            Im2Col<float>(image + begin * in_size, end - begin, bg, slot_col + begin * rows_per_channel);
+          });
+          PointwiseConv(slot_col, k, pixels, packed.data<float>(), m, bias, ep,
+                        z_img != nullptr ? z_img + offset : nullptr, y_img + offset, inner, out_size);
+        };
+        if (g.rank() != 2) return band(g, 0);
+        for (int64_t r0 = 0; r0 < g.output[0]; r0 += band_rows) {
+          band(OutputRowBand(g, r0, std::min(g.output[0], r0 + band_rows)), r0 * row_pixels);
+        }
       });
       return;
     }

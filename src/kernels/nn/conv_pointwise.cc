@@ -51,6 +51,14 @@ struct Operands {
 // resnet's last stage) streamed both operands from L2 or L3 for every tile.
 constexpr int64_t kDepthBlock = 128;
 
+// Rows per pass of a product k deep: as few passes as kDepthBlock allows, of equal depth, so
+// that k = 147 (a 7x7 layer on 3 channels) runs 74 + 73 rows rather than 128 + 19, whose short
+// pass would load and store every accumulator for a few multiply-adds.
+int64_t PassRows(int64_t k) {
+  const int64_t passes = (std::max<int64_t>(k, 1) + kDepthBlock - 1) / kDepthBlock;
+  return (std::max<int64_t>(k, 1) + passes - 1) / passes;
+}
+
 // What one pass over rows [t_begin, t_begin + kn) of x does with a tile.
 struct TilePass {
   const float* x;    // the tile's first pixel in row t_begin
@@ -268,7 +276,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
     return;
   }
 
-  // A deep product: passes of kDepthBlock rows, each running every block of 8 channels over one
+  // A deep product: passes of PassRows rows, each running every block of 8 channels over one
   // tile (its rows copied into a contiguous panel unless a single block reads them) before the
   // next tile; the epilogue once the last pass is done.
   const bool pack = m_end - m_begin > kLanes;
@@ -276,8 +284,9 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
   if (pack && panel.size() < static_cast<size_t>(kDepthBlock * chunk_pixels)) {
     panel.resize(static_cast<size_t>(kDepthBlock * chunk_pixels));
   }
-  for (int64_t t_begin = 0; t_begin < o.k; t_begin += kDepthBlock) {
-    const int64_t kn = std::min(kDepthBlock, o.k - t_begin);
+  const int64_t pass_rows = PassRows(o.k);
+  for (int64_t t_begin = 0; t_begin < o.k; t_begin += pass_rows) {
+    const int64_t kn = std::min(pass_rows, o.k - t_begin);
     const bool load_y = o.accumulate || t_begin > 0;
     const bool last_pass = t_begin + kn == o.k;
     if (pack) PackPanel(o, t_begin, kn, p0, tiles_end, panel.data());
@@ -310,7 +319,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
 // Every tile of the product, over `pool`.
 void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, ThreadPool* pool) {
   if (o.pixels <= 0 || m <= 0) return;
-  const int64_t pass_rows = std::min(std::max<int64_t>(o.k, 1), kDepthBlock);
+  const int64_t pass_rows = PassRows(o.k);
   const int64_t panel_tile_bytes = pass_rows * kTilePixels * int64_t{sizeof(float)};
   const int64_t chunk_tiles = std::clamp<int64_t>(kChunkPanelBytes / panel_tile_bytes, 1, kMaxChunkTiles);
   const int64_t chunk_pixels = chunk_tiles * kTilePixels;
@@ -343,13 +352,13 @@ void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, Thread
 }  // namespace
 
 void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packed_w, int64_t m, const float* bias,
-                   const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool) {
+                   const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool, int64_t y_stride) {
 #if ONNX_LIGHT_POINTWISE_CONV
-  const Operands o{x, pixels, k, pixels, packed_w, bias, z, y, pixels, false};
+  const Operands o{x, pixels, k, pixels, packed_w, bias, z, y, y_stride > 0 ? y_stride : pixels, false};
   RunTiles(o, m, epilogue, pool);
 #else
   (void)x, (void)k, (void)pixels, (void)packed_w, (void)m, (void)bias, (void)epilogue, (void)z, (void)y,
-      (void)pool;
+      (void)pool, (void)y_stride;
 #endif
 }
 

@@ -18,10 +18,12 @@ namespace onnx_light::runtime {
 class ThreadPool;
 
 /// y [m, pixels] = epilogue(bias[m] + W x + z) for one image x [k, pixels]; `packed_w` is W
-/// [m, k] packed by PackDirectConvWeights; `bias` and `z` (laid out like y) may be null. Tiles
-/// of pixels are spread over `pool` (null: the calling thread). Requires DirectConvAvailable().
+/// [m, k] packed by PackDirectConvWeights; `bias` and `z` (laid out like y) may be null. Row c
+/// of y (and of z) starts at c * y_stride (0: y_stride = pixels), so a band of an image's pixels
+/// can be written into the whole image's output. Tiles of pixels are spread over `pool` (null:
+/// the calling thread). Requires DirectConvAvailable().
 void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packed_w, int64_t m, const float* bias,
-                   const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool);
+                   const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool, int64_t y_stride = 0);
 
 /// Rows of A below which TiledGemm leaves a product to BLAS (a matrix-vector product or a few
 /// rows use one accumulator row of eight at most).

@@ -289,6 +289,15 @@ void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col,
   }
 }
 
+WindowGeometry OutputRowBand(const WindowGeometry& g, int64_t row_begin, int64_t row_end) {
+  WindowGeometry band = g;
+  band.output[0] = row_end - row_begin;
+  // Output row r of the band is row row_begin + r of g: its input rows start row_begin strides
+  // further down, which a smaller (possibly negative) leading padding expresses.
+  band.pad_begin[0] = g.pad_begin[0] - row_begin * g.stride[0];
+  return band;
+}
+
 bool IsPointwise(const WindowGeometry& g) {
   for (size_t i = 0; i < g.rank(); ++i) {
     if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0) return false;

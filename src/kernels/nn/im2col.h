@@ -73,6 +73,12 @@ void CheckConvOperands(const RuntimeContext& rt, const Tensor& x, const Tensor& 
 /// A 1x1 window with unit strides and no padding: the columns are the image itself.
 bool IsPointwise(const WindowGeometry& g);
 
+/// The 2-D window `g` restricted to output rows [row_begin, row_end) (its output height becomes
+/// row_end - row_begin, its leading padding shifts by row_begin strides): Im2Col with it writes
+/// the columns of those rows only, read from the same whole image. Only for Im2Col: the band's
+/// pad_end is g's.
+WindowGeometry OutputRowBand(const WindowGeometry& g, int64_t row_begin, int64_t row_end);
+
 /// Columns [channels * kernel size, output size] of `image` [channels, input...]; entries in the
 /// padding read `pad` (0, or a quantized image's zero point).
 template <typename T>
