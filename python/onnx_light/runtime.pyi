@@ -374,7 +374,7 @@ class RuntimeSessionOptions:
                  fold_constants: bool = True, eliminate_noop_nodes: bool = True,
                  fuse_gelu: bool = True, fuse_conv_activation: bool = True,
                  fuse_attention: bool = True, fuse_quantized_matmul: bool = True, fuse_qdq: bool = True,
-                 thread_pool: SharedThreadPool | None = None) -> None: ...
+                 thread_pool: SharedThreadPool | None = None, fuse_conv_add: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -406,6 +406,10 @@ class RuntimeSessionOptions:
     """Run the activation that alone reads a float32 Conv's output (Relu, LeakyRelu, Clip,
     HardSigmoid, HardSwish, Sigmoid, Tanh, SiLU as Mul(y, Sigmoid(y))) in the convolution's
     epilogue, as one FusedConv node (docs/graph-passes.md)."""
+    fuse_conv_add: bool
+    """Add the other input of a residual Add that alone reads a float32 Conv's output in the
+    convolution's epilogue, before a fused activation, with Add's broadcasting (one FusedConv
+    node, kernel usage ".../<path>+add"; docs/graph-passes.md)."""
     fold_constants: bool
     """Compute nodes whose inputs are all constants once, at build time; they are no longer
     dispatched and their results appear as initializers (docs/graph-passes.md)."""

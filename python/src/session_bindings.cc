@@ -548,7 +548,7 @@ void BindSession(py::module_& m) {
                        int64_t max_nesting_depth, int64_t max_subgraphs, int64_t reserved_rows,
                        bool fold_constants, bool eliminate_noop_nodes, bool fuse_gelu,
                        bool fuse_conv_activation, bool fuse_attention, bool fuse_quantized_matmul,
-                       bool fuse_qdq, std::shared_ptr<SharedThreadPool> thread_pool) {
+                       bool fuse_qdq, std::shared_ptr<SharedThreadPool> thread_pool, bool fuse_conv_add) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
                                            .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
@@ -556,6 +556,7 @@ void BindSession(py::module_& m) {
                                            .kernel_context = std::move(kernel_context),
                                            .fuse_conv_batchnorm = fuse_conv_batchnorm,
                                            .fuse_conv_activation = fuse_conv_activation,
+                                           .fuse_conv_add = fuse_conv_add,
                                            .fold_constants = fold_constants,
                                            .eliminate_noop_nodes = eliminate_noop_nodes,
                                            .fuse_gelu = fuse_gelu,
@@ -579,7 +580,7 @@ void BindSession(py::module_& m) {
            py::arg("fold_constants") = true, py::arg("eliminate_noop_nodes") = true,
            py::arg("fuse_gelu") = true, py::arg("fuse_conv_activation") = true,
            py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true,
-           py::arg("fuse_qdq") = true, py::arg("thread_pool") = py::none(),
+           py::arg("fuse_qdq") = true, py::arg("thread_pool") = py::none(), py::arg("fuse_conv_add") = true,
            "Every option by keyword; a value out of range is a ValueError naming it.")
       .def_readwrite("thread_pool", &RuntimeSessionOptions::thread_pool,
                      "The SharedThreadPool whose workers run the session's parallel regions, shared "
@@ -599,6 +600,9 @@ void BindSession(py::module_& m) {
       .def_readwrite("fuse_conv_activation", &RuntimeSessionOptions::fuse_conv_activation,
                      "Run the activation that alone reads a float32 Conv's output in the "
                      "convolution's epilogue (docs/graph-passes.md).")
+      .def_readwrite("fuse_conv_add", &RuntimeSessionOptions::fuse_conv_add,
+                     "Add the other input of a residual Add that alone reads a float32 Conv's output "
+                     "in the convolution's epilogue, with Add's broadcasting (docs/graph-passes.md).")
       .def_readwrite("fold_constants", &RuntimeSessionOptions::fold_constants,
                      "Compute nodes whose inputs are all constants once, at build time "
                      "(docs/graph-passes.md).")

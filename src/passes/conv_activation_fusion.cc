@@ -102,7 +102,7 @@ std::optional<Activation> ReadingActivation(const WorkingGraph& graph, const Pas
 
 void FuseConvActivation(WorkingGraph& graph, const PassContext& context) {
   for (size_t i = 0; i < graph.size(); ++i) {
-    if (!IsFusableConv(graph, context, i)) continue;
+    if (!IsFusableConv(graph, context, i, /*with_residual=*/true)) continue;
     std::optional<Activation> activation = ReadingActivation(graph, context, i);
     if (!activation) continue;
     std::vector<size_t> covered = {i};

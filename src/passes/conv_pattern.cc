@@ -18,12 +18,13 @@ std::string StringAttr(const Node& node, const char* name) {
 
 }  // namespace
 
-bool IsFusableConv(const WorkingGraph& graph, const PassContext& context, size_t i) {
+bool IsFusableConv(const WorkingGraph& graph, const PassContext& context, size_t i, bool with_residual) {
   if (!graph.live(i)) return false;
   const Node& node = graph.node(i);
   const bool fused = node.domain == kFusedDomain && node.op_type == "FusedConv";
   if (!fused && !context.IsBuiltin(node, "Conv")) return false;
-  if (fused && (!StringAttr(node, "activation").empty() || (node.inputs.size() > 3 && !node.inputs[3].empty()))) {
+  if (fused && (!StringAttr(node, "activation").empty() ||
+                (!with_residual && node.inputs.size() > 3 && !node.inputs[3].empty()))) {
     return false;
   }
   if (node.outputs.size() != 1 || node.outputs[0].empty() || node.inputs.size() < 2 ||

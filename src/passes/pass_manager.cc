@@ -5,6 +5,7 @@
 #include "passes/attention_fusion.h"
 #include "passes/constant_folding.h"
 #include "passes/conv_activation_fusion.h"
+#include "passes/conv_add_fusion.h"
 #include "passes/conv_batchnorm_fusion.h"
 #include "passes/gelu_fusion.h"
 #include "passes/noop_elimination.h"
@@ -31,6 +32,8 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   if (options.eliminate_noop_nodes) EliminateNoopNodes(work, context);
   if (options.fold_constants) FoldConstants(work, context);
   if (options.fuse_conv_batchnorm) FuseConvBatchNorm(work, context);
+  // The residual before the activation: Relu(Conv + Z) becomes one node with both.
+  if (options.fuse_conv_add) FuseConvAdd(work, context);
   if (options.fuse_conv_activation) FuseConvActivation(work, context);
   if (options.fuse_gelu) FuseGelu(work, context);
   if (options.fuse_attention) FuseAttention(work, context);

@@ -16,6 +16,7 @@ struct PassOptions {
   bool fold_constants = true;
   bool eliminate_noop_nodes = true;
   bool fuse_conv_batchnorm = true;
+  bool fuse_conv_add = true;
   bool fuse_conv_activation = true;
   bool fuse_gelu = true;
   bool fuse_attention = true;

@@ -67,6 +67,7 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
   const PassOptions passes{.fold_constants = options.fold_constants,
                            .eliminate_noop_nodes = options.eliminate_noop_nodes,
                            .fuse_conv_batchnorm = options.fuse_conv_batchnorm && fused("FusedConv"),
+                           .fuse_conv_add = options.fuse_conv_add && fused("FusedConv"),
                            .fuse_conv_activation = options.fuse_conv_activation && fused("FusedConv"),
                            .fuse_gelu = options.fuse_gelu && fused("Gelu"),
                            .fuse_attention = options.fuse_attention && fused("Attention") &&

@@ -1,4 +1,4 @@
-// The Conv fusion passes (passes/conv_batchnorm_fusion, passes/conv_activation_fusion): the
+// The Conv fusion passes (passes/conv_batchnorm_fusion, conv_add_fusion, conv_activation_fusion): the
 // fused node's event and kernel usage, equality with the unfused plan, and the options off.
 #include <gtest/gtest.h>
 
@@ -47,6 +47,7 @@ ChainRun RunChain(bool fuse, const std::shared_ptr<const Model>& model = ChainMo
   RuntimeSessionOptions options;
   options.fuse_conv_batchnorm = fuse;
   options.fuse_conv_activation = fuse;
+  options.fuse_conv_add = fuse;
   RuntimeSession session(model, options);
   RuntimeContext rt = testing::MakeContext(true);
   rt.set_kernel_usage_enabled(true);
@@ -68,6 +69,7 @@ ChainRun RunChain(bool fuse, const std::shared_ptr<const Model>& model = ChainMo
 TEST(ConvFusionTest, DefaultOn) {
   EXPECT_TRUE(RuntimeSessionOptions{}.fuse_conv_batchnorm);
   EXPECT_TRUE(RuntimeSessionOptions{}.fuse_conv_activation);
+  EXPECT_TRUE(RuntimeSessionOptions{}.fuse_conv_add);
 }
 
 TEST(ConvFusionTest, FusedMatchesUnfusedAndNamesTheWrittenNodes) {
@@ -137,6 +139,44 @@ TEST(ConvActivationFusionTest, ActivationsRunInTheConvEpilogue) {
     ASSERT_EQ(fused.y.size(), unfused.y.size());
     for (size_t i = 0; i < fused.y.size(); ++i) EXPECT_NEAR(fused.y[i], unfused.y[i], 1e-6f) << i;
   }
+}
+
+// x -> Conv -> BatchNormalization -> Add(residual z, a constant here) -> Relu -> r: a resnet block.
+std::shared_ptr<const Model> ResidualBlock() {
+  GraphBuilder b;
+  b.Input("x", DataType::kFloat, std::vector<int64_t>{1, 2, 5, 9}).Output("r", DataType::kFloat);
+  Attribute pads{.name = "pads", .type = AttributeType::kInts, .ints = {1, 1, 1, 1}};
+  b.AddNode("Conv", {"x", "w", "b"}, {"c"}, "", {pads});
+  b.AddNode("BatchNormalization", {"c", "scale", "beta", "mean", "var"}, {"bn"});
+  b.AddNode("Add", {"z", "bn"}, {"s"});
+  b.AddNode("Relu", {"s"}, {"r"});
+  std::vector<float> w(3 * 2 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i)) * 0.5f;
+  std::vector<float> z(3 * 5 * 9);
+  for (size_t i = 0; i < z.size(); ++i) z[i] = std::cos(static_cast<float>(i) * 1.3f);
+  b.graph().initializers = {{"w", FloatTensor({3, 2, 3, 3}, w)},
+                            {"b", FloatTensor({3}, {0.1f, -0.2f, 0.3f})},
+                            {"scale", FloatTensor({3}, {1.5f, 0.5f, -1.0f})},
+                            {"beta", FloatTensor({3}, {0.0f, 0.25f, -0.5f})},
+                            {"mean", FloatTensor({3}, {0.2f, -0.1f, 0.0f})},
+                            {"var", FloatTensor({3}, {1.0f, 2.0f, 0.5f})},
+                            {"z", FloatTensor({1, 3, 5, 9}, z)}};
+  return b.Build();
+}
+
+TEST(ConvAddFusionTest, ResidualBlockIsOneNodeCoveringEveryWrittenNode) {
+  const ChainRun fused = RunChain(true, ResidualBlock());
+  const ChainRun unfused = RunChain(false, ResidualBlock());
+  ASSERT_EQ(fused.nodes.size(), 1u);
+  EXPECT_EQ(fused.nodes[0], std::make_pair(std::string("Conv_0"), std::string("FusedConv")));
+  EXPECT_EQ(fused.events[0].covered_node_indices, std::vector<int64_t>({0, 1, 2, 3}));
+  EXPECT_EQ(fused.events[0].covered_node_names,
+            std::vector<std::string>({"Conv_0", "BatchNormalization_1", "Add_2", "Relu_3"}));
+  ASSERT_EQ(fused.usage.size(), 1u);
+  EXPECT_TRUE(fused.usage[0].ends_with("+bn+add+relu")) << fused.usage[0];
+  EXPECT_EQ(unfused.nodes.size(), 4u);
+  ASSERT_EQ(fused.y.size(), unfused.y.size());
+  for (size_t i = 0; i < fused.y.size(); ++i) EXPECT_NEAR(fused.y[i], unfused.y[i], 1e-5f) << i;
 }
 
 TEST(ConvActivationFusionTest, AConvOutputReadElsewhereIsNotFused) {

@@ -161,11 +161,12 @@ struct RunResult {
 };
 
 // `rewrite` false runs the written nodes: the unfused reference must not be fused by the
-// session's own Conv + activation pass.
+// session's own Conv + Add and Conv + activation passes.
 RunResult RunModel(const std::shared_ptr<const Model>& model, const Tensor& x, const Tensor* z, int threads = 1,
                    bool rewrite = true) {
   RuntimeSessionOptions options{.num_threads = threads};
   options.fuse_conv_activation = rewrite;
+  options.fuse_conv_add = rewrite;
   RuntimeSession session(model, options);
   RuntimeContext rt = testing::MakeContext();
   rt.set_kernel_usage_enabled(true);

@@ -60,6 +60,10 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// HardSigmoid, HardSwish, Sigmoid, Tanh, and SiLU written as Mul(y, Sigmoid(y))) in the
   /// convolution's epilogue: one FusedConv node, kernel usage "Conv/float32/<path>+<activation>".
   bool fuse_conv_activation = true;
+  /// Add the input of a residual Add that alone reads a float32 Conv's output in the
+  /// convolution's epilogue (before a fused activation): one FusedConv node, kernel usage
+  /// "Conv/float32/<path>+add". Add's broadcasting is kept, so results are the unfused graph's.
+  bool fuse_conv_add = true;
   /// Build-time graph passes (docs/graph-passes.md), each switched by its own field. They run on
   /// the main graph before kernels are resolved and never touch a node a custom kernel or a
   /// model-local function serves, a graph output's name, or a value a subgraph reads. Events

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/nn/conv_depthwise_lanes.h"
@@ -93,14 +94,13 @@ class ConvKernel final : public KernelBase {
                      DataTypeName(z_in->dtype()));
       }
       if (!std::equal(z_in->shape().begin(), z_in->shape().end(), out_shape.begin(), out_shape.end())) {
-        ThrowInvalid(rt, "input Z ('{}') must have the output's shape {}, got {}", rt.input_name(3),
-                     ShapeToString(out_shape), ShapeToString(z_in->shape()));
+        return RunBroadcastResidual(rt, x_in, w_in, b_in, *z_in, g, out_shape);
       }
     }
     Tensor& y = rt.AllocateOutput(0, x_in.dtype(), out_shape);
     switch (x_in.dtype()) {
       case DataType::kFloat:
-        return RunFloat(rt, x_in, w_in, b_in, z_in, g, y);
+        return RunFloat(rt, x_in, w_in, b_in, z_in, g, y, fusion_.epilogue);
       case DataType::kDouble:
         return RunIm2Col<double>(rt, x_in, w_in, b_in, g, y);
       default:
@@ -179,8 +179,51 @@ class ConvKernel final : public KernelBase {
     return n > 1 && work >= kMinParallelWork;
   }
 
+  // Z of another shape than the convolution's output, as the residual Add it stands for reads it:
+  // Y = activation(Conv + Z) with Add's broadcasting (Y takes the broadcast shape), in a second
+  // pass over Y. Shapes that do not broadcast are an error naming Z and both shapes.
+  void RunBroadcastResidual(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
+                            const Tensor& z_in, const WindowGeometry& g, const Shape& conv_shape) const {
+    const Shape& z_shape = z_in.shape();
+    const size_t rank = std::max(conv_shape.size(), z_shape.size());
+    Shape shape(rank, 1);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t a = d + conv_shape.size() >= rank ? conv_shape[d + conv_shape.size() - rank] : 1;
+      const int64_t b = d + z_shape.size() >= rank ? z_shape[d + z_shape.size() - rank] : 1;
+      if (a != b && a != 1 && b != 1) {
+        ThrowInvalid(rt, "input Z ('{}') of shape {} does not broadcast against the convolution's output {}",
+                     rt.input_name(3), ShapeToString(z_shape), ShapeToString(conv_shape));
+      }
+      shape[d] = a == 1 ? b : a;
+    }
+    Tensor conv = Tensor::Allocate(DataType::kFloat, conv_shape, rt.allocator());
+    RunFloat(rt, x_in, w_in, b_in, nullptr, g, conv, ConvEpilogue{});
+    Tensor& y = rt.AllocateOutput(0, DataType::kFloat, shape);
+    const Tensor zc = z_in.Contiguous(rt.allocator());
+    const Shape conv_strides = BroadcastStrides(conv_shape, shape);
+    const Shape z_strides = BroadcastStrides(z_shape, shape);
+    const float* a = conv.data<float>();
+    const float* z = zc.data<float>();
+    float* out = y.data<float>();
+    std::vector<int64_t> index(rank, 0);
+    int64_t ia = 0;
+    int64_t iz = 0;
+    for (int64_t i = 0; i < y.size(); ++i) {
+      out[i] = a[ia] + z[iz];
+      for (size_t d = rank; d-- > 0;) {
+        ia += conv_strides[d];
+        iz += z_strides[d];
+        if (++index[d] < shape[d]) break;
+        ia -= conv_strides[d] * shape[d];
+        iz -= z_strides[d] * shape[d];
+        index[d] = 0;
+      }
+    }
+    if (!fusion_.epilogue.is_identity()) ApplyConvEpilogue(fusion_.epilogue, out, nullptr, y.size(), 0.0f);
+  }
+
   void RunFloat(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
-                const Tensor* z_in, const WindowGeometry& g, Tensor& y) const {
+                const Tensor* z_in, const WindowGeometry& g, Tensor& y, const ConvEpilogue& ep) const {
     const int64_t n = x_in.dim(0);
     const int64_t c = x_in.dim(1);
     const int64_t m = w_in.dim(0);
@@ -220,7 +263,6 @@ class ConvKernel final : public KernelBase {
     float* out = y.data<float>();
     const int64_t in_size = g.input_size();
     const int64_t out_size = g.output_size();
-    const ConvEpilogue& ep = fusion_.epilogue;
     ThreadPool* pool = rt.thread_pool();
 
     if (depthwise_lanes) {
