@@ -19,6 +19,7 @@
 #include "kernels/nn/conv_grouped.h"
 #include "kernels/nn/conv_kernels.h"
 #include "kernels/nn/conv_pointwise.h"
+#include "kernels/registry/broadcast_walk.h"
 #include "kernels/registry/fused_kernels.h"
 #include "kernels/math/half_precision.h"
 #include "kernels/nn/im2col.h"
@@ -200,25 +201,10 @@ class ConvKernel final : public KernelBase {
     RunFloat(rt, x_in, w_in, b_in, nullptr, g, conv, ConvEpilogue{});
     Tensor& y = rt.AllocateOutput(0, DataType::kFloat, shape);
     const Tensor zc = z_in.Contiguous(rt.allocator());
-    const Shape conv_strides = BroadcastStrides(conv_shape, shape);
-    const Shape z_strides = BroadcastStrides(z_shape, shape);
     const float* a = conv.data<float>();
     const float* z = zc.data<float>();
     float* out = y.data<float>();
-    std::vector<int64_t> index(rank, 0);
-    int64_t ia = 0;
-    int64_t iz = 0;
-    for (int64_t i = 0; i < y.size(); ++i) {
-      out[i] = a[ia] + z[iz];
-      for (size_t d = rank; d-- > 0;) {
-        ia += conv_strides[d];
-        iz += z_strides[d];
-        if (++index[d] < shape[d]) break;
-        ia -= conv_strides[d] * shape[d];
-        iz -= z_strides[d] * shape[d];
-        index[d] = 0;
-      }
-    }
+    ForEachBroadcastPair(conv_shape, z_shape, shape, [&](int64_t i, int64_t ia, int64_t iz) { out[i] = a[ia] + z[iz]; });
     if (!fusion_.epilogue.is_identity()) ApplyConvEpilogue(fusion_.epilogue, out, nullptr, y.size(), 0.0f);
   }
 

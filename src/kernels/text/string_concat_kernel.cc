@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/registry/broadcast_walk.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
 
@@ -35,23 +36,8 @@ class StringConcatKernel final : public KernelBase {
     } else if (same) {
       for (int64_t i = 0; i < n; ++i) concat(pa[i], pb[i], out[i]);
     } else {
-      // Walk the output's index; each input advances by its broadcast strides (0 on the axes it
-      // repeats).
-      const Shape stride_a = BroadcastStrides(a.shape(), shape), stride_b = BroadcastStrides(b.shape(), shape);
-      const size_t rank = shape.size();
-      std::vector<int64_t> index(rank, 0);
-      int64_t ia = 0, ib = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        concat(pa[ia], pb[ib], out[i]);
-        for (size_t d = rank; d-- > 0;) {
-          ia += stride_a[d];
-          ib += stride_b[d];
-          if (++index[d] < shape[d]) break;
-          ia -= stride_a[d] * shape[d];
-          ib -= stride_b[d] * shape[d];
-          index[d] = 0;
-        }
-      }
+      ForEachBroadcastPair(a.shape(), b.shape(), shape,
+                           [&](int64_t i, int64_t ia, int64_t ib) { concat(pa[ia], pb[ib], out[i]); });
     }
     if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(same ? kSameUsage : kBroadcastUsage);
   }
