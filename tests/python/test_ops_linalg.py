@@ -815,6 +815,9 @@ POOL_CASES = [
     ([1, 2, 9, 11], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 1, 1, 0], "ceil_mode": 1}),
     ([1, 2, 6, 40], {"kernel_shape": [2, 5], "strides": [1, 3], "pads": [1, 2, 0, 2]}),
     ([1, 2, 3, 4], {"kernel_shape": [4, 5], "pads": [1, 1, 1, 1]}),                # window wider than input
+    # 3x3 stride 2 rows of 38 and 55 outputs: the row path's vectorised interior and its tails.
+    ([1, 2, 5, 75], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ([1, 3, 6, 111], {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
     # MaxPool 2x2 stride 2 (float32): vector body, scalar tail, odd sizes, ceil_mode leaves it.
     ([2, 3, 7, 21], {"kernel_shape": [2, 2], "strides": [2, 2]}),
     ([1, 2, 7, 21], {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
@@ -948,6 +951,25 @@ def test_maxpool_2x2_skips_nan_like_the_general_loop():
     general = run_ours(node_model("MaxPool", x3, {"kernel_shape": [1, 2, 2], "strides": [1, 2, 2]}), x3)[0]
     np.testing.assert_array_equal(fast, general[:, :, 0])
     assert "MaxPool/float32/2x2" in usage_of(node_model("MaxPool", {"x": x}, attrs), {"x": x})
+
+
+@pytest.mark.parametrize("width", [9, 40, 75])
+def test_maxpool_3x3_stride_2_skips_nan_like_the_general_loop(width):
+    # The row path's stride-2 slide (built per instruction set) against the general tap-by-tap
+    # loop: NaN taps skipped, -inf, signed zeros, bit for bit.
+    x = random([2, 3, 7, width])
+    x[0, 0, 0, 0] = x[0, 1, 2, 5] = x[1, 2, 5, width - 1] = np.nan
+    x[1, 0, 0:3, 0:3] = np.nan                                   # a window of NaN only
+    x[1, 1, 2:5, 6:9] = -np.inf
+    x[0, 2, :, 10 % width:] = -0.0
+    x[0, 2, 3, 12 % width] = 0.0
+    attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    fast = run_ours(node_model("MaxPool", {"x": x}, attrs), {"x": x})[0]
+    x3 = {"x": x[:, :, None]}
+    general = run_ours(node_model("MaxPool", x3, {"kernel_shape": [1, 3, 3], "strides": [1, 2, 2],
+                                                  "pads": [0, 1, 1, 0, 1, 1]}), x3)[0]
+    np.testing.assert_array_equal(fast.view(np.uint32), general[:, :, 0].view(np.uint32))
+    assert "MaxPool/float32/direct-rows" in usage_of(node_model("MaxPool", {"x": x}, attrs), {"x": x})
 
 
 def test_pool_kernel_usage():
