@@ -341,27 +341,19 @@ class ConvKernel final : public KernelBase {
       });
       return;
     }
-    if (lanes) {
+    if (lanes || direct) {
+      // The two direct kernels share their packed weights, their signature and their split:
+      // images over the pool, or one image's output channels.
       const Tensor packed = PackedWeights(rt, w_in, w, m, c * g.kernel_size());
+      ThreadPool* inner = images_in_parallel ? nullptr : pool;
       const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
-      const int64_t per_slot = DirectLanesScratchSize(c, g, m, images_in_parallel ? nullptr : pool);
+      const int64_t per_slot = lanes ? DirectLanesScratchSize(c, g, m, inner) : DirectConvScratchSize(c, g);
+      const auto conv2d = lanes ? &DirectLanesConv2d : &DirectConv2d;
       Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
-        DirectLanesConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, ep,
-                          z != nullptr ? z + img * m * out_size : nullptr, scratch.data<float>() + slot * per_slot,
-                          out + img * m * out_size, images_in_parallel ? nullptr : pool);
-      });
-      return;
-    }
-    if (direct) {
-      const Tensor packed = PackedWeights(rt, w_in, w, m, c * g.kernel_size());
-      const int64_t per_slot = DirectConvScratchSize(c, g);
-      const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
-      Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
-      ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
-        DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, ep,
-                     z != nullptr ? z + img * m * out_size : nullptr, scratch.data<float>() + slot * per_slot,
-                     out + img * m * out_size, images_in_parallel ? nullptr : pool);
+        conv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, ep,
+               z != nullptr ? z + img * m * out_size : nullptr, scratch.data<float>() + slot * per_slot,
+               out + img * m * out_size, inner);
       });
       return;
     }
