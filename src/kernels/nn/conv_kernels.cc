@@ -5,9 +5,9 @@
 // conv_grouped.h; on AVX-512 CPUs a float32 2-D convolution with strides up to 2 and enough taps
 // takes the channels-in-lanes direct kernel (conv_direct_lanes.h), a stride-1 one with fewer taps
 // over a large image the columns-in-lanes one (conv_direct.h); everything else is im2col followed
-// by one GEMM. On AVX-512 CPUs a float32 one-group
-// GEMM is our own (conv_pointwise.h, weights packed once), elsewhere BLAS's. The epilogue (bias,
-// residual, activation; conv_epilogue.h) runs on each block of output right after it is computed.
+// by one GEMM. On AVX-512 CPUs a float32 one-group GEMM is our own (conv_pointwise.h, weights
+// packed once), elsewhere BLAS's. The epilogue (bias, residual, activation; conv_epilogue.h) runs
+// on each block of output right after it is computed.
 #include <algorithm>
 #include <cmath>
 #include <optional>
