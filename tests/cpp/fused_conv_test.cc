@@ -8,6 +8,7 @@
 
 #include "error_message.h"
 #include "graph_builder.h"
+#include "kernels/nn/conv_direct.h"
 #include "kernels/nn/conv_kernels.h"
 #include "kernels/registry/fused_kernels.h"
 #include "model_test_util.h"
@@ -62,8 +63,13 @@ std::vector<ConvShape> Shapes() {
       {"strided", {2, 3, 9, 11}, {4, 3, 3, 3}, {Ints("strides", {2, 2}), Ints("pads", {1, 1, 1, 1})},
        "im2col-"},  // avx512 or blas
       {"pointwise", {1, 5, 6, 7}, {7, 5, 1, 1}, {}, "1x1-"},  // avx512 or blas
-      // 7 MiB of columns: bands of output rows, each writing its rows of Y and reading Z's
-      {"strided in bands", {1, 3, 230, 99}, {4, 3, 7, 7}, {Ints("strides", {2, 2}), Ints("pads", {3, 3, 3, 3})},
+      // 216 taps at strides (2, 1): the channels-in-lanes kernel on AVX-512 CPUs (33 channels: a
+      // tile of 32 and one of 1; two passes of 12 input channels)
+      {"lanes", {1, 24, 9, 31}, {33, 24, 3, 3}, {Ints("strides", {2, 1}), Ints("pads", {1, 1, 1, 1})},
+       DirectConvAvailable() ? "direct-lanes-" : "im2col-"},
+      // 3.5 MiB of columns at stride 3 (no direct kernel): bands of output rows, each writing its
+      // rows of Y and reading Z's
+      {"strided in bands", {1, 3, 230, 230}, {4, 3, 7, 7}, {Ints("strides", {3, 3}), Ints("pads", {3, 3, 3, 3})},
        "im2col-"},
   };
 }

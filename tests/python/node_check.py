@@ -175,9 +175,13 @@ def _direct_conv_available():
         return False
 
 
-# The implementation name of stride-1 undilated 2-D float32 convolutions at least 8 columns wide
-# whose im2col columns would pass 2 MiB (dense_conv_path): the AVX-512 direct kernel where the
-# CPU has it, im2col + BLAS elsewhere.
+# The implementation name of float32 one-group 2-D convolutions with strides of 1 or 2, no
+# dilation, a kernel larger than 1x1 and at least 64 taps per output (C * KH * KW;
+# lanes_conv_path): the AVX-512 channels-in-lanes direct kernel where the CPU has it.
+LANES_CONV_PATH = "direct-lanes-avx512" if _direct_conv_available() else "im2col-blas"
+# The implementation name of the other stride-1 undilated 2-D float32 convolutions at least 8
+# columns wide whose im2col columns would pass 2 MiB (dense_conv_path): the AVX-512
+# columns-in-lanes direct kernel where the CPU has it, im2col + BLAS elsewhere.
 DIRECT_CONV_PATH = "direct-avx512" if _direct_conv_available() else "im2col-blas"
 # The same for float32 1x1 convolutions with stride 1, no padding and one group.
 POINTWISE_CONV_PATH = "1x1-avx512" if _direct_conv_available() else "1x1-blas"
@@ -227,8 +231,12 @@ def depthwise_conv_path(output_width, multiplier=1, rank=2):
 
 def dense_conv_path(channels, kernel_size, output_pixels):
     """The path of a float32 one-group, stride-1, undilated 2-D convolution at least 8 output
-    columns wide: the direct kernel when one image's im2col columns (channels * kernel_size rows
-    of output_pixels floats) would pass 2 MiB, else im2col + our tiles (both need AVX-512)."""
+    columns wide: the channels-in-lanes kernel for a kernel larger than 1x1 and at least 64 taps
+    per output, else the columns-in-lanes direct kernel when one image's im2col columns
+    (channels * kernel_size rows of output_pixels floats) would pass 2 MiB, else im2col + our
+    tiles (all need AVX-512)."""
+    if kernel_size > 1 and channels * kernel_size >= 64:
+        return LANES_CONV_PATH
     if channels * kernel_size * output_pixels * 4 > (2 << 20):
         return DIRECT_CONV_PATH
     return IM2COL_CONV_PATH

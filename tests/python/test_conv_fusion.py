@@ -10,11 +10,12 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, assert_close, dense_conv_path,
-                        depthwise_conv_path, grouped_conv_isa, make_model, random, run_ort, run_ours)
+from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, LANES_CONV_PATH, POINTWISE_CONV_PATH, assert_close,
+                        dense_conv_path, depthwise_conv_path, grouped_conv_isa, make_model, random, run_ort, run_ours)
 from onnx_light.cnn_model import build_cnn
 
 DIRECT = DIRECT_CONV_PATH
+LANES = LANES_CONV_PATH
 
 FUSED = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=True)
 # Off: neither the BatchNormalization fold nor the activation fusion (which would fuse the Relu).
@@ -97,9 +98,10 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     unfused, usage_off, events_off = run_with(model, feeds, UNFUSED, events=True)
     assert_close(fused[0], unfused[0], rtol=1e-4, atol=1e-5)
     assert_close(fused[0], run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
-    # Both convolutions are small enough (3 and 16 channels, 32x32 and 16x16) for im2col + tiles.
-    assert dense_conv_path(3, 9, 32 * 32) == dense_conv_path(16, 9, 16 * 16) == IM2COL_CONV_PATH
-    assert usage.count(f"Conv/float32/{IM2COL_CONV_PATH}+bn+relu") == 2
+    # The first convolution (3 channels, 27 taps) runs im2col + tiles, the second (16 channels,
+    # 144 taps) the channels-in-lanes kernel.
+    paths = [dense_conv_path(3, 9, 32 * 32), dense_conv_path(16, 9, 16 * 16)]
+    assert [u for u in usage if u.startswith("Conv/")] == [f"Conv/float32/{p}+bn+relu" for p in paths]
     assert not any(u.startswith(("BatchNormalization", "Relu")) for u in usage)
     # The fused node runs under the Conv's name as FusedConv; BN and Relu no longer run.
     conv_names = [n.name for n in model.graph.node if n.op_type == "Conv"]
@@ -113,13 +115,21 @@ def test_cnn_fused_matches_unfused_and_onnxruntime():
     fused_records = run_node_indexes(model, feeds, FUSED)
     assert [i for _, i in fused_records] == [i for i, op in enumerate(ops) if op not in ("BatchNormalization", "Relu")]
     assert all(ops[i] == op or (op, ops[i]) == ("FusedConv", "Conv") for op, i in fused_records)
-    assert usage_off.count(f"Conv/float32/{IM2COL_CONV_PATH}") == 2
+    assert [u for u in usage_off if u.startswith("Conv/")] == [f"Conv/float32/{p}" for p in paths]
 
 
 CASES = [
     # x shape, w shape, conv attributes, expected path
     ([2, 3, 9, 8], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),           # columns fit in cache
-    ([1, 64, 32, 32], [19, 64, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                # 2.25 MiB of columns
+    # The channels-in-lanes kernel: 64 input channels in four passes, 19 output channels (one
+    # tile of two vectors, the second partly live), rows of 14 + 14 + 4 pixels.
+    ([1, 64, 32, 32], [19, 64, 3, 3], {"pads": [1, 1, 1, 1]}, LANES),
+    # Stride 2 with asymmetric pads, 37 channels (a tile of 32, then one of 5), 11-pixel rows.
+    ([2, 8, 17, 23], [37, 8, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, LANES),
+    # Strides (1, 2), 33 channels (a tile of 32, then one of 1), a 7x7 kernel in one pass.
+    ([1, 16, 9, 31], [33, 16, 3, 3], {"strides": [1, 2], "pads": [1, 1, 1, 1]}, LANES),
+    ([1, 3, 40, 44], [16, 3, 7, 7], {"strides": [2, 2], "pads": [3, 3, 3, 3]}, LANES),   # a stem, 147 taps
+    ([1, 6, 160, 160], [10, 6, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                # 54 taps, 5.3 MiB of columns
     ([2, 3, 9, 6], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),           # too narrow for DIRECT
     ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),         # channel and pixel tails
     ([2, 3, 9, 8], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, IM2COL_CONV_PATH),
@@ -130,14 +140,15 @@ CASES = [
     ([1, 4, 8, 21], [8, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, depthwise_conv_path(21, 2)),
     ([2, 3, 6, 5], [5, 3, 1, 1], {}, POINTWISE_CONV_PATH),
     ([1, 40, 7, 7], [37, 40, 1, 1], {}, POINTWISE_CONV_PATH),                         # a 1-pixel tail
+    ([1, 64, 14, 14], [32, 64, 1, 1], {"strides": [2, 2]}, IM2COL_CONV_PATH),         # 1x1 stride 2: not lanes
     ([1, 3, 50], [4, 3, 1], {}, POINTWISE_CONV_PATH),                                 # 1-D
     ([2, 3, 10], [4, 3, 3], {"pads": [1, 1]}, IM2COL_CONV_PATH),                      # 1-D
     ([1, 2, 4, 5, 6], [3, 2, 2, 3, 2], {"strides": [1, 2, 1]}, IM2COL_CONV_PATH),       # 3-D
-    # Columns over 2 MiB without the direct kernel (stride 2) go in bands of output rows:
-    # resnet's stem (115 rows in bands of 15, the last one short; 147 deep: two passes),
-    ([2, 3, 230, 230], [8, 3, 7, 7], {"strides": [2, 2], "pads": [3, 3, 3, 3]}, IM2COL_CONV_PATH),
-    # bands of 30, 30 and 1 rows, each band's last 8 pixels a tail.
-    ([1, 16, 120, 120], [9, 16, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, IM2COL_CONV_PATH),
+    # Columns over 2 MiB that no direct kernel takes (stride 3) go in bands of output rows: a
+    # stem-like 7x7 (77 rows in bands of 23, the last one short; 147 deep: two passes),
+    ([2, 3, 230, 230], [8, 3, 7, 7], {"strides": [3, 3], "pads": [3, 3, 3, 3]}, IM2COL_CONV_PATH),
+    # bands of 20, 20, 20 and 1 rows of 58 pixels, each band's last 8 or 10 pixels a tail.
+    ([1, 24, 180, 116], [9, 24, 3, 3], {"strides": [3, 2], "pads": [1, 0, 2, 1]}, IM2COL_CONV_PATH),
 ]
 
 

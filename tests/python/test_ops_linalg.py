@@ -512,12 +512,13 @@ def test_conv_float64_float16_bfloat16():
     ([1, 2, 7, 12], [33, 2, 5, 3], {"pads": [2, 0, 1, 2]}),                # asymmetric pads, 5x3
     ([1, 2, 7, 12], [3, 2, 1, 4], {"pads": [0, 3, 0, 0]}),
     ([1, 2, 7, 12], [4, 2, 3, 3], {"auto_pad": "SAME_LOWER"}),
-    ([1, 64, 31, 33], [21, 64, 3, 3], {"pads": [1, 1, 1, 1]}),             # the direct kernel
+    ([1, 64, 31, 33], [21, 64, 3, 3], {"pads": [1, 1, 1, 1]}),             # the channels-in-lanes kernel
     ([1, 64, 33, 31], [17, 64, 3, 3], {"pads": [2, 0, 1, 2]}),             # and with asymmetric pads
+    ([1, 6, 110, 130], [9, 6, 3, 3], {"pads": [1, 1, 1, 1]}),              # 54 taps: the columns-in-lanes one
 ])
 def test_conv_direct(x_shape, w_shape, attrs, bias):
-    # Small ones take im2col + tiles (dense_conv_path); the edge cases stay, and
-    # tests/cpp/conv_direct_test.cc runs the direct kernel itself on them.
+    # The path follows dense_conv_path; tests/cpp/conv_direct_test.cc runs the direct kernels
+    # themselves on these edge cases.
     inputs = {"x": random(x_shape), "w": random(w_shape, seed=1)}
     if bias:
         inputs["b"] = random([w_shape[0]], seed=2)
@@ -527,13 +528,15 @@ def test_conv_direct(x_shape, w_shape, attrs, bias):
     assert f"Conv/float32/{path}" in usage_of(node_model("Conv", inputs, attrs), inputs)
 
 
-@pytest.mark.parametrize("width", [19, 40])   # im2col + tiles, the direct kernel
+# The channels-in-lanes kernel, im2col + tiles (27 taps), the columns-in-lanes kernel (54 taps).
+@pytest.mark.parametrize("channels,width", [(64, 19), (3, 19), (6, 120)])
 @pytest.mark.parametrize("relu", [False, True])
-def test_conv_constant_weights_packed_at_build(relu, width):
-    # A constant W (an initializer) is packed for the direct kernel once, when the session is
+def test_conv_constant_weights_packed_at_build(relu, channels, width):
+    # A constant W (an initializer) is packed for the AVX-512 kernels once, when the session is
     # built; the result is the one the same W fed as a graph input (packed per run) gives. With a
     # Relu after it the session fuses the pair (a FusedConv node), which packs the same way.
-    x, w, b = random([2, 64, 32, width]), random([21, 64, 3, 3], seed=1), random([21], seed=2)
+    height = 32 if channels != 6 else 100
+    x, w, b = random([2, channels, height, width]), random([21, channels, 3, 3], seed=1), random([21], seed=2)
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c" if relu else "y0"], pads=[1, 1, 1, 1])]
     if relu:
         nodes.append(helper.make_node("Relu", ["c"], ["y0"]))
@@ -541,7 +544,7 @@ def test_conv_constant_weights_packed_at_build(relu, width):
     model = make_model(nodes, {"x": x}, ["y0"], initializers={"w": w, "b": b})
     fed = run_ours(fed_model, {"x": x, "w": w, "b": b})[0]
     np.testing.assert_array_equal(run_ours(model, {"x": x})[0], fed)
-    expected = f"Conv/float32/{dense_conv_path(64, 9, 32 * width)}" + ("+relu" if relu else "")
+    expected = f"Conv/float32/{dense_conv_path(channels, 9, height * width)}" + ("+relu" if relu else "")
     assert expected in usage_of(model, {"x": x})
 
 
@@ -554,8 +557,8 @@ def run_with_peak_bytes(model, feeds):
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16])
 @pytest.mark.parametrize("op,x_shape,w_shape,attrs", [
-    ("Conv", [1, 64, 16, 19], [21, 64, 3, 3], {"pads": [1, 1, 1, 1]}),          # im2col + tiles, packed W
-    ("Conv", [1, 64, 40, 40], [21, 64, 3, 3], {"pads": [1, 1, 1, 1]}),          # the direct kernel
+    ("Conv", [1, 3, 16, 19], [21, 3, 3, 3], {"pads": [1, 1, 1, 1]}),            # im2col + tiles, packed W
+    ("Conv", [1, 64, 40, 40], [21, 64, 3, 3], {"pads": [1, 1, 1, 1]}),          # the channels-in-lanes kernel
     ("Conv", [1, 16, 9, 9], [8, 16, 1, 1], {}),                                  # 1x1
     ("Conv", [1, 12, 9, 9], [12, 1, 3, 3], {"group": 12, "pads": [1, 1, 1, 1]}),  # depthwise, W not packed
     ("ConvTranspose", [1, 3, 5, 4], [3, 2, 3, 3], {"strides": [2, 2]}),
@@ -579,8 +582,9 @@ def test_half_conv_constant_weights_converted_at_build(dtype, op, x_shape, w_sha
 
 
 @pytest.mark.parametrize("x_shape,w_shape,attrs", [
-    ([1, 64, 34, 36], [40, 64, 3, 3], {"pads": [1, 1, 1, 1]}),                 # direct, 5 channel blocks
-    ([1, 96, 9, 9], [72, 96, 3, 3], {"pads": [1, 1, 1, 1]}),                   # im2col, one chunk + tail
+    ([1, 64, 34, 36], [40, 64, 3, 3], {"pads": [1, 1, 1, 1]}),                 # lanes, 2 tasks of 32 channels
+    ([1, 96, 9, 9], [72, 96, 3, 3], {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # lanes, stride 2, 3 tasks
+    ([1, 3, 9, 9], [72, 3, 3, 3], {"pads": [1, 1, 1, 1]}),                     # im2col, one chunk + tail
     ([1, 100, 7, 7], [90, 100, 1, 1], {}),                                      # 1x1 on 7x7, 6 channel parts
     ([2, 20, 30, 30], [36, 20, 1, 1], {}),                                      # two images in parallel
     ([1, 40, 14, 14], [40, 1, 5, 5], {"group": 40, "pads": [2, 2, 2, 2]}),      # depthwise lanes, 3 blocks
@@ -811,6 +815,9 @@ POOL_CASES = [
     ([1, 2, 9, 11], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 1, 1, 0], "ceil_mode": 1}),
     ([1, 2, 6, 40], {"kernel_shape": [2, 5], "strides": [1, 3], "pads": [1, 2, 0, 2]}),
     ([1, 2, 3, 4], {"kernel_shape": [4, 5], "pads": [1, 1, 1, 1]}),                # window wider than input
+    # 3x3 stride 2 rows of 38 and 55 outputs: the row path's vectorised interior and its tails.
+    ([1, 2, 5, 75], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ([1, 3, 6, 111], {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
     # MaxPool 2x2 stride 2 (float32): vector body, scalar tail, odd sizes, ceil_mode leaves it.
     ([2, 3, 7, 21], {"kernel_shape": [2, 2], "strides": [2, 2]}),
     ([1, 2, 7, 21], {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
@@ -944,6 +951,25 @@ def test_maxpool_2x2_skips_nan_like_the_general_loop():
     general = run_ours(node_model("MaxPool", x3, {"kernel_shape": [1, 2, 2], "strides": [1, 2, 2]}), x3)[0]
     np.testing.assert_array_equal(fast, general[:, :, 0])
     assert "MaxPool/float32/2x2" in usage_of(node_model("MaxPool", {"x": x}, attrs), {"x": x})
+
+
+@pytest.mark.parametrize("width", [9, 40, 75])
+def test_maxpool_3x3_stride_2_skips_nan_like_the_general_loop(width):
+    # The row path's stride-2 slide (built per instruction set) against the general tap-by-tap
+    # loop: NaN taps skipped, -inf, signed zeros, bit for bit.
+    x = random([2, 3, 7, width])
+    x[0, 0, 0, 0] = x[0, 1, 2, 5] = x[1, 2, 5, width - 1] = np.nan
+    x[1, 0, 0:3, 0:3] = np.nan                                   # a window of NaN only
+    x[1, 1, 2:5, 6:9] = -np.inf
+    x[0, 2, :, 10 % width:] = -0.0
+    x[0, 2, 3, 12 % width] = 0.0
+    attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    fast = run_ours(node_model("MaxPool", {"x": x}, attrs), {"x": x})[0]
+    x3 = {"x": x[:, :, None]}
+    general = run_ours(node_model("MaxPool", x3, {"kernel_shape": [1, 3, 3], "strides": [1, 2, 2],
+                                                  "pads": [0, 1, 1, 0, 1, 1]}), x3)[0]
+    np.testing.assert_array_equal(fast.view(np.uint32), general[:, :, 0].view(np.uint32))
+    assert "MaxPool/float32/direct-rows" in usage_of(node_model("MaxPool", {"x": x}, attrs), {"x": x})
 
 
 def test_pool_kernel_usage():

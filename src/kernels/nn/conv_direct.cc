@@ -2,10 +2,10 @@
 
 #include "core/thread_pool.h"
 #include "kernels/nn/conv_epilogue.h"
+#include "kernels/nn/conv_padded_image.h"
 #include "kernels/registry/cpu_features.h"
 
 #include <algorithm>
-#include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -20,55 +20,13 @@ namespace {
 
 constexpr int64_t kBlock = 16;  // output channels per accumulator block, and floats per vector
 
-struct Padded {
-  int64_t h;      // rows of a padded plane
-  int64_t pitch;  // floats per padded row
-  int64_t plane;  // floats per padded plane
-};
-
-Padded PaddedGeometry(const WindowGeometry& g) {
-  Padded p;
-  p.h = g.output[0] + g.kernel[0] - 1;
-  p.pitch = g.output[1] + g.kernel[1] - 1;
-  p.plane = p.h * p.pitch;
-  return p;
-}
-
 #if ONNX_LIGHT_DIRECT_CONV
-
-// The image with its padding made explicit (zeros), so the inner loop has no bounds checks.
-void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const Padded& p, float* out) {
-  const int64_t ih_n = g.input[0];
-  const int64_t iw_n = g.input[1];
-  for (int64_t c = 0; c < channels; ++c) {
-    float* plane = out + c * p.plane;
-    for (int64_t r = 0; r < p.h; ++r) {
-      float* row = plane + r * p.pitch;
-      const int64_t ih = r - g.pad_begin[0];
-      if (ih < 0 || ih >= ih_n) {
-        std::fill(row, row + p.pitch, 0.0f);
-        continue;
-      }
-      // Columns [pad_begin, pad_begin + iw_n) of the padded row hold the input row, clipped to
-      // the padded width (the end padding may cut the input short when an output is dropped).
-      const int64_t lo = std::min(g.pad_begin[1], p.pitch);
-      const int64_t hi = std::min(g.pad_begin[1] + iw_n, p.pitch);
-      std::fill(row, row + lo, 0.0f);
-      if (hi > lo) {
-        std::memcpy(row + lo, x + (c * ih_n + ih) * iw_n, static_cast<size_t>(hi - lo) * sizeof(float));
-      }
-      std::fill(row + std::max(hi, lo), row + p.pitch, 0.0f);
-    }
-  }
-  // Slack after the last plane: full-width vector loads of the last row block may run past it.
-  std::fill(out + channels * p.plane, out + channels * p.plane + kBlock, 0.0f);
-}
 
 // One tile: kRows output rows x 16 columns (lanes) x kChannels output channels, accumulated over
 // every (c, kh, kw) tap. Each broadcast weight feeds kRows FMAs and each input load kChannels.
 template <int kRows, int kChannels>
 __attribute__((target("avx512f"), always_inline)) inline void DirectTile(
-    const float* xpad, int64_t channels, int64_t kh_n, int64_t kw_n, const Padded& p, const float* wb,
+    const float* xpad, int64_t channels, int64_t kh_n, int64_t kw_n, const PaddedImage& p, const float* wb,
     const float* bias, int64_t live, bool relu, int64_t oh, int64_t ow0, __mmask16 mask, int64_t out_size,
     int64_t ow_n, float* y) {
   const __m512 zero = _mm512_setzero_ps();
@@ -116,7 +74,7 @@ constexpr int kTileRows = 3;
 
 // Output channels [m_begin, m_end) (m_begin a multiple of 8).
 __attribute__((target("avx512f"))) void DirectConvAvx512(const float* xpad, int64_t channels,
-                                                         const WindowGeometry& g, const Padded& p,
+                                                         const WindowGeometry& g, const PaddedImage& p,
                                                          const float* packed_w, int64_t m, int64_t m_begin,
                                                          int64_t m_end, const float* bias,
                                                          const ConvEpilogue& epilogue, const float* z, float* y) {
@@ -187,14 +145,14 @@ void PackDirectConvWeights(const float* w, int64_t m, int64_t k, float* packed) 
 }
 
 int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g) {
-  return channels * PaddedGeometry(g).plane + kBlock;
+  return channels * PaddedImage::Of(g).plane + kPaddedImageSlack;
 }
 
 void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, const float* packed_w, int64_t m,
                   const float* bias, const ConvEpilogue& epilogue, const float* z, float* scratch, float* y,
                   ThreadPool* pool) {
 #if ONNX_LIGHT_DIRECT_CONV
-  const Padded p = PaddedGeometry(g);
+  const PaddedImage p = PaddedImage::Of(g);
   PadImage(x, channels, g, p, scratch);
   // Blocks of 8 output channels over the pool; a task of at least ~256K multiply-adds.
   const int64_t blocks = (m + kTileChannels - 1) / kTileChannels;

@@ -2,10 +2,12 @@
 // (Conv + optional residual + activation, the target of the session's rewrite passes).
 // Per image and group: a 1x1 convolution is one GEMM on the input itself; a float32 depthwise or
 // grouped 1-D/2-D convolution with few channels per group runs the direct kernels of
-// conv_grouped.h; a float32 stride-1 2-D convolution takes the AVX-512 direct kernel where the CPU
-// has it; everything else is im2col followed by one GEMM. On AVX-512 CPUs a float32 one-group
-// GEMM is our own (conv_pointwise.h, weights packed once), elsewhere BLAS's. The epilogue (bias,
-// residual, activation; conv_epilogue.h) runs on each block of output right after it is computed.
+// conv_grouped.h; on AVX-512 CPUs a float32 2-D convolution with strides up to 2 and enough taps
+// takes the channels-in-lanes direct kernel (conv_direct_lanes.h), a stride-1 one with fewer taps
+// over a large image the columns-in-lanes one (conv_direct.h); everything else is im2col followed
+// by one GEMM. On AVX-512 CPUs a float32 one-group GEMM is our own (conv_pointwise.h, weights
+// packed once), elsewhere BLAS's. The epilogue (bias, residual, activation; conv_epilogue.h) runs
+// on each block of output right after it is computed.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -15,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "kernels/nn/conv_depthwise_lanes.h"
 #include "kernels/nn/conv_direct.h"
+#include "kernels/nn/conv_direct_lanes.h"
 #include "kernels/nn/conv_epilogue.h"
 #include "kernels/nn/conv_grouped.h"
 #include "kernels/nn/conv_kernels.h"
@@ -137,6 +140,13 @@ class ConvKernel final : public KernelBase {
     return packed;
   }
 
+  // The smallest number of taps per output (C * KH * KW) for which DirectLanesConv2d beats
+  // im2col + PointwiseConv: below it (a 3x3 stem over 3 channels, 27 taps) transposing its tiles
+  // into NCHW costs as much as the sums (measured on squeezenet's and efficientnet's stems). A
+  // strided 1x1 convolution is not taken either: its columns are the subsampled image, so
+  // im2col + PointwiseConv is a plain GEMM.
+  static constexpr int64_t kMinLanesTaps = 64;
+
   // Whether one image's im2col columns (k rows of `pixels`) stay within about one L2 cache. Then
   // im2col + PointwiseConv beats the direct kernel, whose tiles of 16 output columns leave lanes
   // idle on rows such as 13, 27 or 55 wide; beyond it the columns' memory traffic costs more
@@ -217,10 +227,12 @@ class ConvKernel final : public KernelBase {
     const int64_t mg = m / group_;
     const bool pointwise = IsPointwise(g);
     const bool grouped = !pointwise && GroupedDirectApplies(g, group_, cg);
-    const bool direct = !pointwise && !grouped && group_ == 1 && DirectConvApplies(g) && DirectConvAvailable() &&
-                        !Im2ColFitsInCache(c * g.kernel_size(), g.output_size());
+    const bool lanes = !pointwise && !grouped && group_ == 1 && DirectLanesApplies(g) && g.kernel_size() > 1 &&
+                       c * g.kernel_size() >= kMinLanesTaps;
+    const bool direct = !lanes && !pointwise && !grouped && group_ == 1 && DirectConvApplies(g) &&
+                        DirectConvAvailable() && !Im2ColFitsInCache(c * g.kernel_size(), g.output_size());
     // One group on AVX-512: PointwiseConv on the input itself (1x1) or on its im2col columns.
-    const bool own_gemm = !grouped && !direct && group_ == 1 && DirectConvAvailable();
+    const bool own_gemm = !lanes && !grouped && !direct && group_ == 1 && DirectConvAvailable();
     const bool depthwise_lanes = grouped && cg == 1 && mg == 1 && DepthwiseLanesApplies(g);
     std::optional<GroupedConvPlan> plan;
     if (grouped && !depthwise_lanes) {
@@ -233,6 +245,7 @@ class ConvKernel final : public KernelBase {
       Record(rt, DataType::kFloat,
              depthwise_lanes ? std::string("depthwise-lanes-avx512")
              : grouped  ? fmt::format("{}-{}", cg == 1 ? "depthwise" : "grouped", SimdLevelName(plan->level))
+             : lanes    ? std::string("direct-lanes-avx512")
              : direct   ? std::string("direct-avx512")
              : own_gemm ? std::string(pointwise ? "1x1-avx512" : "im2col-avx512")
                         : GemmPathName<float>(pointwise, g, cg, mg));
@@ -328,15 +341,19 @@ class ConvKernel final : public KernelBase {
       });
       return;
     }
-    if (direct) {
+    if (lanes || direct) {
+      // The two direct kernels share their packed weights, their signature and their split:
+      // images over the pool, or one image's output channels.
       const Tensor packed = PackedWeights(rt, w_in, w, m, c * g.kernel_size());
-      const int64_t per_slot = DirectConvScratchSize(c, g);
+      ThreadPool* inner = images_in_parallel ? nullptr : pool;
       const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
+      const int64_t per_slot = lanes ? DirectLanesScratchSize(c, g, m, inner) : DirectConvScratchSize(c, g);
+      const auto conv2d = lanes ? &DirectLanesConv2d : &DirectConv2d;
       Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
-        DirectConv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, ep,
-                     z != nullptr ? z + img * m * out_size : nullptr, scratch.data<float>() + slot * per_slot,
-                     out + img * m * out_size, images_in_parallel ? nullptr : pool);
+        conv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, ep,
+               z != nullptr ? z + img * m * out_size : nullptr, scratch.data<float>() + slot * per_slot,
+               out + img * m * out_size, inner);
       });
       return;
     }

@@ -1,0 +1,30 @@
+#pragma once
+// The zero-padded copy of one image that the direct convolution kernels read: every input
+// element any output reads, with the padding made explicit, so their inner loops have no bounds
+// checks. Plane c of the copy starts at c * plane.
+
+#include <cstdint>
+
+#include "kernels/nn/im2col.h"
+
+namespace onnx_light::runtime {
+
+struct PaddedImage {
+  int64_t rows;   // (OH - 1) * stride_h + KH: the padded rows the outputs read
+  int64_t pitch;  // (OW - 1) * stride_w + KW: floats per padded row
+  int64_t plane;  // rows * pitch
+
+  /// The padded extent of a 2-D window without dilation.
+  static PaddedImage Of(const WindowGeometry& g);
+};
+
+/// Floats of zero slack PadImage writes after the last plane (full-vector loads of the last row
+/// may run into it).
+inline constexpr int64_t kPaddedImageSlack = 16;
+
+/// Writes `channels` planes of x [channels, H, W] into `out` (channels * p.plane +
+/// kPaddedImageSlack floats): zeros in the padding, input elements elsewhere; input rows or
+/// columns past what the outputs read (an end padding that drops them) are left out.
+void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out);
+
+}  // namespace onnx_light::runtime

@@ -1,0 +1,146 @@
+// The AVX-512 channels-in-lanes direct convolution (kernels/nn/conv_direct_lanes) against a plain
+// loop: strides 1 and 2, padding, pixel and channel tails, several passes of input channels, bias,
+// Relu in registers, other activations and a residual after the block, and a thread pool.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/nn/conv_direct.h"
+#include "kernels/nn/conv_direct_lanes.h"
+#include "test_util.h"
+
+namespace onnx_light::runtime {
+namespace {
+
+struct Case {
+  int64_t c, h, w, m, kh, kw, sh, sw, pt, pl, pb, pr;
+};
+
+WindowGeometry Geometry(const Case& k) {
+  WindowGeometry g;
+  g.input = {k.h, k.w};
+  g.kernel = {k.kh, k.kw};
+  g.stride = {k.sh, k.sw};
+  g.dilation = {1, 1};
+  g.pad_begin = {k.pt, k.pl};
+  g.pad_end = {k.pb, k.pr};
+  g.output = {(k.h + k.pt + k.pb - k.kh) / k.sh + 1, (k.w + k.pl + k.pr - k.kw) / k.sw + 1};
+  return g;
+}
+
+// The convolution with the bias, before any activation, summed in double.
+std::vector<float> Reference(const Case& k, const WindowGeometry& g, const std::vector<float>& x,
+                             const std::vector<float>& w, const float* bias) {
+  const int64_t oh_n = g.output[0];
+  const int64_t ow_n = g.output[1];
+  std::vector<float> y(static_cast<size_t>(k.m * oh_n * ow_n));
+  for (int64_t m = 0; m < k.m; ++m) {
+    for (int64_t oh = 0; oh < oh_n; ++oh) {
+      for (int64_t ow = 0; ow < ow_n; ++ow) {
+        double acc = bias != nullptr ? bias[m] : 0.0;
+        for (int64_t c = 0; c < k.c; ++c) {
+          for (int64_t i = 0; i < k.kh; ++i) {
+            for (int64_t j = 0; j < k.kw; ++j) {
+              const int64_t ih = oh * k.sh + i - k.pt;
+              const int64_t iw = ow * k.sw + j - k.pl;
+              if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+              acc += static_cast<double>(x[(c * k.h + ih) * k.w + iw]) * w[((m * k.c + c) * k.kh + i) * k.kw + j];
+            }
+          }
+        }
+        y[(m * oh_n + oh) * ow_n + ow] = static_cast<float>(acc);
+      }
+    }
+  }
+  return y;
+}
+
+class DirectLanesTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DirectLanesTest, MatchesPlainLoop) {
+  // The kernel faults without AVX-512; on such CPUs Conv takes im2col + BLAS, which the Python
+  // Conv tests cover (they also rerun with ONNX_LIGHT_DISABLE_AVX512=1 on AVX-512 machines).
+  if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
+  const Case k = GetParam();
+  const WindowGeometry g = Geometry(k);
+  ASSERT_TRUE(DirectLanesApplies(g));
+  const int64_t taps = k.c * k.kh * k.kw;
+  const int64_t out_size = g.output_size();
+  const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(k.c * k.h * k.w), 1);
+  const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(k.m * taps), 2);
+  const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(k.m), 3);
+  const std::vector<float> z = testing::RandomFloats(static_cast<size_t>(k.m * out_size), 4);
+  std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(k.m, taps)));
+  PackDirectConvWeights(w.data(), k.m, taps, packed.data());
+  std::vector<float> scratch(static_cast<size_t>(DirectLanesScratchSize(k.c, g, k.m, nullptr)));
+  const ConvEpilogue hard_swish{ConvActivation::kHardSwish, 0.0f, 0.0f};
+  for (const ConvEpilogue& epilogue : {ConvEpilogue{}, ConvEpilogue::Relu(), hard_swish}) {
+    for (const bool residual : {false, true}) {
+      for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+        std::vector<float> expected = Reference(k, g, x, w, b);
+        ApplyConvEpilogue(epilogue, expected.data(), residual ? z.data() : nullptr, k.m, out_size, nullptr);
+        std::vector<float> y(expected.size(), NAN);
+        DirectLanesConv2d(x.data(), k.c, g, packed.data(), k.m, b, epilogue, residual ? z.data() : nullptr,
+                          scratch.data(), y.data());
+        for (size_t i = 0; i < y.size(); ++i) {
+          ASSERT_NEAR(y[i], expected[i], 1e-4f) << "element " << i << " activation "
+                                                << static_cast<int>(epilogue.activation)
+                                                << (residual ? " residual" : "") << (b ? " bias" : "");
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, DirectLanesTest,
+    ::testing::Values(Case{64, 12, 30, 19, 3, 3, 1, 1, 1, 1, 1, 1},  // 4 passes; rows of 14 + 14 + 2; 19 channels
+                      Case{8, 17, 23, 37, 3, 3, 2, 2, 1, 0, 2, 1},   // stride 2, asymmetric pads; 32 + 5 channels
+                      Case{16, 9, 31, 33, 3, 3, 1, 2, 1, 1, 1, 1},   // strides (1, 2); 32 + 1 channels
+                      Case{3, 40, 44, 16, 7, 7, 2, 2, 3, 3, 3, 3},   // a stem: 147 taps, one block of 16
+                      Case{48, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1},    // 7-pixel rows, two tiles of 32
+                      Case{24, 5, 1, 20, 3, 3, 1, 1, 1, 1, 1, 1},    // one output column
+                      Case{40, 7, 9, 32, 2, 3, 2, 1, 0, 0, 0, 0},    // no padding, the last input row unread
+                      Case{30, 3, 15, 17, 1, 5, 1, 1, 0, 2, 0, 2}));  // a 1x5 kernel, 15-pixel rows
+
+TEST(DirectLanesTest, ThreadPoolGivesTheSameBits) {
+  if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
+  const Case k{40, 20, 20, 100, 3, 3, 1, 1, 1, 1, 1, 1};  // 4 tasks of 32, 32, 32 and 4 channels
+  const WindowGeometry g = Geometry(k);
+  const int64_t taps = k.c * k.kh * k.kw;
+  const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(k.c * k.h * k.w), 1);
+  const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(k.m * taps), 2);
+  std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(k.m, taps)));
+  PackDirectConvWeights(w.data(), k.m, taps, packed.data());
+  ThreadPool pool(3);
+  std::vector<float> one(static_cast<size_t>(k.m * g.output_size()));
+  std::vector<float> three(one.size());
+  std::vector<float> scratch(static_cast<size_t>(DirectLanesScratchSize(k.c, g, k.m, nullptr)));
+  DirectLanesConv2d(x.data(), k.c, g, packed.data(), k.m, nullptr, ConvEpilogue::Relu(), nullptr, scratch.data(),
+                    one.data());
+  scratch.assign(static_cast<size_t>(DirectLanesScratchSize(k.c, g, k.m, &pool)), 0.0f);
+  DirectLanesConv2d(x.data(), k.c, g, packed.data(), k.m, nullptr, ConvEpilogue::Relu(), nullptr, scratch.data(),
+                    three.data(), &pool);
+  EXPECT_EQ(one, three);
+}
+
+TEST(DirectLanesTest, Applicability) {
+  const Case k{1, 8, 8, 1, 3, 3, 1, 1, 1, 1, 1, 1};
+  WindowGeometry g = Geometry(k);
+  EXPECT_EQ(DirectLanesApplies(g), DirectConvAvailable());
+  g.stride = {2, 1};
+  EXPECT_EQ(DirectLanesApplies(g), DirectConvAvailable());
+  g.stride = {1, 3};
+  EXPECT_FALSE(DirectLanesApplies(g));
+  g = Geometry(k);
+  g.dilation = {1, 2};
+  EXPECT_FALSE(DirectLanesApplies(g));
+  g = Geometry(k);
+  g.input = {8, 8, 8};
+  EXPECT_FALSE(DirectLanesApplies(g));
+}
+
+}  // namespace
+}  // namespace onnx_light::runtime
