@@ -103,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{48, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1},    // 7-pixel rows, two tiles of 32
                       Case{24, 5, 1, 20, 3, 3, 1, 1, 1, 1, 1, 1},    // one output column
                       Case{40, 7, 9, 32, 2, 3, 2, 1, 0, 0, 0, 0},    // no padding, the last input row unread
-                      Case{30, 3, 15, 17, 1, 5, 1, 1, 0, 2, 0, 2}));  // a 1x5 kernel, 15-pixel rows
+                      Case{30, 3, 15, 17, 1, 5, 1, 1, 0, 2, 0, 2},   // a 1x5 kernel, 15-pixel rows
+                      Case{24, 80, 60, 19, 3, 3, 1, 1, 1, 1, 1, 1}));  // 2 passes in bands of 34, 34, 12 rows
 
 TEST(DirectLanesTest, ThreadPoolGivesTheSameBits) {
   if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";

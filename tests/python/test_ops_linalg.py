@@ -9,8 +9,8 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, POINTWISE_CONV_PATH, TILED_GEMM_PATH, assert_close,
-                        assert_thread_count_invariant,
+from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, LANES_CONV_PATH, POINTWISE_CONV_PATH, TILED_GEMM_PATH,
+                        assert_close, assert_thread_count_invariant,
                         check_node, dense_conv_path, depthwise_conv_path, grouped_conv_isa, make_model, node_model, random,
                         run_ort, run_ours, run_reference, usage_of)
 
@@ -553,6 +553,22 @@ def run_with_peak_bytes(model, feeds):
     ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
     (y,) = run_ours(model, feeds, context=ctx)
     return y, max(e.peak_bytes for e in ctx.events())
+
+
+@pytest.mark.skipif(LANES_CONV_PATH != "direct-lanes-avx512", reason="the channels-in-lanes kernel needs AVX-512")
+def test_conv_lanes_scratch_does_not_grow_with_the_image():
+    # 24 input channels take two passes, whose running sums are kept for one band of output
+    # rows (about 256 KB) rather than for the whole output: besides Y and the padded copy of X,
+    # the run allocates the same few hundred KB at 128x128 as at 256x256.
+    extra = []
+    for hw in (128, 256):
+        x, w = random([1, 24, hw, hw]), random([32, 24, 3, 3], seed=1)
+        model = node_model("Conv", {"x": x}, {"pads": [1, 1, 1, 1]}, initializers={"w": w})
+        assert usage_of(model, {"x": x}) == [f"Conv/float32/{LANES_CONV_PATH}"]
+        y, peak = run_with_peak_bytes(model, {"x": x})
+        padded_x = 24 * (hw + 2) * (hw + 2) * 4
+        extra.append(peak - y.nbytes - padded_x)
+    assert extra[0] == extra[1] and 0 < extra[1] <= (256 + 1) << 10, extra
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16])

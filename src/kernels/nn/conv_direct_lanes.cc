@@ -148,11 +148,26 @@ int64_t PassChannels(int64_t channels, int64_t taps, int vectors) {
   return (channels + passes - 1) / passes;
 }
 
-// Floats of running sums a task keeps between passes: one tile's [pixels][32] per output pixel.
-int64_t PartialSize(const WindowGeometry& g) { return g.output_size() * kTileVectors * kLanes; }
+// The running sums between passes: up to about 256 KB per task, so they stay in L2 and the
+// scratch does not grow with the image.
+constexpr int64_t kPartialBytes = 256 << 10;
 
-// Output channels [m0, m_end) (m0 a multiple of 16, at most 32 channels), every pass of input
-// channels over the whole output; `partial` holds PartialSize(g) floats.
+// Output rows per band: every pass over input channels runs on one band of rows before the next
+// band starts, so a task keeps the running sums of one band only.
+int64_t BandRows(const WindowGeometry& g) {
+  const int64_t row_bytes = g.output[1] * kTileVectors * kLanes * int64_t{sizeof(float)};
+  return std::clamp<int64_t>(kPartialBytes / row_bytes, 1, g.output[0]);
+}
+
+// Floats of running sums a task keeps: one tile's [pixels][32] per output pixel of a band, none
+// when one pass takes every input channel.
+int64_t PartialSize(int64_t channels, const WindowGeometry& g) {
+  if (PassChannels(channels, g.kernel[0] * g.kernel[1], kTileVectors) >= channels) return 0;
+  return BandRows(g) * g.output[1] * kTileVectors * kLanes;
+}
+
+// Output channels [m0, m_end) (m0 a multiple of 16, at most 32 channels): band by band, every
+// pass of input channels; `partial` holds PartialSize(channels, g) floats.
 void LanesChannels(const float* xpad, int64_t channels, const WindowGeometry& g, const PaddedImage& p,
                    const float* packed_w, int64_t m0, int64_t m_end, const float* bias, const ConvEpilogue& epilogue,
                    const float* z, float* partial, float* y) {
@@ -166,6 +181,7 @@ void LanesChannels(const float* xpad, int64_t channels, const WindowGeometry& g,
   const int64_t taps = g.kernel[0] * g.kernel[1];
   const int vectors = m_end - m0 > kLanes ? kTileVectors : 1;
   const int64_t pass_channels = PassChannels(channels, taps, vectors);
+  const int64_t band_rows = BandRows(g);
   TileArgs a{};
   a.pitch = p.pitch;
   a.plane = p.plane;
@@ -177,19 +193,22 @@ void LanesChannels(const float* xpad, int64_t channels, const WindowGeometry& g,
   a.relu = relu;
   a.out_size = out_size;
   float* ym = y + m0 * out_size;
-  for (int64_t c0 = 0; c0 < channels; c0 += pass_channels) {
-    a.channels = std::min(pass_channels, channels - c0);
-    a.first = c0 == 0;
-    a.last = c0 + a.channels == channels;
-    a.w = packed_w + (m0 / kLanes) * a.block + c0 * taps * kLanes;
-    const float* plane = xpad + c0 * p.plane;
-    for (int64_t oh = 0; oh < oh_n; ++oh) {
-      for (int64_t ow0 = 0; ow0 < ow_n; ow0 += kMaxPixels) {
-        const int64_t pixels = std::min<int64_t>(kMaxPixels, ow_n - ow0);
-        a.origin = plane + oh * g.stride[0] * p.pitch + ow0 * g.stride[1];
-        a.partial = partial + (oh * ow_n + ow0) * vectors * kLanes;
-        a.y = ym + oh * ow_n + ow0;
-        PickTile(vectors, g.stride[1], pixels)(a);
+  for (int64_t oh0 = 0; oh0 < oh_n; oh0 += band_rows) {
+    const int64_t oh1 = std::min(oh_n, oh0 + band_rows);
+    for (int64_t c0 = 0; c0 < channels; c0 += pass_channels) {
+      a.channels = std::min(pass_channels, channels - c0);
+      a.first = c0 == 0;
+      a.last = c0 + a.channels == channels;
+      a.w = packed_w + (m0 / kLanes) * a.block + c0 * taps * kLanes;
+      const float* plane = xpad + c0 * p.plane;
+      for (int64_t oh = oh0; oh < oh1; ++oh) {
+        for (int64_t ow0 = 0; ow0 < ow_n; ow0 += kMaxPixels) {
+          const int64_t pixels = std::min<int64_t>(kMaxPixels, ow_n - ow0);
+          a.origin = plane + oh * g.stride[0] * p.pitch + ow0 * g.stride[1];
+          a.partial = partial + ((oh - oh0) * ow_n + ow0) * vectors * kLanes;
+          a.y = ym + oh * ow_n + ow0;
+          PickTile(vectors, g.stride[1], pixels)(a);
+        }
       }
     }
   }
@@ -217,7 +236,8 @@ bool DirectLanesApplies(const WindowGeometry& g) {
 int64_t DirectLanesScratchSize(int64_t channels, const WindowGeometry& g, int64_t m, const ThreadPool* pool) {
 #if ONNX_LIGHT_DIRECT_LANES
   const int64_t units = (m + kTileVectors * kLanes - 1) / (kTileVectors * kLanes);
-  return channels * PaddedImage::Of(g).plane + kPaddedImageSlack + Slots(pool, channels, g, units) * PartialSize(g);
+  return channels * PaddedImage::Of(g).plane + kPaddedImageSlack +
+         Slots(pool, channels, g, units) * PartialSize(channels, g);
 #else
   (void)channels, (void)g, (void)m, (void)pool;
   return 0;
@@ -235,7 +255,7 @@ void DirectLanesConv2d(const float* x, int64_t channels, const WindowGeometry& g
   const int64_t units = (m + unit - 1) / unit;
   ParallelForSlots(pool, units, Slots(pool, channels, g, units), [&](int64_t u, int64_t slot) {
     LanesChannels(scratch, channels, g, p, packed_w, u * unit, std::min(m, (u + 1) * unit), bias, epilogue, z,
-                  partials + slot * PartialSize(g), y);
+                  partials + slot * PartialSize(channels, g), y);
   });
 #else
   (void)x, (void)channels, (void)g, (void)packed_w, (void)m, (void)bias, (void)epilogue, (void)z, (void)scratch,

@@ -4,9 +4,10 @@
 // up to 14 output pixels of one row times 32 output channels: every input element is broadcast
 // once per kernel tap and feeds two FMAs, so every lane is busy whatever the row's width, and
 // strides 1 and 2 cost the same per output. Input channels are summed in passes whose weights
-// stay in the L1 cache, the running sums kept in the scratch between passes. Tiles are
-// transposed into NCHW as they are stored; the bias and a Relu are applied in registers, other
-// activations and a residual on each block of channels right after it is written.
+// stay in the L1 cache, one band of output rows at a time; the running sums of a band (at most
+// about 256 KB per task) wait in the scratch between passes. Tiles are transposed into NCHW as
+// they are stored; the bias and a Relu are applied in registers, other activations and a
+// residual on each block of channels right after it is written.
 
 #include <cstdint>
 
