@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "conv_reference.h"
 #include "core/thread_pool.h"
 #include "kernels/nn/conv_direct.h"
 #include "kernels/nn/conv_direct_lanes.h"
@@ -30,33 +31,6 @@ WindowGeometry Geometry(const Case& k) {
   return g;
 }
 
-// The convolution with the bias, before any activation, summed in double.
-std::vector<float> Reference(const Case& k, const WindowGeometry& g, const std::vector<float>& x,
-                             const std::vector<float>& w, const float* bias) {
-  const int64_t oh_n = g.output[0];
-  const int64_t ow_n = g.output[1];
-  std::vector<float> y(static_cast<size_t>(k.m * oh_n * ow_n));
-  for (int64_t m = 0; m < k.m; ++m) {
-    for (int64_t oh = 0; oh < oh_n; ++oh) {
-      for (int64_t ow = 0; ow < ow_n; ++ow) {
-        double acc = bias != nullptr ? bias[m] : 0.0;
-        for (int64_t c = 0; c < k.c; ++c) {
-          for (int64_t i = 0; i < k.kh; ++i) {
-            for (int64_t j = 0; j < k.kw; ++j) {
-              const int64_t ih = oh * k.sh + i - k.pt;
-              const int64_t iw = ow * k.sw + j - k.pl;
-              if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-              acc += static_cast<double>(x[(c * k.h + ih) * k.w + iw]) * w[((m * k.c + c) * k.kh + i) * k.kw + j];
-            }
-          }
-        }
-        y[(m * oh_n + oh) * ow_n + ow] = static_cast<float>(acc);
-      }
-    }
-  }
-  return y;
-}
-
 class DirectLanesTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DirectLanesTest, MatchesPlainLoop) {
@@ -79,7 +53,7 @@ TEST_P(DirectLanesTest, MatchesPlainLoop) {
   for (const ConvEpilogue& epilogue : {ConvEpilogue{}, ConvEpilogue::Relu(), hard_swish}) {
     for (const bool residual : {false, true}) {
       for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
-        std::vector<float> expected = Reference(k, g, x, w, b);
+        std::vector<float> expected = testing::ReferenceConv2d(x, k.c, w, k.m, g, b);
         ApplyConvEpilogue(epilogue, expected.data(), residual ? z.data() : nullptr, k.m, out_size, nullptr);
         std::vector<float> y(expected.size(), NAN);
         DirectLanesConv2d(x.data(), k.c, g, packed.data(), k.m, b, epilogue, residual ? z.data() : nullptr,

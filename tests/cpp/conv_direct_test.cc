@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "conv_reference.h"
 #include "kernels/nn/conv_direct.h"
 #include "test_util.h"
 
@@ -29,28 +30,12 @@ WindowGeometry Geometry(const Case& k) {
 
 std::vector<float> Random(size_t n, uint32_t seed) { return testing::RandomFloats(n, seed); }
 
+// The plain loop's result, through a Relu when `relu`.
 std::vector<float> Reference(const Case& k, const WindowGeometry& g, const std::vector<float>& x,
                              const std::vector<float>& w, const float* bias, bool relu) {
-  const int64_t oh_n = g.output[0];
-  const int64_t ow_n = g.output[1];
-  std::vector<float> y(static_cast<size_t>(k.m * oh_n * ow_n));
-  for (int64_t m = 0; m < k.m; ++m) {
-    for (int64_t oh = 0; oh < oh_n; ++oh) {
-      for (int64_t ow = 0; ow < ow_n; ++ow) {
-        double acc = bias != nullptr ? bias[m] : 0.0;
-        for (int64_t c = 0; c < k.c; ++c) {
-          for (int64_t i = 0; i < k.kh; ++i) {
-            for (int64_t j = 0; j < k.kw; ++j) {
-              const int64_t ih = oh + i - k.pt;
-              const int64_t iw = ow + j - k.pl;
-              if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-              acc += static_cast<double>(x[(c * k.h + ih) * k.w + iw]) * w[((m * k.c + c) * k.kh + i) * k.kw + j];
-            }
-          }
-        }
-        y[(m * oh_n + oh) * ow_n + ow] = static_cast<float>(relu && acc < 0 ? 0.0 : acc);
-      }
-    }
+  std::vector<float> y = testing::ReferenceConv2d(x, k.c, w, k.m, g, bias);
+  if (relu) {
+    for (float& v : y) v = v < 0 ? 0.0f : v;
   }
   return y;
 }

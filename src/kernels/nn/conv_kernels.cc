@@ -196,25 +196,19 @@ class ConvKernel final : public KernelBase {
   void RunBroadcastResidual(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
                             const Tensor& z_in, const WindowGeometry& g, const Shape& conv_shape) const {
     const Shape& z_shape = z_in.shape();
-    const size_t rank = std::max(conv_shape.size(), z_shape.size());
-    Shape shape(rank, 1);
-    for (size_t d = 0; d < rank; ++d) {
-      const int64_t a = d + conv_shape.size() >= rank ? conv_shape[d + conv_shape.size() - rank] : 1;
-      const int64_t b = d + z_shape.size() >= rank ? z_shape[d + z_shape.size() - rank] : 1;
-      if (a != b && a != 1 && b != 1) {
-        ThrowInvalid(rt, "input Z ('{}') of shape {} does not broadcast against the convolution's output {}",
-                     rt.input_name(3), ShapeToString(z_shape), ShapeToString(conv_shape));
-      }
-      shape[d] = a == 1 ? b : a;
+    const std::optional<Shape> shape = TryBroadcastShapes(conv_shape, z_shape);
+    if (!shape) {
+      ThrowInvalid(rt, "input Z ('{}') of shape {} does not broadcast against the convolution's output {}",
+                   rt.input_name(3), ShapeToString(z_shape), ShapeToString(conv_shape));
     }
     Tensor conv = Tensor::Allocate(DataType::kFloat, conv_shape, rt.allocator());
     RunFloat(rt, x_in, w_in, b_in, nullptr, g, conv, ConvEpilogue{});
-    Tensor& y = rt.AllocateOutput(0, DataType::kFloat, shape);
+    Tensor& y = rt.AllocateOutput(0, DataType::kFloat, *shape);
     const Tensor zc = z_in.Contiguous(rt.allocator());
     const float* a = conv.data<float>();
     const float* z = zc.data<float>();
     float* out = y.data<float>();
-    ForEachBroadcastPair(conv_shape, z_shape, shape, [&](int64_t i, int64_t ia, int64_t iz) { out[i] = a[ia] + z[iz]; });
+    ForEachBroadcastPair(conv_shape, z_shape, *shape, [&](int64_t i, int64_t ia, int64_t iz) { out[i] = a[ia] + z[iz]; });
     if (!fusion_.epilogue.is_identity()) ApplyConvEpilogue(fusion_.epilogue, out, nullptr, y.size(), 0.0f);
   }
 

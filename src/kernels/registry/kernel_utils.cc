@@ -27,19 +27,31 @@ int64_t NormalizeAxis(const KernelBuildInfo& info, int64_t axis, int64_t rank, s
   return axis < 0 ? axis + rank : axis;
 }
 
-Shape BroadcastShapes(const RuntimeContext& rt, std::span<const int64_t> a, std::span<const int64_t> b) {
+std::optional<Shape> TryBroadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b,
+                                        size_t* clash_axis) {
   const size_t rank = std::max(a.size(), b.size());
   Shape out(rank);
   for (size_t i = 0; i < rank; ++i) {
     const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1) {
-      ThrowInvalid(rt, "shapes {} and {} cannot be broadcast (dimension {}: {} vs {})", ShapeToString(a),
-                   ShapeToString(b), i, da, db);
+      if (clash_axis != nullptr) *clash_axis = i;
+      return std::nullopt;
     }
     out[i] = da == 1 ? db : da;
   }
   return out;
+}
+
+Shape BroadcastShapes(const RuntimeContext& rt, std::span<const int64_t> a, std::span<const int64_t> b) {
+  size_t i = 0;
+  std::optional<Shape> out = TryBroadcastShapes(a, b, &i);
+  if (!out) {
+    const size_t rank = std::max(a.size(), b.size());
+    ThrowInvalid(rt, "shapes {} and {} cannot be broadcast (dimension {}: {} vs {})", ShapeToString(a),
+                 ShapeToString(b), i, a[i - (rank - a.size())], b[i - (rank - b.size())]);
+  }
+  return *std::move(out);
 }
 
 Shape BroadcastStrides(std::span<const int64_t> input, std::span<const int64_t> output) {

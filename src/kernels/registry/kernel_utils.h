@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -41,6 +42,11 @@ int64_t NormalizeAxis(const KernelBuildInfo& info, int64_t axis, int64_t rank, s
 
 /// Numpy-style broadcast of two shapes; throws naming the node and both shapes when they clash.
 Shape BroadcastShapes(const RuntimeContext& rt, std::span<const int64_t> a, std::span<const int64_t> b);
+
+/// The same without throwing: nullopt when the shapes clash (for callers whose error names the
+/// inputs), with the first clashing axis of the broadcast shape in `clash_axis` when given.
+std::optional<Shape> TryBroadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b,
+                                        size_t* clash_axis = nullptr);
 
 /// Strides (in elements) for reading `input` as if broadcast to `output` (0 on broadcast axes).
 Shape BroadcastStrides(std::span<const int64_t> input, std::span<const int64_t> output);
