@@ -160,7 +160,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TiledGemmTest,
                                            GemmCase{128, 200, 64, 0, 0, 0},    // an 8-column lanes tail
                                            GemmCase{21, 50, 300, 1, 2, 3},     // chunks of fewer tiles (wide k)
                                            GemmCase{9, 1000, 7, 0, 24, 0},     // many chunks
-                                           GemmCase{40, 49, 400, 1, 2, 3}));   // passes over k, accumulating
+                                           GemmCase{40, 49, 400, 1, 2, 3},     // passes over k, accumulating
+                                           GemmCase{16, 48, 130, 0, 0, 0},     // whole 8-row blocks of A in place
+                                           GemmCase{27, 96, 512, 0, 0, 0},     // a 2 KiB row stride: A copied apart
+                                           GemmCase{13, 40, 1000, 24, 0, 0})); // a 4 KiB stride from padding
 
 }  // namespace
 }  // namespace onnx_light::runtime

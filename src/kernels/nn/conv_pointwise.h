@@ -33,9 +33,9 @@ inline constexpr int64_t kTiledGemmMinRows = 8;
 bool TiledGemmApplies(int64_t m, int64_t n, int64_t k);
 
 /// C [m, n] = A [m, k] B [k, n] (+ C when `accumulate`), all row-major with row strides lda,
-/// ldb, ldc, computed by the same tiles: A's rows take the role of output channels (packed per
-/// call into a buffer the calling thread keeps, m * k floats rounded up to 16 rows) and B's
-/// columns that of pixels. Work is spread over `pool` (null: the calling thread). Requires
+/// ldb, ldc, computed by the same tiles: A's rows take the role of output channels (each tile
+/// broadcasts its rows' values straight from A, so A is not copied) and B's columns that of
+/// pixels. Work is spread over `pool` (null: the calling thread). Requires
 /// TiledGemmApplies(m, n, k).
 void TiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                bool accumulate, float* c, int64_t ldc, ThreadPool* pool);
