@@ -132,11 +132,16 @@ TEST_P(TiledGemmTest, MatchesPlainLoopWithStridesAndAccumulation) {
   const std::vector<float> a = testing::RandomFloats(static_cast<size_t>(g.m * lda), 1);
   const std::vector<float> b = testing::RandomFloats(static_cast<size_t>(g.k * ldb), 2);
   const std::vector<float> c0 = testing::RandomFloats(static_cast<size_t>(g.m * ldc), 3);
+  const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(g.n), 4);
   ThreadPool pool(2);
-  for (const bool accumulate : {false, true}) {
+  // The third pass adds a per-column bias (ignored when accumulating, and not asked for then).
+  for (const int mode : {0, 1, 2}) {
+    const bool accumulate = mode == 1;
+    const bool with_bias = mode == 2;
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
       std::vector<float> c = c0;
-      TiledGemm(g.m, g.n, g.k, a.data(), lda, b.data(), ldb, accumulate, c.data(), ldc, p);
+      TiledGemm(g.m, g.n, g.k, a.data(), lda, b.data(), ldb, accumulate, c.data(), ldc, p,
+                with_bias ? bias.data() : nullptr);
       for (int64_t i = 0; i < g.m; ++i) {
         for (int64_t j = 0; j < ldc; ++j) {
           const size_t at = static_cast<size_t>(i * ldc + j);
@@ -144,10 +149,11 @@ TEST_P(TiledGemmTest, MatchesPlainLoopWithStridesAndAccumulation) {
             ASSERT_EQ(c[at], c0[at]) << i << ", " << j;
             continue;
           }
-          double expected = accumulate ? c0[at] : 0.0;
+          double expected = accumulate ? c0[at] : with_bias ? bias[static_cast<size_t>(j)] : 0.0;
           for (int64_t t = 0; t < g.k; ++t) expected += static_cast<double>(a[i * lda + t]) * b[t * ldb + j];
           ASSERT_NEAR(c[at], expected, 1e-4 * (1.0 + std::fabs(expected)))
-              << i << ", " << j << (accumulate ? " accumulate" : "") << (p != nullptr ? " pool" : "");
+              << i << ", " << j << (accumulate ? " accumulate" : "") << (with_bias ? " bias" : "")
+              << (p != nullptr ? " pool" : "");
         }
       }
     }

@@ -4,6 +4,10 @@
 // through their leading dimension when the innermost (or second innermost) stride is 1.
 // float16/bfloat16 products of one or two rows stream B in its own type (HalfRowMatMulKernel);
 // other half products compute in float32 through WithHalfPrecision.
+// The fused MatMulAdd (MatMul + Add of a per-column bias, from the fuse_matmul_add pass) is the
+// same kernel with the bias added in the product's first accumulators (kernels/math/matmul_add.h).
+#include "kernels/math/matmul_add.h"
+
 #include <absl/container/inlined_vector.h>
 
 #include <algorithm>
@@ -66,6 +70,9 @@ Operand MakeOperand(const Tensor& t, std::span<const int64_t> shape, Promotion p
 
 class MatMulKernel final : public KernelBase {
  public:
+  /// `with_bias`: the fused MatMulAdd, whose input 2 is a float32 bias of B's column count.
+  explicit MatMulKernel(bool with_bias = false) : with_bias_(with_bias) {}
+
   void Run(RuntimeContext& rt) const override {
     const Tensor& a = rt.Input(0);
     const Tensor& b = rt.Input(1);
@@ -93,11 +100,13 @@ class MatMulKernel final : public KernelBase {
     Shape out_shape = batch;
     if (a.rank() > 1) out_shape.push_back(m);
     if (b.rank() > 1) out_shape.push_back(n);
+    const Tensor bias_values = with_bias_ ? CheckedBias(rt, a.dtype(), n) : Tensor();
+    const float* bias = with_bias_ ? bias_values.data<float>() : nullptr;
     Tensor& y = rt.AllocateOutput(0, a.dtype(), out_shape);
 
     switch (a.dtype()) {
       case DataType::kFloat:
-        return RunTyped<float>(rt, a, b, a_shape, b_shape, batch, y);
+        return RunTyped<float>(rt, a, b, a_shape, b_shape, batch, y, bias);
       case DataType::kDouble:
         return RunTyped<double>(rt, a, b, a_shape, b_shape, batch, y);
       case DataType::kInt32:
@@ -114,18 +123,42 @@ class MatMulKernel final : public KernelBase {
   }
 
  private:
+  // Input 2 of MatMulAdd: float32 (like A and B) and n values, one per output column.
+  static Tensor CheckedBias(RuntimeContext& rt, DataType a_type, int64_t n) {
+    const Tensor& bias = rt.Input(2);
+    if (a_type != DataType::kFloat || bias.dtype() != DataType::kFloat) {
+      ThrowInvalid(rt, "MatMulAdd takes float32 A, B and bias, got A {} and bias {}", DataTypeName(a_type),
+                   DataTypeName(bias.dtype()));
+    }
+    if (bias.rank() != 1 || bias.dim(0) != n) {
+      ThrowInvalid(rt, "input bias must have shape [{}] (one value per column of B), got {}", n,
+                   ShapeToString(bias.shape()));
+    }
+    return bias.Contiguous(rt.allocator());
+  }
+
+  // C = op(A) op(B) (+ bias on every row) for one product.
   template <typename T>
-  static void RunTyped(RuntimeContext& rt, const Tensor& a, const Tensor& b, const Dims& a_shape,
-                       const Dims& b_shape, const Shape& batch, Tensor& y) {
+  static void Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                      const T* b, int64_t ldb, const T* bias, T* c, ThreadPool* pool) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (bias != nullptr) return GemmWithColumnBias(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, n, pool);
+    }
+    Gemm<T>(trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n, pool);
+  }
+
+  template <typename T>
+  void RunTyped(RuntimeContext& rt, const Tensor& a, const Tensor& b, const Dims& a_shape, const Dims& b_shape,
+                const Shape& batch, Tensor& y, const T* bias = nullptr) const {
     const size_t ra = a_shape.size();
     const int64_t m = a_shape[ra - 2];
     const int64_t k = a_shape[ra - 1];
     const int64_t n = b_shape.back();
     T* out = y.data<T>();
     if (y.size() == 0 || k == 0) {
-      // Nothing to read: an empty output, or sums over an empty axis (zeros).
+      // Nothing to read: an empty output, or sums over an empty axis (zeros, plus the bias).
       Record(rt, a.dtype(), GemmPathName<T>(false, false, 0, n, k, 1.0, 0.0), "");
-      std::fill(out, out + y.size(), T{0});
+      for (int64_t i = 0; i < y.size(); ++i) out[i] = bias != nullptr ? bias[i % n] : T{0};
       return;
     }
     int64_t batch_count = 1;  // bounded by y.size(): no overflow once y has elements
@@ -138,8 +171,8 @@ class MatMulKernel final : public KernelBase {
     const T* pb = ob.storage.template data<T>();
 
     if (batch_count == 1) {
-      Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0, out,
-              n, rt.thread_pool());
+      Product<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa, oa.layout.ld, pb, ob.layout.ld, bias, out,
+                 rt.thread_pool());
       Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), "");
       return;
     }
@@ -156,8 +189,8 @@ class MatMulKernel final : public KernelBase {
         expected *= batch[i];
       }
       if (foldable) {
-        Gemm<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0,
-                out, n, rt.thread_pool());
+        Product<T>(false, ob.layout.trans, batch_count * m, n, k, pa, oa.layout.ld, pb, ob.layout.ld, bias, out,
+                   rt.thread_pool());
         Record(rt, a.dtype(), GemmPathName<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, 0.0), "-folded");
         return;
       }
@@ -170,9 +203,10 @@ class MatMulKernel final : public KernelBase {
       if (small) {
         SmallGemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa + off_a, oa.layout.ld, pb + off_b,
                      ob.layout.ld, out + bi * m * n, n);
+        for (int64_t i = 0; bias != nullptr && i < m * n; ++i) out[bi * m * n + i] += bias[i % n];
       } else {
-        Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa + off_a, oa.layout.ld, pb + off_b,
-                ob.layout.ld, 0.0, out + bi * m * n, n, rt.thread_pool());
+        Product<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa + off_a, oa.layout.ld, pb + off_b, ob.layout.ld,
+                   bias, out + bi * m * n, rt.thread_pool());
       }
       for (size_t d = batch.size(); d-- > 0;) {
         off_a += oa.batch_strides[d];
@@ -190,10 +224,12 @@ class MatMulKernel final : public KernelBase {
     }
   }
 
-  static void Record(RuntimeContext& rt, DataType type, std::string_view impl, std::string_view suffix) {
+  void Record(RuntimeContext& rt, DataType type, std::string_view impl, std::string_view suffix) const {
     if (!rt.kernel_usage_enabled()) return;
-    rt.RecordKernelUsage(KernelUsageName("MatMul", type, fmt::format("{}{}", impl, suffix)));
+    rt.RecordKernelUsage(KernelUsageName(with_bias_ ? "MatMulAdd" : "MatMul", type, fmt::format("{}{}", impl, suffix)));
   }
+
+  bool with_bias_;
 };
 
 // A float16/bfloat16 MatMul of one or two rows by a 2-D B (a decode step times a weight
@@ -265,6 +301,12 @@ class HalfRowMatMulKernel final : public KernelBase {
 };
 
 }  // namespace
+
+void RegisterMatMulAddKernel(KernelRegistry& registry, std::string_view domain) {
+  registry.Register(std::string(domain), "MatMulAdd", OpsetRange{1, 1}, [](const KernelBuildInfo&) {
+    return std::make_unique<MatMulKernel>(/*with_bias=*/true);
+  });
+}
 
 void RegisterMatMulKernels(KernelRegistry& registry) {
   registry.Register("", "MatMul", {1, 28}, [](const KernelBuildInfo&) {

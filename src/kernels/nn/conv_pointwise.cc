@@ -40,8 +40,9 @@ struct Operands {
   const float* packed_w;  // null when the weights are read from `a`
   const float* a;
   int64_t a_stride;
-  const float* bias;  // per output channel, or null
-  const float* z;     // residual laid out like y, or null
+  const float* bias;         // per output channel, or null
+  const float* column_bias;  // per pixel (TiledGemm's per-column bias), or null
+  const float* z;            // residual laid out like y, or null
   float* y;
   int64_t y_stride;
   bool accumulate;  // start from the values y holds instead of the bias
@@ -71,6 +72,7 @@ struct TilePass {
   const float* wb;   // the first channel's weight of row t_begin, in its packed block or in A
   int64_t w_channel_stride;  // between the 8 channels' weights: 0 when packed (1 apart, 16 per row)
   const float* bias; // used when !load_y, or null
+  const float* column_bias;  // the tile's first pixel's bias, used when !load_y, or null
   bool load_y;       // start from y (a later pass, or an accumulating product)
   bool relu;         // the last pass of a Relu-fused product
 };
@@ -90,7 +92,13 @@ __attribute__((target("avx512f"), always_inline)) inline void PointwiseTile(cons
 #pragma GCC unroll 3
     for (int v = 0; v < kVecs; ++v) {
       const __mmask16 mask = j < live ? (v + 1 < kVecs ? __mmask16(0xFFFF) : last) : __mmask16(0);
-      acc[j][v] = p.load_y ? _mm512_maskz_loadu_ps(mask, y + j * y_stride + v * kLanes) : b;
+      if (p.load_y) {
+        acc[j][v] = _mm512_maskz_loadu_ps(mask, y + j * y_stride + v * kLanes);
+      } else if (p.column_bias != nullptr) {
+        acc[j][v] = _mm512_maskz_loadu_ps(v + 1 < kVecs ? __mmask16(0xFFFF) : last, p.column_bias + v * kLanes);
+      } else {
+        acc[j][v] = b;
+      }
     }
   }
   const float* row = p.x;
@@ -316,6 +324,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
       const int64_t live = std::min<int64_t>(kTileChannels, m_end - m0);
       for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
         p.x = o.x + t0;
+        p.column_bias = o.column_bias != nullptr ? o.column_bias + t0 : nullptr;
         const int64_t vecs = TileVectors(t0, tiles_end, &last);
         RunTile(p, vecs, live, last, o.y + m0 * o.y_stride + t0, o.y_stride);
       }
@@ -349,6 +358,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
                  .x_stride = pack ? kTilePixels : o.x_stride,
                  .kn = kn,
                  .w_channel_stride = ChannelStride(o),
+                 .column_bias = o.column_bias != nullptr ? o.column_bias + t0 : nullptr,
                  .load_y = load_y,
                  .relu = relu && last_pass};
       for (int64_t m0 = m_begin; m0 < m_end; m0 += kTileChannels) {
@@ -407,7 +417,8 @@ void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, Thread
 void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packed_w, int64_t m, const float* bias,
                    const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool, int64_t y_stride) {
 #if ONNX_LIGHT_POINTWISE_CONV
-  const Operands o{x, pixels, k, pixels, packed_w, nullptr, 0, bias, z, y, y_stride > 0 ? y_stride : pixels, false};
+  const Operands o{x, pixels, k, pixels, packed_w, nullptr, 0, bias, nullptr, z, y,
+                   y_stride > 0 ? y_stride : pixels, false};
   RunTiles(o, m, epilogue, pool);
 #else
   (void)x, (void)k, (void)pixels, (void)packed_w, (void)m, (void)bias, (void)epilogue, (void)z, (void)y,
@@ -420,7 +431,7 @@ bool TiledGemmApplies(int64_t m, int64_t n, int64_t k) {
 }
 
 void TiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-               bool accumulate, float* c, int64_t ldc, ThreadPool* pool) {
+               bool accumulate, float* c, int64_t ldc, ThreadPool* pool, const float* column_bias) {
 #if ONNX_LIGHT_POINTWISE_CONV
   // A's rows play the output channels, read where they are: each tile broadcasts its 8 rows'
   // values. A row stride that is a multiple of 2 KiB would put the same column of those 8 rows
@@ -438,11 +449,12 @@ void TiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, con
     a = spaced.data();
     lda = stride;
   }
-  const Operands o{b, ldb, k, n, nullptr, a, lda, nullptr, nullptr, c, ldc, accumulate};
+  const Operands o{b, ldb, k, n, nullptr, a, lda, nullptr, accumulate ? nullptr : column_bias, nullptr, c, ldc,
+                   accumulate};
   RunTiles(o, m, ConvEpilogue{}, pool);
 #else
   (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)accumulate, (void)c, (void)ldc,
-      (void)pool;
+      (void)pool, (void)column_bias;
 #endif
 }
 

@@ -35,9 +35,10 @@ bool TiledGemmApplies(int64_t m, int64_t n, int64_t k);
 /// C [m, n] = A [m, k] B [k, n] (+ C when `accumulate`), all row-major with row strides lda,
 /// ldb, ldc, computed by the same tiles: A's rows take the role of output channels (each tile
 /// broadcasts its rows' values straight from A, so A is not copied) and B's columns that of
-/// pixels. Work is spread over `pool` (null: the calling thread). Requires
-/// TiledGemmApplies(m, n, k).
+/// pixels. With `column_bias` (n floats; ignored when `accumulate`) every row of C starts from
+/// it: C = A B + bias, the bias added first. Work is spread over `pool` (null: the calling
+/// thread). Requires TiledGemmApplies(m, n, k).
 void TiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-               bool accumulate, float* c, int64_t ldc, ThreadPool* pool);
+               bool accumulate, float* c, int64_t ldc, ThreadPool* pool, const float* column_bias = nullptr);
 
 }  // namespace onnx_light::runtime
