@@ -134,14 +134,22 @@ TEST_P(TiledGemmTest, MatchesPlainLoopWithStridesAndAccumulation) {
   const std::vector<float> c0 = testing::RandomFloats(static_cast<size_t>(g.m * ldc), 3);
   const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(g.n), 4);
   ThreadPool pool(2);
-  // The third pass adds a per-column bias (ignored when accumulating, and not asked for then).
-  for (const int mode : {0, 1, 2}) {
+  // B packed as a constant MatMul weight is (the padding past column n must never show).
+  std::vector<float> packed_b(static_cast<size_t>(TiledGemmPackedBSize(g.k, g.n)), -1.0f);
+  PackTiledGemmB(g.k, g.n, b.data(), ldb, packed_b.data());
+  // The third pass adds a per-column bias (ignored when accumulating, and not asked for then);
+  // the fourth reads the packed B, with the bias.
+  for (const int mode : {0, 1, 2, 3}) {
     const bool accumulate = mode == 1;
-    const bool with_bias = mode == 2;
+    const bool with_bias = mode >= 2;
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
       std::vector<float> c = c0;
-      TiledGemm(g.m, g.n, g.k, a.data(), lda, b.data(), ldb, accumulate, c.data(), ldc, p,
-                with_bias ? bias.data() : nullptr);
+      if (mode == 3) {
+        TiledGemmPackedB(g.m, g.n, g.k, a.data(), lda, packed_b.data(), c.data(), ldc, p, bias.data());
+      } else {
+        TiledGemm(g.m, g.n, g.k, a.data(), lda, b.data(), ldb, accumulate, c.data(), ldc, p,
+                  with_bias ? bias.data() : nullptr);
+      }
       for (int64_t i = 0; i < g.m; ++i) {
         for (int64_t j = 0; j < ldc; ++j) {
           const size_t at = static_cast<size_t>(i * ldc + j);
@@ -153,6 +161,7 @@ TEST_P(TiledGemmTest, MatchesPlainLoopWithStridesAndAccumulation) {
           for (int64_t t = 0; t < g.k; ++t) expected += static_cast<double>(a[i * lda + t]) * b[t * ldb + j];
           ASSERT_NEAR(c[at], expected, 1e-4 * (1.0 + std::fabs(expected)))
               << i << ", " << j << (accumulate ? " accumulate" : "") << (with_bias ? " bias" : "")
+              << (mode == 3 ? " packed B" : "")
               << (p != nullptr ? " pool" : "");
         }
       }

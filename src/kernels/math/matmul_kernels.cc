@@ -18,6 +18,8 @@
 #include "kernels/registry/kernel_utils.h"
 #include "kernels/math/linalg_util.h"
 #include "kernels/math/row_products.h"
+#include "kernels/nn/conv_direct.h"
+#include "kernels/nn/conv_pointwise.h"
 
 namespace onnx_light::runtime {
 
@@ -71,7 +73,11 @@ Operand MakeOperand(const Tensor& t, std::span<const int64_t> shape, Promotion p
 class MatMulKernel final : public KernelBase {
  public:
   /// `with_bias`: the fused MatMulAdd, whose input 2 is a float32 bias of B's column count.
-  explicit MatMulKernel(bool with_bias = false) : with_bias_(with_bias) {}
+  /// `constant_b`: B when it is fixed for the session's life (KernelBuildInfo::constant_input),
+  /// packed here once for our tiles when it is a float32 matrix.
+  explicit MatMulKernel(const Tensor* constant_b = nullptr, bool with_bias = false) : with_bias_(with_bias) {
+    PrepackConstantB(constant_b);
+  }
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& a = rt.Input(0);
@@ -137,14 +143,41 @@ class MatMulKernel final : public KernelBase {
     return bias.Contiguous(rt.allocator());
   }
 
-  // C = op(A) op(B) (+ bias on every row) for one product.
+  // A constant float32 matrix B, packed into the tiles' 48-column panels: every run then reads
+  // it as one sequential stream instead of copying panels out of rows ldb apart (a [256, 8192]
+  // lm_head spent 29% of its time there). The packed copy is the kernel's, from its own
+  // allocator, for the session's life; B itself stays (other nodes may read it).
+  void PrepackConstantB(const Tensor* b) {
+    if (b == nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 || b->size() == 0 ||
+        !DirectConvAvailable()) {
+      return;
+    }
+    const auto allocator = std::make_shared<CpuAllocator>(0);
+    const Tensor bc = b->Contiguous(allocator);
+    const int64_t k = b->dim(0), n = b->dim(1);
+    Tensor packed = Tensor::Allocate(DataType::kFloat, {TiledGemmPackedBSize(k, n)}, allocator);
+    PackTiledGemmB(k, n, bc.data<float>(), n, packed.data<float>());
+    packed_b_ = packed.AsReadOnly();
+    packed_b_shape_ = b->shape();
+  }
+
+  // C = op(A) op(B) (+ bias on every row) for one product. `b_packed`: B is the constant packed
+  // at build. Returns whether the product read that packed copy.
   template <typename T>
-  static void Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                      const T* b, int64_t ldb, const T* bias, T* c, ThreadPool* pool) {
+  bool Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+               int64_t ldb, const T* bias, T* c, ThreadPool* pool, bool b_packed) const {
     if constexpr (std::is_same_v<T, float>) {
-      if (bias != nullptr) return GemmWithColumnBias(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, n, pool);
+      if (b_packed && !trans_a && !trans_b && TiledGemmApplies(m, n, k)) {
+        TiledGemmPackedB(m, n, k, a, lda, packed_b_.data<float>(), c, n, pool, bias);
+        return true;
+      }
+      if (bias != nullptr) {
+        GemmWithColumnBias(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, n, pool);
+        return false;
+      }
     }
     Gemm<T>(trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n, pool);
+    return false;
   }
 
   template <typename T>
@@ -157,7 +190,7 @@ class MatMulKernel final : public KernelBase {
     T* out = y.data<T>();
     if (y.size() == 0 || k == 0) {
       // Nothing to read: an empty output, or sums over an empty axis (zeros, plus the bias).
-      Record(rt, a.dtype(), GemmPathName<T>(false, false, 0, n, k, 1.0, 0.0), "");
+      Record(rt, a.dtype(), GemmPathName<T>(false, false, 0, n, k, 1.0, 0.0), false, "");
       for (int64_t i = 0; i < y.size(); ++i) out[i] = bias != nullptr ? bias[i % n] : T{0};
       return;
     }
@@ -169,11 +202,13 @@ class MatMulKernel final : public KernelBase {
         MakeOperand(b, b_shape, b.rank() == 1 ? Promotion::kColumn : Promotion::kNone, batch, rt.allocator());
     const T* pa = oa.storage.template data<T>();
     const T* pb = ob.storage.template data<T>();
+    // The session promises a constant input is the same tensor on every run.
+    const bool b_packed = packed_b_.defined() && b.shape() == packed_b_shape_;
 
     if (batch_count == 1) {
-      Product<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa, oa.layout.ld, pb, ob.layout.ld, bias, out,
-                 rt.thread_pool());
-      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), "");
+      const bool packed = Product<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa, oa.layout.ld, pb, ob.layout.ld,
+                                     bias, out, rt.thread_pool(), b_packed);
+      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), packed, "");
       return;
     }
     // B shared by every batch and A's batches stacked at a uniform row pitch: one GEMM with
@@ -189,13 +224,15 @@ class MatMulKernel final : public KernelBase {
         expected *= batch[i];
       }
       if (foldable) {
-        Product<T>(false, ob.layout.trans, batch_count * m, n, k, pa, oa.layout.ld, pb, ob.layout.ld, bias, out,
-                   rt.thread_pool());
-        Record(rt, a.dtype(), GemmPathName<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, 0.0), "-folded");
+        const bool packed = Product<T>(false, ob.layout.trans, batch_count * m, n, k, pa, oa.layout.ld, pb,
+                                       ob.layout.ld, bias, out, rt.thread_pool(), b_packed);
+        Record(rt, a.dtype(), GemmPathName<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, 0.0), packed,
+               "-folded");
         return;
       }
     }
     const bool small = m * n * k <= kSmallGemmWork;
+    bool packed = false;
     Dims index(batch.size(), 0);
     int64_t off_a = 0;
     int64_t off_b = 0;
@@ -205,8 +242,9 @@ class MatMulKernel final : public KernelBase {
                      ob.layout.ld, out + bi * m * n, n);
         for (int64_t i = 0; bias != nullptr && i < m * n; ++i) out[bi * m * n + i] += bias[i % n];
       } else {
-        Product<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa + off_a, oa.layout.ld, pb + off_b, ob.layout.ld,
-                   bias, out + bi * m * n, rt.thread_pool());
+        // A 2-D B is shared by every batch (off_b stays 0), so its packed copy serves them all.
+        packed = Product<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa + off_a, oa.layout.ld, pb + off_b,
+                            ob.layout.ld, bias, out + bi * m * n, rt.thread_pool(), b_packed && off_b == 0);
       }
       for (size_t d = batch.size(); d-- > 0;) {
         off_a += oa.batch_strides[d];
@@ -218,18 +256,23 @@ class MatMulKernel final : public KernelBase {
       }
     }
     if (small) {
-      Record(rt, a.dtype(), "small-batched", "-loop");
+      Record(rt, a.dtype(), "small-batched", false, "-loop");
     } else {
-      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), "-batched");
+      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), packed,
+             "-batched");
     }
   }
 
-  void Record(RuntimeContext& rt, DataType type, std::string_view impl, std::string_view suffix) const {
+  // `packed`: the product read B packed at build ("-prepacked" after the implementation).
+  void Record(RuntimeContext& rt, DataType type, std::string_view impl, bool packed, std::string_view suffix) const {
     if (!rt.kernel_usage_enabled()) return;
-    rt.RecordKernelUsage(KernelUsageName(with_bias_ ? "MatMulAdd" : "MatMul", type, fmt::format("{}{}", impl, suffix)));
+    rt.RecordKernelUsage(KernelUsageName(with_bias_ ? "MatMulAdd" : "MatMul", type,
+                                         fmt::format("{}{}{}", impl, packed ? "-prepacked" : "", suffix)));
   }
 
   bool with_bias_;
+  Tensor packed_b_;      // the constant B packed by PackTiledGemmB, or undefined
+  Shape packed_b_shape_;  // its shape
 };
 
 // A float16/bfloat16 MatMul of one or two rows by a 2-D B (a decode step times a weight
@@ -303,14 +346,15 @@ class HalfRowMatMulKernel final : public KernelBase {
 }  // namespace
 
 void RegisterMatMulAddKernel(KernelRegistry& registry, std::string_view domain) {
-  registry.Register(std::string(domain), "MatMulAdd", OpsetRange{1, 1}, [](const KernelBuildInfo&) {
-    return std::make_unique<MatMulKernel>(/*with_bias=*/true);
+  registry.Register(std::string(domain), "MatMulAdd", OpsetRange{1, 1}, [](const KernelBuildInfo& info) {
+    return std::make_unique<MatMulKernel>(info.constant_input(1), /*with_bias=*/true);
   });
 }
 
 void RegisterMatMulKernels(KernelRegistry& registry) {
-  registry.Register("", "MatMul", {1, 28}, [](const KernelBuildInfo&) {
-    return std::make_unique<HalfRowMatMulKernel>(WithHalfPrecision(std::make_unique<MatMulKernel>(), "MatMul"));
+  registry.Register("", "MatMul", {1, 28}, [](const KernelBuildInfo& info) {
+    return std::make_unique<HalfRowMatMulKernel>(
+        WithHalfPrecision(std::make_unique<MatMulKernel>(info.constant_input(1)), "MatMul"));
   });
 }
 

@@ -35,6 +35,7 @@ constexpr int64_t kMaxTailPixels = 8;
 struct Operands {
   const float* x;
   int64_t x_stride;
+  const float* packed_x;  // x packed by PackTiledGemmB (then x is unused), or null
   int64_t k;
   int64_t pixels;
   const float* packed_w;  // null when the weights are read from `a`
@@ -314,7 +315,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
     // epilogue while those rows are still in L1.
     if (tail > 0) kTailFunctions[tail](o, tiles_end, m_begin, m_end, TailPass{0, o.k, o.accumulate, relu});
     for (int64_t m0 = m_begin; m0 < m_end; m0 += kTileChannels) {
-      TilePass p{.x_stride = o.x_stride,
+      TilePass p{.x_stride = o.packed_x != nullptr ? kTilePixels : o.x_stride,
                  .kn = o.k,
                  .wb = TileWeights(o, m0, 0),
                  .w_channel_stride = ChannelStride(o),
@@ -323,7 +324,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
                  .relu = relu};
       const int64_t live = std::min<int64_t>(kTileChannels, m_end - m0);
       for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
-        p.x = o.x + t0;
+        p.x = o.packed_x != nullptr ? o.packed_x + t0 / kTilePixels * o.k * kTilePixels : o.x + t0;
         p.column_bias = o.column_bias != nullptr ? o.column_bias + t0 : nullptr;
         const int64_t vecs = TileVectors(t0, tiles_end, &last);
         RunTile(p, vecs, live, last, o.y + m0 * o.y_stride + t0, o.y_stride);
@@ -340,7 +341,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
   // A deep product: passes of PassRows rows, each running every block of 8 channels over one
   // tile (its rows copied into a contiguous panel unless a single block reads them) before the
   // next tile; the epilogue once the last pass is done.
-  const bool pack = m_end - m_begin > kLanes;
+  const bool pack = o.packed_x == nullptr && m_end - m_begin > kLanes;
   thread_local std::vector<float> panel;
   if (pack && panel.size() < static_cast<size_t>(kDepthBlock * chunk_pixels)) {
     panel.resize(static_cast<size_t>(kDepthBlock * chunk_pixels));
@@ -353,9 +354,12 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
     if (pack) PackPanel(o, t_begin, kn, p0, tiles_end, panel.data());
     for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
       const int64_t vecs = TileVectors(t0, tiles_end, &last);
-      TilePass p{.x = pack ? panel.data() + (t0 - p0) / kTilePixels * kn * kTilePixels
-                           : o.x + t_begin * o.x_stride + t0,
-                 .x_stride = pack ? kTilePixels : o.x_stride,
+      const float* packed_tile =
+          o.packed_x != nullptr ? o.packed_x + (t0 / kTilePixels * o.k + t_begin) * kTilePixels : nullptr;
+      TilePass p{.x = packed_tile != nullptr ? packed_tile
+                      : pack                 ? panel.data() + (t0 - p0) / kTilePixels * kn * kTilePixels
+                                             : o.x + t_begin * o.x_stride + t0,
+                 .x_stride = packed_tile != nullptr || pack ? kTilePixels : o.x_stride,
                  .kn = kn,
                  .w_channel_stride = ChannelStride(o),
                  .column_bias = o.column_bias != nullptr ? o.column_bias + t0 : nullptr,
@@ -417,7 +421,7 @@ void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, Thread
 void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packed_w, int64_t m, const float* bias,
                    const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool, int64_t y_stride) {
 #if ONNX_LIGHT_POINTWISE_CONV
-  const Operands o{x, pixels, k, pixels, packed_w, nullptr, 0, bias, nullptr, z, y,
+  const Operands o{x, pixels, nullptr, k, pixels, packed_w, nullptr, 0, bias, nullptr, z, y,
                    y_stride > 0 ? y_stride : pixels, false};
   RunTiles(o, m, epilogue, pool);
 #else
@@ -430,9 +434,13 @@ bool TiledGemmApplies(int64_t m, int64_t n, int64_t k) {
   return DirectConvAvailable() && m >= kTiledGemmMinRows && n >= kLanes && k > 0;
 }
 
-void TiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-               bool accumulate, float* c, int64_t ldc, ThreadPool* pool, const float* column_bias) {
 #if ONNX_LIGHT_POINTWISE_CONV
+namespace {
+
+// TiledGemm with B in place (packed_b null) or packed by PackTiledGemmB.
+void RunTiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                  const float* packed_b, bool accumulate, float* c, int64_t ldc, ThreadPool* pool,
+                  const float* column_bias) {
   // A's rows play the output channels, read where they are: each tile broadcasts its 8 rows'
   // values. A row stride that is a multiple of 2 KiB would put the same column of those 8 rows
   // into one or two L1 sets, which evict each other (a 1024-deep product ran 25% slower than a
@@ -449,12 +457,45 @@ void TiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, con
     a = spaced.data();
     lda = stride;
   }
-  const Operands o{b, ldb, k, n, nullptr, a, lda, nullptr, accumulate ? nullptr : column_bias, nullptr, c, ldc,
-                   accumulate};
+  const Operands o{b, ldb, packed_b, k, n, nullptr, a, lda, nullptr, accumulate ? nullptr : column_bias,
+                   nullptr, c, ldc, accumulate};
   RunTiles(o, m, ConvEpilogue{}, pool);
+}
+
+}  // namespace
+#endif
+
+void TiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+               bool accumulate, float* c, int64_t ldc, ThreadPool* pool, const float* column_bias) {
+#if ONNX_LIGHT_POINTWISE_CONV
+  RunTiledGemm(m, n, k, a, lda, b, ldb, nullptr, accumulate, c, ldc, pool, column_bias);
 #else
   (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)accumulate, (void)c, (void)ldc,
       (void)pool, (void)column_bias;
+#endif
+}
+
+int64_t TiledGemmPackedBSize(int64_t k, int64_t n) {
+  return (n + kTilePixels - 1) / kTilePixels * k * kTilePixels;
+}
+
+void PackTiledGemmB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed) {
+  for (int64_t t0 = 0; t0 < n; t0 += kTilePixels) {
+    const int64_t width = std::min(kTilePixels, n - t0);
+    float* tile = packed + t0 / kTilePixels * k * kTilePixels;
+    for (int64_t t = 0; t < k; ++t) {
+      std::memcpy(tile + t * kTilePixels, b + t * ldb + t0, static_cast<size_t>(width) * sizeof(float));
+      std::fill(tile + t * kTilePixels + width, tile + (t + 1) * kTilePixels, 0.0f);
+    }
+  }
+}
+
+void TiledGemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* packed_b,
+                      float* c, int64_t ldc, ThreadPool* pool, const float* column_bias) {
+#if ONNX_LIGHT_POINTWISE_CONV
+  RunTiledGemm(m, n, k, a, lda, nullptr, 0, packed_b, false, c, ldc, pool, column_bias);
+#else
+  (void)m, (void)n, (void)k, (void)a, (void)lda, (void)packed_b, (void)c, (void)ldc, (void)pool, (void)column_bias;
 #endif
 }
 
