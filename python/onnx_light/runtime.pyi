@@ -374,7 +374,8 @@ class RuntimeSessionOptions:
                  fold_constants: bool = True, eliminate_noop_nodes: bool = True,
                  fuse_gelu: bool = True, fuse_conv_activation: bool = True,
                  fuse_attention: bool = True, fuse_quantized_matmul: bool = True, fuse_qdq: bool = True,
-                 thread_pool: SharedThreadPool | None = None, fuse_conv_add: bool = True) -> None: ...
+                 thread_pool: SharedThreadPool | None = None, fuse_conv_add: bool = True,
+                 fuse_matmul_add: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -426,10 +427,18 @@ class RuntimeSessionOptions:
     the query heads or 1. Also lets attention read grouped-query keys and values once instead of
     through the chain that repeats every head (docs/graph-passes.md)."""
     fuse_quantized_matmul: bool
-    fuse_qdq: bool
     """Run MatMul(A, DequantizeLinear(W)) with a constant int4/uint4 W (per tensor, per column or
     blocked along K, float32 scales) as one kernel that keeps W packed in 4 bits and dequantizes it
     while multiplying; no float copy of W is held (docs/quantization.md)."""
+    fuse_qdq: bool
+    """Run the DequantizeLinear -> Conv / MatMul / Add -> QuantizeLinear groups of QDQ models as
+    QLinearConv / QLinearMatMul / QLinearAdd (and MaxPool between a matching pair on the quantized
+    values); results may differ by one quantization step (docs/quantization.md)."""
+    fuse_matmul_add: bool
+    """Run MatMul(A, B) followed by Add of a bias, with B a constant float32 matrix [K, N] and the
+    bias a constant float32 vector [N], as one MatMulAdd node whose product starts from the bias
+    (kernel usage "MatMulAdd/float32/<path>"); results match the two nodes up to rounding
+    (docs/graph-passes.md)."""
     load_mode: Literal["copy", "map"]
     """How a model path is loaded: "copy" reads the file and its external data into runtime
     memory (later changes to the files cannot reach the session); "map" maps them without copying,

@@ -8,6 +8,7 @@
 #include "passes/conv_add_fusion.h"
 #include "passes/conv_batchnorm_fusion.h"
 #include "passes/gelu_fusion.h"
+#include "passes/matmul_add_fusion.h"
 #include "passes/noop_elimination.h"
 #include "passes/qdq_fusion.h"
 #include "passes/quantized_matmul_fusion.h"
@@ -39,6 +40,8 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   if (options.fuse_attention) FuseAttention(work, context);
   if (options.fuse_quantized_matmul) FuseQuantizedMatMul(work, context);
   if (options.fuse_qdq) FuseQdq(work, context);
+  // Last: the passes above match MatMul nodes of their own patterns (attention, quantized).
+  if (options.fuse_matmul_add) FuseMatMulAdd(work, context);
   if (!work.changed()) return std::nullopt;
   return std::move(work).Finish();
 }

@@ -22,6 +22,7 @@ struct PassOptions {
   bool fuse_attention = true;
   bool fuse_quantized_matmul = true;
   bool fuse_qdq = true;
+  bool fuse_matmul_add = true;
 };
 
 /// Runs the enabled passes over `graph`. Returns nullopt when none of them changed anything,

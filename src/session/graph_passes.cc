@@ -74,7 +74,8 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
                                              fused("RepeatedHeadsShape"),
                            .fuse_quantized_matmul =
                                options.fuse_quantized_matmul && fused("QuantizedMatMul"),
-                           .fuse_qdq = options.fuse_qdq && qdq_kernels};
+                           .fuse_qdq = options.fuse_qdq && qdq_kernels,
+                           .fuse_matmul_add = options.fuse_matmul_add && fused("MatMulAdd")};
   std::optional<RewrittenGraph> rewritten = RunGraphPasses(model.graph, passes, context);
   if (!rewritten) return nullptr;
   return std::make_shared<const RewrittenGraph>(std::move(*rewritten));

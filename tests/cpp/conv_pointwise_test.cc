@@ -132,11 +132,24 @@ TEST_P(TiledGemmTest, MatchesPlainLoopWithStridesAndAccumulation) {
   const std::vector<float> a = testing::RandomFloats(static_cast<size_t>(g.m * lda), 1);
   const std::vector<float> b = testing::RandomFloats(static_cast<size_t>(g.k * ldb), 2);
   const std::vector<float> c0 = testing::RandomFloats(static_cast<size_t>(g.m * ldc), 3);
+  const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(g.n), 4);
   ThreadPool pool(2);
-  for (const bool accumulate : {false, true}) {
+  // B packed as a constant MatMul weight is (the padding past column n must never show).
+  std::vector<float> packed_b(static_cast<size_t>(TiledGemmPackedBSize(g.k, g.n)), -1.0f);
+  PackTiledGemmB(g.k, g.n, b.data(), ldb, packed_b.data());
+  // The third pass adds a per-column bias (ignored when accumulating, and not asked for then);
+  // the fourth reads the packed B, with the bias.
+  for (const int mode : {0, 1, 2, 3}) {
+    const bool accumulate = mode == 1;
+    const bool with_bias = mode >= 2;
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
       std::vector<float> c = c0;
-      TiledGemm(g.m, g.n, g.k, a.data(), lda, b.data(), ldb, accumulate, c.data(), ldc, p);
+      if (mode == 3) {
+        TiledGemmPackedB(g.m, g.n, g.k, a.data(), lda, packed_b.data(), c.data(), ldc, p, bias.data());
+      } else {
+        TiledGemm(g.m, g.n, g.k, a.data(), lda, b.data(), ldb, accumulate, c.data(), ldc, p,
+                  with_bias ? bias.data() : nullptr);
+      }
       for (int64_t i = 0; i < g.m; ++i) {
         for (int64_t j = 0; j < ldc; ++j) {
           const size_t at = static_cast<size_t>(i * ldc + j);
@@ -144,10 +157,12 @@ TEST_P(TiledGemmTest, MatchesPlainLoopWithStridesAndAccumulation) {
             ASSERT_EQ(c[at], c0[at]) << i << ", " << j;
             continue;
           }
-          double expected = accumulate ? c0[at] : 0.0;
+          double expected = accumulate ? c0[at] : with_bias ? bias[static_cast<size_t>(j)] : 0.0;
           for (int64_t t = 0; t < g.k; ++t) expected += static_cast<double>(a[i * lda + t]) * b[t * ldb + j];
           ASSERT_NEAR(c[at], expected, 1e-4 * (1.0 + std::fabs(expected)))
-              << i << ", " << j << (accumulate ? " accumulate" : "") << (p != nullptr ? " pool" : "");
+              << i << ", " << j << (accumulate ? " accumulate" : "") << (with_bias ? " bias" : "")
+              << (mode == 3 ? " packed B" : "")
+              << (p != nullptr ? " pool" : "");
         }
       }
     }
@@ -160,7 +175,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TiledGemmTest,
                                            GemmCase{128, 200, 64, 0, 0, 0},    // an 8-column lanes tail
                                            GemmCase{21, 50, 300, 1, 2, 3},     // chunks of fewer tiles (wide k)
                                            GemmCase{9, 1000, 7, 0, 24, 0},     // many chunks
-                                           GemmCase{40, 49, 400, 1, 2, 3}));   // passes over k, accumulating
+                                           GemmCase{40, 49, 400, 1, 2, 3},     // passes over k, accumulating
+                                           GemmCase{16, 48, 130, 0, 0, 0},     // whole 8-row blocks of A in place
+                                           GemmCase{27, 96, 512, 0, 0, 0},     // a 2 KiB row stride: A copied apart
+                                           GemmCase{13, 40, 1000, 24, 0, 0},   // a 4 KiB stride from padding
+                                           GemmCase{87, 64, 750, 0, 0, 0},     // attention's P·V: 32 + 32 columns
+                                           GemmCase{11, 60, 20, 0, 4, 0}));    // one pass, 32 + 28 columns
 
 }  // namespace
 }  // namespace onnx_light::runtime

@@ -153,6 +153,23 @@ def test_attention_fully_masked_rows_are_zero():
     assert np.all(y[:, :, 2] == 0) and not np.isnan(y).any()
 
 
+@pytest.mark.parametrize("at", [0, 37, 70])  # in the vector body, in a later vector, in the scalar tail
+def test_attention_nan_score_makes_its_row_nan_and_inf_scores_do_not(at):
+    # 71 keys: the row maximum runs over whole vectors and a tail. A NaN key makes only the rows
+    # that attend it NaN (as Softmax's max); a -inf mask entry is just an excluded key, and a
+    # +inf one takes the whole weight of its row, which is NaN (inf - inf), as Softmax gives.
+    feeds = qkv4(1, 1, 1, 3, 71, 8)
+    mask = np.zeros((3, 71), np.float32)
+    mask[0, at] = np.nan
+    mask[1, at] = -np.inf
+    mask[2, (at + 5) % 71] = np.inf
+    feeds["attn_mask"] = mask
+    y, = check_attention(feeds)
+    assert np.isnan(y[0, 0, 0]).all()
+    assert not np.isnan(y[0, 0, 1]).any()
+    assert np.isnan(y[0, 0, 2]).all()
+
+
 def test_attention_causal_fully_masked_first_row():
     # Without past, query 0 attends only key 0; a mask excluding key 0 masks that row fully.
     feeds = qkv4(1, 1, 1, 4, 4, 4)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
 from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, LANES_CONV_PATH, POINTWISE_CONV_PATH, TILED_GEMM_PATH,
@@ -300,6 +300,35 @@ def test_matmul_tiles_match_ort(a_shape, b_shape, suffix):
     inputs = {"a": random(a_shape), "b": random(b_shape, seed=1)}
     check_node("MatMul", inputs, {}, reference="ort", rtol=1e-4, atol=1e-4)
     assert f"MatMul/float32/{TILED_GEMM_PATH}{suffix}" in usage_of(node_model("MatMul", inputs), inputs)
+
+
+# Widths around the 48-column panels B is packed in, depths of one pass and of several.
+@pytest.mark.parametrize("a_shape,b_shape,suffix", [
+    ([37, 53], [53, 29], ""),
+    ([3, 20, 300], [300, 97], "-folded"),
+    ([9, 130], [130, 48], ""),
+    ([2, 3, 16, 20], [20, 200], "-folded"),
+])
+def test_matmul_constant_b_is_packed_once_and_matches_ort(a_shape, b_shape, suffix):
+    feeds = {"a": random(a_shape)}
+    model = node_model("MatMul", feeds, initializers={"b": random(b_shape, seed=1)})
+    (got,) = run_ours(model, feeds)
+    (want,) = run_ort(model, feeds)
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+    packed = "-prepacked" if TILED_GEMM_PATH == "tiles-avx512" else ""
+    assert usage_of(model, feeds) == [f"MatMul/float32/{TILED_GEMM_PATH}{packed}{suffix}"]
+
+
+def test_matmul_b_fed_over_its_initializer_is_not_the_packed_one():
+    # An initializer that is also a graph input is only a default: the kernel may not pack it,
+    # and a fed B must be the one multiplied.
+    feeds = {"a": random([16, 24])}
+    model = node_model("MatMul", feeds, initializers={"b": random([24, 32], seed=1)})
+    model.graph.input.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, [24, 32]))
+    other = random([24, 32], seed=7)
+    (got,) = run_ours(model, {**feeds, "b": other})
+    np.testing.assert_allclose(got, feeds["a"] @ other, rtol=1e-5, atol=1e-5)
+    assert usage_of(model, {**feeds, "b": other}) == [f"MatMul/float32/{TILED_GEMM_PATH}"]
 
 
 @pytest.mark.parametrize("inputs,needle", [

@@ -98,6 +98,10 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// (docs/quantization.md, "QDQ models"). The integer kernels round once where the written
   /// graph rounds a float32 sum: results may differ by one quantization step.
   bool fuse_qdq = true;
+  /// Run MatMul(A, B) followed by Add of a bias, with B a constant float32 matrix [K, N] and the
+  /// bias a constant float32 vector [N] (a Linear layer as exporters write it), as one MatMulAdd
+  /// kernel whose product starts from the bias. Results match the two nodes up to rounding.
+  bool fuse_matmul_add = true;
   /// How RuntimeSession(path, options) reads the model file and its external data: kCopy (the
   /// default) reads them into runtime memory, so later changes to the files cannot affect the
   /// session; kMap maps them without copying, and the files must then stay unchanged while the

@@ -187,6 +187,20 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
   });
 }
 
+void GemmWithColumnBias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                        const float* b, int64_t ldb, const float* bias, float* c, int64_t ldc, ThreadPool* pool) {
+  if (UsesTiledGemm<float>(trans_a, trans_b, m, n, k, 1.0, 0.0)) {
+    TiledGemm(m, n, k, a, lda, b, ldb, false, c, ldc, pool, bias);
+    return;
+  }
+  Gemm<float>(trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc, pool);
+  for (int64_t r = 0; r < m; ++r) {
+    float* row = c + r * ldc;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+  }
+}
+
 namespace {
 
 template <typename T>

@@ -34,6 +34,13 @@ template <typename T>
 std::string_view GemmPathName(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                               double beta);
 
+/// C[M,N] = op(A) * op(B) + bias, the float32 `bias` (n values) added to every row: in the
+/// tiles' first accumulators when Gemm<float> takes them for these arguments, otherwise after the
+/// product, while C's rows are still in cache. Otherwise as Gemm<float> with alpha 1, beta 0.
+void GemmWithColumnBias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                        const float* b, int64_t ldb, const float* bias, float* c, int64_t ldc,
+                        ThreadPool* pool = nullptr);
+
 /// Per-product sizes (m * n * k) at or below which batched callers use SmallGemm: for tiny
 /// products a BLAS call costs far more than the arithmetic.
 inline constexpr int64_t kSmallGemmWork = 32;

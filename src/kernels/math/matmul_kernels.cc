@@ -4,6 +4,10 @@
 // through their leading dimension when the innermost (or second innermost) stride is 1.
 // float16/bfloat16 products of one or two rows stream B in its own type (HalfRowMatMulKernel);
 // other half products compute in float32 through WithHalfPrecision.
+// The fused MatMulAdd (MatMul + Add of a per-column bias, from the fuse_matmul_add pass) is the
+// same kernel with the bias added in the product's first accumulators (kernels/math/matmul_add.h).
+#include "kernels/math/matmul_add.h"
+
 #include <absl/container/inlined_vector.h>
 
 #include <algorithm>
@@ -14,6 +18,8 @@
 #include "kernels/registry/kernel_utils.h"
 #include "kernels/math/linalg_util.h"
 #include "kernels/math/row_products.h"
+#include "kernels/nn/conv_direct.h"
+#include "kernels/nn/conv_pointwise.h"
 
 namespace onnx_light::runtime {
 
@@ -66,6 +72,13 @@ Operand MakeOperand(const Tensor& t, std::span<const int64_t> shape, Promotion p
 
 class MatMulKernel final : public KernelBase {
  public:
+  /// `with_bias`: the fused MatMulAdd, whose input 2 is a float32 bias of B's column count.
+  /// `constant_b`: B when it is fixed for the session's life (KernelBuildInfo::constant_input),
+  /// packed here once for our tiles when it is a float32 matrix.
+  explicit MatMulKernel(const Tensor* constant_b = nullptr, bool with_bias = false) : with_bias_(with_bias) {
+    PrepackConstantB(constant_b);
+  }
+
   void Run(RuntimeContext& rt) const override {
     const Tensor& a = rt.Input(0);
     const Tensor& b = rt.Input(1);
@@ -93,11 +106,13 @@ class MatMulKernel final : public KernelBase {
     Shape out_shape = batch;
     if (a.rank() > 1) out_shape.push_back(m);
     if (b.rank() > 1) out_shape.push_back(n);
+    const Tensor bias_values = with_bias_ ? CheckedBias(rt, a.dtype(), n) : Tensor();
+    const float* bias = with_bias_ ? bias_values.data<float>() : nullptr;
     Tensor& y = rt.AllocateOutput(0, a.dtype(), out_shape);
 
     switch (a.dtype()) {
       case DataType::kFloat:
-        return RunTyped<float>(rt, a, b, a_shape, b_shape, batch, y);
+        return RunTyped<float>(rt, a, b, a_shape, b_shape, batch, y, bias);
       case DataType::kDouble:
         return RunTyped<double>(rt, a, b, a_shape, b_shape, batch, y);
       case DataType::kInt32:
@@ -114,18 +129,69 @@ class MatMulKernel final : public KernelBase {
   }
 
  private:
+  // Input 2 of MatMulAdd: float32 (like A and B) and n values, one per output column.
+  static Tensor CheckedBias(RuntimeContext& rt, DataType a_type, int64_t n) {
+    const Tensor& bias = rt.Input(2);
+    if (a_type != DataType::kFloat || bias.dtype() != DataType::kFloat) {
+      ThrowInvalid(rt, "MatMulAdd takes float32 A, B and bias, got A {} and bias {}", DataTypeName(a_type),
+                   DataTypeName(bias.dtype()));
+    }
+    if (bias.rank() != 1 || bias.dim(0) != n) {
+      ThrowInvalid(rt, "input bias must have shape [{}] (one value per column of B), got {}", n,
+                   ShapeToString(bias.shape()));
+    }
+    return bias.Contiguous(rt.allocator());
+  }
+
+  // A constant float32 matrix B, packed into the tiles' 48-column panels: every run then reads
+  // it as one sequential stream instead of copying panels out of rows ldb apart (a [256, 8192]
+  // lm_head spent 29% of its time there). The packed copy is the kernel's, from its own
+  // allocator, for the session's life; B itself stays (other nodes may read it).
+  void PrepackConstantB(const Tensor* b) {
+    if (b == nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 || b->size() == 0 ||
+        !DirectConvAvailable()) {
+      return;
+    }
+    const auto allocator = std::make_shared<CpuAllocator>(0);
+    const Tensor bc = b->Contiguous(allocator);
+    const int64_t k = b->dim(0), n = b->dim(1);
+    Tensor packed = Tensor::Allocate(DataType::kFloat, {TiledGemmPackedBSize(k, n)}, allocator);
+    PackTiledGemmB(k, n, bc.data<float>(), n, packed.data<float>());
+    packed_b_ = packed.AsReadOnly();
+    packed_b_shape_ = b->shape();
+  }
+
+  // C = op(A) op(B) (+ bias on every row) for one product. `b_packed`: B is the constant packed
+  // at build. Returns whether the product read that packed copy.
   template <typename T>
-  static void RunTyped(RuntimeContext& rt, const Tensor& a, const Tensor& b, const Dims& a_shape,
-                       const Dims& b_shape, const Shape& batch, Tensor& y) {
+  bool Product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+               int64_t ldb, const T* bias, T* c, ThreadPool* pool, bool b_packed) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (b_packed && !trans_a && !trans_b && TiledGemmApplies(m, n, k)) {
+        TiledGemmPackedB(m, n, k, a, lda, packed_b_.data<float>(), c, n, pool, bias);
+        return true;
+      }
+      if (bias != nullptr) {
+        GemmWithColumnBias(trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c, n, pool);
+        return false;
+      }
+    }
+    Gemm<T>(trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n, pool);
+    return false;
+  }
+
+  template <typename T>
+  void RunTyped(RuntimeContext& rt, const Tensor& a, const Tensor& b, const Dims& a_shape, const Dims& b_shape,
+                const Shape& batch, Tensor& y, const T* bias = nullptr) const {
     const size_t ra = a_shape.size();
     const int64_t m = a_shape[ra - 2];
     const int64_t k = a_shape[ra - 1];
     const int64_t n = b_shape.back();
     T* out = y.data<T>();
     if (y.size() == 0 || k == 0) {
-      // Nothing to read: an empty output, or sums over an empty axis (zeros).
-      Record(rt, a.dtype(), GemmPathName<T>(false, false, 0, n, k, 1.0, 0.0), "");
-      std::fill(out, out + y.size(), T{0});
+      // Nothing to read: an empty output, or sums over an empty axis (zeros, plus the bias).
+      Record(rt, a.dtype(), GemmPathName<T>(false, false, 0, n, k, 1.0, 0.0), false, "");
+      for (int64_t i = 0; i < y.size(); ++i) out[i] = bias != nullptr ? bias[i % n] : T{0};
       return;
     }
     int64_t batch_count = 1;  // bounded by y.size(): no overflow once y has elements
@@ -136,11 +202,13 @@ class MatMulKernel final : public KernelBase {
         MakeOperand(b, b_shape, b.rank() == 1 ? Promotion::kColumn : Promotion::kNone, batch, rt.allocator());
     const T* pa = oa.storage.template data<T>();
     const T* pb = ob.storage.template data<T>();
+    // The session promises a constant input is the same tensor on every run.
+    const bool b_packed = packed_b_.defined() && b.shape() == packed_b_shape_;
 
     if (batch_count == 1) {
-      Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0, out,
-              n, rt.thread_pool());
-      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), "");
+      const bool packed = Product<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa, oa.layout.ld, pb, ob.layout.ld,
+                                     bias, out, rt.thread_pool(), b_packed);
+      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), packed, "");
       return;
     }
     // B shared by every batch and A's batches stacked at a uniform row pitch: one GEMM with
@@ -156,13 +224,15 @@ class MatMulKernel final : public KernelBase {
         expected *= batch[i];
       }
       if (foldable) {
-        Gemm<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, pa, oa.layout.ld, pb, ob.layout.ld, 0.0,
-                out, n, rt.thread_pool());
-        Record(rt, a.dtype(), GemmPathName<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, 0.0), "-folded");
+        const bool packed = Product<T>(false, ob.layout.trans, batch_count * m, n, k, pa, oa.layout.ld, pb,
+                                       ob.layout.ld, bias, out, rt.thread_pool(), b_packed);
+        Record(rt, a.dtype(), GemmPathName<T>(false, ob.layout.trans, batch_count * m, n, k, 1.0, 0.0), packed,
+               "-folded");
         return;
       }
     }
     const bool small = m * n * k <= kSmallGemmWork;
+    bool packed = false;
     Dims index(batch.size(), 0);
     int64_t off_a = 0;
     int64_t off_b = 0;
@@ -170,9 +240,11 @@ class MatMulKernel final : public KernelBase {
       if (small) {
         SmallGemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa + off_a, oa.layout.ld, pb + off_b,
                      ob.layout.ld, out + bi * m * n, n);
+        for (int64_t i = 0; bias != nullptr && i < m * n; ++i) out[bi * m * n + i] += bias[i % n];
       } else {
-        Gemm<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, pa + off_a, oa.layout.ld, pb + off_b,
-                ob.layout.ld, 0.0, out + bi * m * n, n, rt.thread_pool());
+        // A 2-D B is shared by every batch (off_b stays 0), so its packed copy serves them all.
+        packed = Product<T>(oa.layout.trans, ob.layout.trans, m, n, k, pa + off_a, oa.layout.ld, pb + off_b,
+                            ob.layout.ld, bias, out + bi * m * n, rt.thread_pool(), b_packed && off_b == 0);
       }
       for (size_t d = batch.size(); d-- > 0;) {
         off_a += oa.batch_strides[d];
@@ -184,16 +256,23 @@ class MatMulKernel final : public KernelBase {
       }
     }
     if (small) {
-      Record(rt, a.dtype(), "small-batched", "-loop");
+      Record(rt, a.dtype(), "small-batched", false, "-loop");
     } else {
-      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), "-batched");
+      Record(rt, a.dtype(), GemmPathName<T>(oa.layout.trans, ob.layout.trans, m, n, k, 1.0, 0.0), packed,
+             "-batched");
     }
   }
 
-  static void Record(RuntimeContext& rt, DataType type, std::string_view impl, std::string_view suffix) {
+  // `packed`: the product read B packed at build ("-prepacked" after the implementation).
+  void Record(RuntimeContext& rt, DataType type, std::string_view impl, bool packed, std::string_view suffix) const {
     if (!rt.kernel_usage_enabled()) return;
-    rt.RecordKernelUsage(KernelUsageName("MatMul", type, fmt::format("{}{}", impl, suffix)));
+    rt.RecordKernelUsage(KernelUsageName(with_bias_ ? "MatMulAdd" : "MatMul", type,
+                                         fmt::format("{}{}{}", impl, packed ? "-prepacked" : "", suffix)));
   }
+
+  bool with_bias_;
+  Tensor packed_b_;      // the constant B packed by PackTiledGemmB, or undefined
+  Shape packed_b_shape_;  // its shape
 };
 
 // A float16/bfloat16 MatMul of one or two rows by a 2-D B (a decode step times a weight
@@ -266,9 +345,16 @@ class HalfRowMatMulKernel final : public KernelBase {
 
 }  // namespace
 
+void RegisterMatMulAddKernel(KernelRegistry& registry, std::string_view domain) {
+  registry.Register(std::string(domain), "MatMulAdd", OpsetRange{1, 1}, [](const KernelBuildInfo& info) {
+    return std::make_unique<MatMulKernel>(info.constant_input(1), /*with_bias=*/true);
+  });
+}
+
 void RegisterMatMulKernels(KernelRegistry& registry) {
-  registry.Register("", "MatMul", {1, 28}, [](const KernelBuildInfo&) {
-    return std::make_unique<HalfRowMatMulKernel>(WithHalfPrecision(std::make_unique<MatMulKernel>(), "MatMul"));
+  registry.Register("", "MatMul", {1, 28}, [](const KernelBuildInfo& info) {
+    return std::make_unique<HalfRowMatMulKernel>(
+        WithHalfPrecision(std::make_unique<MatMulKernel>(info.constant_input(1)), "MatMul"));
   });
 }
 

@@ -33,11 +33,25 @@ inline constexpr int64_t kTiledGemmMinRows = 8;
 bool TiledGemmApplies(int64_t m, int64_t n, int64_t k);
 
 /// C [m, n] = A [m, k] B [k, n] (+ C when `accumulate`), all row-major with row strides lda,
-/// ldb, ldc, computed by the same tiles: A's rows take the role of output channels (packed per
-/// call into a buffer the calling thread keeps, m * k floats rounded up to 16 rows) and B's
-/// columns that of pixels. Work is spread over `pool` (null: the calling thread). Requires
-/// TiledGemmApplies(m, n, k).
+/// ldb, ldc, computed by the same tiles: A's rows take the role of output channels (each tile
+/// broadcasts its rows' values straight from A, so A is not copied) and B's columns that of
+/// pixels. With `column_bias` (n floats; ignored when `accumulate`) every row of C starts from
+/// it: C = A B + bias, the bias added first. Work is spread over `pool` (null: the calling
+/// thread). Requires TiledGemmApplies(m, n, k).
 void TiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
-               bool accumulate, float* c, int64_t ldc, ThreadPool* pool);
+               bool accumulate, float* c, int64_t ldc, ThreadPool* pool, const float* column_bias = nullptr);
+
+/// Floats PackTiledGemmB writes for a B of k rows and n columns: n rounded up to the tiles'
+/// 48 columns, times k.
+int64_t TiledGemmPackedBSize(int64_t k, int64_t n);
+
+/// Copies B [k, n] (row stride ldb) into `packed` (TiledGemmPackedBSize(k, n) floats) as the
+/// tiles read it: 48 columns at a time, each such panel's k rows contiguous, zeros past column
+/// n. A constant B packed once (MatMul's weights) is then read as one sequential stream.
+void PackTiledGemmB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed);
+
+/// TiledGemm (without accumulation) on a B packed by PackTiledGemmB.
+void TiledGemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* packed_b,
+                      float* c, int64_t ldc, ThreadPool* pool, const float* column_bias = nullptr);
 
 }  // namespace onnx_light::runtime

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/math/matmul_add.h"
 #include "kernels/nn/conv_kernels.h"
 #include "kernels/nn/repeated_heads.h"
 #include "kernels/quantization/nbits_matmul.h"
@@ -53,6 +54,9 @@ const KernelRegistry& FusedKernels() {
 #endif
 #if ONNX_LIGHT_HAS_KERNEL_FAMILY_Quantization
     RegisterNBitsMatMulKernel(r, kFusedDomain);
+#endif
+#if ONNX_LIGHT_HAS_KERNEL_FAMILY_MatMul
+    RegisterMatMulAddKernel(r, kFusedDomain);
 #endif
     if (BuiltinKernels().Find("com.microsoft", "QLinearAdd", 1) != nullptr) {
       RegisterContribKernel(r, "QLinearAdd");
