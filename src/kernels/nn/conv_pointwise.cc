@@ -460,10 +460,16 @@ void RunTiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
   // 1040-deep one); such an A is first copied with its rows 64 bytes further apart.
   constexpr int64_t kAliasingBytes = 2048;
   constexpr int64_t kRowPadding = 16;
+  // The copy goes into a buffer each thread keeps, up to 16 MiB; a larger one lives for this
+  // call only.
+  constexpr size_t kKeptFloats = size_t{4} << 20;
+  thread_local std::vector<float> kept;
+  std::vector<float> once;
   if (lda * int64_t{sizeof(float)} % kAliasingBytes == 0) {
-    thread_local std::vector<float> spaced;
     const int64_t stride = k + kRowPadding;
-    if (spaced.size() < static_cast<size_t>(m * stride)) spaced.resize(static_cast<size_t>(m * stride));
+    const auto size = static_cast<size_t>(m * stride);
+    std::vector<float>& spaced = size <= kKeptFloats ? kept : once;
+    if (spaced.size() < size) spaced.resize(size);
     for (int64_t r = 0; r < m; ++r) {
       std::memcpy(spaced.data() + r * stride, a + r * lda, static_cast<size_t>(k) * sizeof(float));
     }
