@@ -57,6 +57,22 @@ bool IsBinaryMul(const WorkingGraph& graph, const PassContext& context, size_t i
 
 }  // namespace
 
+std::optional<AddReader> SoleAddReader(const WorkingGraph& graph, const PassContext& context, const std::string& name,
+                                       size_t producer) {
+  if (name.empty() || graph.Pinned(name)) return std::nullopt;
+  const std::span<const WorkingGraph::Use> uses = graph.Uses(name);
+  if (uses.size() != 1) return std::nullopt;
+  const size_t add = uses[0].node;
+  const Node& node = graph.node(add);
+  if (!context.IsBuiltin(node, "Add") || add < producer || node.inputs.size() != 2 || node.outputs.size() != 1 ||
+      node.outputs[0].empty() || !graph.OnlyFeeds(name, add, uses[0].input)) {
+    return std::nullopt;
+  }
+  const std::string& other = node.inputs[1 - uses[0].input];
+  if (other.empty()) return std::nullopt;
+  return AddReader{add, other};
+}
+
 int64_t SoleProducer(const WorkingGraph& graph, const PassContext& context, const std::string& name,
                      const char* op_type, size_t reader, size_t input) {
   const int64_t producer = graph.Producer(name);

@@ -1,6 +1,6 @@
 #pragma once
-// Small matchers the fusion passes share: scalar constants near a value, and products of
-// single-use Mul nodes read as one list of factors.
+// Small matchers the fusion passes share: scalar constants near a value, products of
+// single-use Mul nodes read as one list of factors, and the Add that alone reads a value.
 
 #include <cstddef>
 #include <optional>
@@ -29,6 +29,15 @@ struct Product {
 };
 Product ReadProductOf(const WorkingGraph& graph, const PassContext& context, size_t root,
                       size_t max_nodes = 3);
+
+/// The built-in binary Add that alone reads `name` (a value of node `producer`, not pinned),
+/// placed after `producer`, with a named output: its position and its other operand's name.
+struct AddReader {
+  size_t node = 0;
+  std::string other;
+};
+std::optional<AddReader> SoleAddReader(const WorkingGraph& graph, const PassContext& context, const std::string& name,
+                                       size_t producer);
 
 /// The node producing `name` when it is the built-in `op_type` and `name` feeds only input
 /// `input` of node `reader`; -1 otherwise.

@@ -179,8 +179,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TiledGemmTest,
                                            GemmCase{16, 48, 130, 0, 0, 0},     // whole 8-row blocks of A in place
                                            GemmCase{27, 96, 512, 0, 0, 0},     // a 2 KiB row stride: A copied apart
                                            GemmCase{13, 40, 1000, 24, 0, 0},   // a 4 KiB stride from padding
-                                           GemmCase{87, 64, 750, 0, 0, 0},     // attention's P·V: 32 + 32 columns
-                                           GemmCase{11, 60, 20, 0, 4, 0}));    // one pass, 32 + 28 columns
+                                           GemmCase{87, 64, 750, 0, 0, 0},     // attention's P·V, head size 64
+                                           GemmCase{11, 60, 20, 0, 4, 0}));    // one pass, a 12-column tail
 
 }  // namespace
 }  // namespace onnx_light::runtime

@@ -96,6 +96,17 @@ def usage_of(model, feeds=None):
     return ctx.get_kernel_usage()
 
 
+def run_traced(model, feeds, options):
+    """(outputs, kernel usage, [(name, op_type, covered node names)] of the run_node events) of one
+    run of `model` built with session `options`, events and kernel usage on."""
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
+    ctx.set_kernel_usage_enabled(True)
+    outputs = run_ours(model, feeds, context=ctx, options=options)
+    nodes = [(e.name, e.op_type, list(e.covered_node_names)) for e in ctx.events()
+             if e.action == runtime.RuntimeEventAction.kRunNode]
+    return outputs, ctx.get_kernel_usage(), nodes
+
+
 def expect_error(model, feeds, *needles, exc=Exception):
     """Runs `model` expecting `exc` whose message contains every needle; returns the message."""
     with pytest.raises(exc) as info:

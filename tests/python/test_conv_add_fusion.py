@@ -6,20 +6,10 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import IM2COL_CONV_PATH, assert_close, make_model, random, run_ort, run_ours
+from node_check import IM2COL_CONV_PATH, assert_close, make_model, random, run_ort, run_traced
 
 ON = runtime.RuntimeSessionOptions()
 OFF = runtime.RuntimeSessionOptions(fuse_conv_add=False)
-
-
-def run_with(model, feeds, options):
-    """(outputs, kernel usage, [(name, op_type, covered names)] of the run_node events)."""
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
-    ctx.set_kernel_usage_enabled(True)
-    outputs = run_ours(model, feeds, context=ctx, options=options)
-    nodes = [(e.name, e.op_type, list(e.covered_node_names)) for e in ctx.events()
-             if e.action == runtime.RuntimeEventAction.kRunNode]
-    return outputs, ctx.get_kernel_usage(), nodes
 
 
 def residual_block(z_shape=(1, 4, 6, 6), conv_first=True, relu=True, bn=True, x_shape=(1, 3, 6, 6)):
@@ -53,8 +43,8 @@ def test_option_defaults_on_and_round_trips():
 @pytest.mark.parametrize("relu", [True, False])
 def test_residual_block_is_one_node_matching_unfused_and_onnxruntime(conv_first, bn, relu):
     model, feeds = residual_block(conv_first=conv_first, relu=relu, bn=bn)
-    (fused,), usage, nodes = run_with(model, feeds, ON)
-    (unfused,), usage_off, nodes_off = run_with(model, feeds, OFF)
+    (fused,), usage, nodes = run_traced(model, feeds, ON)
+    (unfused,), usage_off, nodes_off = run_traced(model, feeds, OFF)
     suffix = ("+bn" if bn else "") + "+add" + ("+relu" if relu else "")
     assert usage == [f"Conv/float32/{IM2COL_CONV_PATH}{suffix}"]
     written = [n.name for n in model.graph.node]
@@ -70,8 +60,8 @@ def test_residual_block_is_one_node_matching_unfused_and_onnxruntime(conv_first,
 def test_broadcast_residual_matches_onnxruntime(z_shape):
     # Z broadcasts against Y, or Y against Z (the Add's output is larger than the Conv's).
     model, feeds = residual_block(z_shape=z_shape)
-    (fused,), usage, nodes = run_with(model, feeds, ON)
-    (unfused,), _, _ = run_with(model, feeds, OFF)
+    (fused,), usage, nodes = run_traced(model, feeds, ON)
+    (unfused,), _, _ = run_traced(model, feeds, OFF)
     expected = run_ort(model, feeds)[0]
     assert fused.shape == expected.shape
     assert_close(fused, unfused, rtol=1e-5, atol=1e-5)
@@ -83,26 +73,26 @@ def test_broadcast_residual_matches_onnxruntime(z_shape):
 def test_residual_that_does_not_broadcast_is_an_error_naming_the_node_and_shapes():
     model, feeds = residual_block(z_shape=(1, 4, 6, 5))
     with pytest.raises(ValueError) as fused_error:
-        run_with(model, feeds, ON)
+        run_traced(model, feeds, ON)
     message = str(fused_error.value)
     assert "conv" in message and "[1, 4, 6, 5]" in message and "[1, 4, 6, 6]" in message, message
     with pytest.raises(ValueError):
-        run_with(model, feeds, OFF)  # the unfused Add refuses the same shapes
+        run_traced(model, feeds, OFF)  # the unfused Add refuses the same shapes
 
 
 def test_not_fused_when_the_conv_output_has_another_reader_or_is_a_graph_output():
     model, feeds = residual_block(bn=False)
     model.graph.node.append(helper.make_node("Neg", ["c"], ["n"], name="neg"))
     model.graph.output.append(helper.make_value_info("n", model.graph.output[0].type))
-    (fused, neg), usage, _ = run_with(model, feeds, ON)
+    (fused, neg), usage, _ = run_traced(model, feeds, ON)
     assert not any("+add" in u for u in usage), usage
     assert any(u.startswith("Add/") for u in usage), usage
-    (unfused, _), _, _ = run_with(model, feeds, OFF)
+    (unfused, _), _, _ = run_traced(model, feeds, OFF)
     np.testing.assert_array_equal(fused, unfused)
 
     model, feeds = residual_block(bn=False, relu=False)
     model.graph.output.append(helper.make_value_info("c", model.graph.output[0].type))
-    (_, c), usage, _ = run_with(model, feeds, ON)
+    (_, c), usage, _ = run_traced(model, feeds, ON)
     assert not any("+add" in u for u in usage), usage
     assert c.shape == (1, 4, 6, 6)
 
@@ -114,6 +104,6 @@ def test_activation_before_the_add_is_kept_before_it():
     del model.graph.node[:]
     model.graph.node.extend([nodes[0], helper.make_node("Relu", ["c"], ["rc"], name="relu0"),
                              helper.make_node("Add", ["rc", "z"], ["s"], name="add")])
-    (fused,), usage, _ = run_with(model, feeds, ON)
+    (fused,), usage, _ = run_traced(model, feeds, ON)
     assert f"Conv/float32/{IM2COL_CONV_PATH}+relu" in usage and any(u.startswith("Add/") for u in usage), usage
     assert_close(fused, run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)

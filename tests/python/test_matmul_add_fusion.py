@@ -7,20 +7,10 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import TILED_GEMM_PATH, assert_close, make_model, random, run_ort, run_ours
+from node_check import TILED_GEMM_PATH, assert_close, make_model, random, run_ort, run_ours, run_traced
 
 ON = runtime.RuntimeSessionOptions()
 OFF = runtime.RuntimeSessionOptions(fuse_matmul_add=False)
-
-
-def run_with(model, feeds, options):
-    """(outputs, kernel usage, [(name, op_type, covered names)] of the run_node events)."""
-    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=True)
-    ctx.set_kernel_usage_enabled(True)
-    outputs = run_ours(model, feeds, context=ctx, options=options)
-    nodes = [(e.name, e.op_type, list(e.covered_node_names)) for e in ctx.events()
-             if e.action == runtime.RuntimeEventAction.kRunNode]
-    return outputs, ctx.get_kernel_usage(), nodes
 
 
 def linear(x_shape, n, bias_first=False, bias_shape=None, weights_as_input=False):
@@ -57,8 +47,8 @@ SHAPES = [((2, 37, 48), 40), ((19, 64), 33), ((1, 1, 48), 64), ((5, 40), 24), ((
 @pytest.mark.parametrize("x_shape,n", SHAPES)
 def test_linear_is_one_node_matching_unfused_and_onnxruntime(x_shape, n, bias_first):
     model, feeds = linear(x_shape, n, bias_first)
-    (fused,), usage, nodes = run_with(model, feeds, ON)
-    (unfused,), usage_off, nodes_off = run_with(model, feeds, OFF)
+    (fused,), usage, nodes = run_traced(model, feeds, ON)
+    (unfused,), usage_off, nodes_off = run_traced(model, feeds, OFF)
     assert nodes == [("proj", "MatMulAdd", ["proj", "bias"])]
     assert [op for _, op, _ in nodes_off] == ["MatMul", "Add"]
     assert len(usage) == 1 and usage[0].startswith("MatMulAdd/float32/"), usage
@@ -76,7 +66,7 @@ def test_linear_is_one_node_matching_unfused_and_onnxruntime(x_shape, n, bias_fi
 
 def test_zero_depth_product_is_the_bias():
     model, feeds = linear((3, 0), 5)
-    (fused,), usage, nodes = run_with(model, feeds, ON)
+    (fused,), usage, nodes = run_traced(model, feeds, ON)
     assert [op for _, op, _ in nodes] == ["MatMulAdd"]
     bias = next(t for t in model.graph.initializer if t.name == "b")
     np.testing.assert_array_equal(fused, np.tile(np.frombuffer(bias.raw_data, np.float32), (3, 1)))
@@ -97,7 +87,7 @@ def test_other_adds_stay_unfused(case):
             t.CopyFrom(helper.make_tensor(t.name, helper.np_dtype_to_tensor_dtype(np.dtype(np.float64)), t.dims,
                                           np.frombuffer(t.raw_data, np.float32).astype(np.float64)))
         model.graph.input[0].type.tensor_type.elem_type = helper.np_dtype_to_tensor_dtype(np.dtype(np.float64))
-    (got,), _, nodes = run_with(model, feeds, ON)
+    (got,), _, nodes = run_traced(model, feeds, ON)
     assert [op for _, op, _ in nodes] == ["MatMul", "Add"]
     (want,) = run_ort(model, feeds)
     assert_close(got, want, rtol=1e-5, atol=1e-5)
@@ -106,7 +96,7 @@ def test_other_adds_stay_unfused(case):
 def test_a_product_read_elsewhere_stays_unfused():
     model, feeds = linear((4, 16), 8)
     model.graph.output.append(helper.make_value_info("p", model.graph.output[0].type))
-    outputs, _, nodes = run_with(model, feeds, ON)
+    outputs, _, nodes = run_traced(model, feeds, ON)
     assert [op for _, op, _ in nodes] == ["MatMul", "Add"]
     for got, want in zip(outputs, run_ort(model, feeds)):
         assert_close(got, want, rtol=1e-5, atol=1e-5)

@@ -234,42 +234,22 @@ constexpr TailFunction kTailFunctions[kMaxTailPixels + 1] = {
     nullptr,          PointwiseTail<1>, PointwiseTail<2>, PointwiseTail<3>, PointwiseTail<4>,
     PointwiseTail<5>, PointwiseTail<6>, PointwiseTail<7>, PointwiseTail<8>};
 
-// Pixels of the tile starting at t0 of a run ending at tiles_end: 48, except that the run's
-// last 49 to 64 pixels go as 32 and the rest, so that no tile is left with one vector of
-// pixels (8 FMAs for 9 loads: a head size of 64 ran its P·V at 70 GFLOP/s). Tiles of a B
-// packed by PackTiledGemmB keep its 48-column panels.
-inline int64_t TileWidth(const Operands& o, int64_t t0, int64_t tiles_end) {
-  const int64_t rest = tiles_end - t0;
-  if (o.packed_x == nullptr && rest > kTilePixels && rest <= kTilePixels + kLanes) return 2 * kLanes;
-  return std::min(kTilePixels, rest);
-}
-
-// Vectors of a tile `width` pixels wide, and the last one's mask.
-inline int64_t TileVectors(int64_t width, __mmask16* last) {
-  const int64_t vecs = (width + kLanes - 1) / kLanes;
-  const int64_t rest = width - (vecs - 1) * kLanes;
-  *last = static_cast<__mmask16>(rest == kLanes ? 0xFFFF : (1u << rest) - 1u);
-  return vecs;
-}
-
 // Copies rows [t_begin, t_begin + kn) of pixels [p0, p_end) of x into `panel`, tile after tile
-// as TileWidth cuts them: the tile at t0 at panel + (t0 - p0) * kn, its rows as many whole
-// vectors apart as it has (the last tile's unused pixels zero), so that a tile's rows are
+// ([tile][row][kTilePixels], the last tile's unused pixels zero), so that a tile's rows are
 // contiguous whatever x's row stride (a stride near a multiple of 4 KiB would map every row to
 // the same few L1 sets).
 __attribute__((target("avx512f"))) void PackPanel(const Operands& o, int64_t t_begin, int64_t kn, int64_t p0,
                                                   int64_t p_end, float* panel) {
-  for (int64_t t0 = p0, width; t0 < p_end; t0 += width) {
-    width = TileWidth(o, t0, p_end);
-    const int64_t row_floats = (width + kLanes - 1) / kLanes * kLanes;
-    float* dst = panel + (t0 - p0) * kn;
+  for (int64_t t0 = p0; t0 < p_end; t0 += kTilePixels) {
+    const int64_t width = std::min(kTilePixels, p_end - t0);
+    float* dst = panel + (t0 - p0) / kTilePixels * kn * kTilePixels;
     for (int64_t t = 0; t < kn; ++t) {
       const float* src = o.x + (t_begin + t) * o.x_stride + t0;
 #pragma GCC unroll 3
-      for (int64_t v = 0; v < row_floats; v += kLanes) {
-        const int64_t rest = std::min<int64_t>(width - v, kLanes);
+      for (int64_t v = 0; v < kTilePixels; v += kLanes) {
+        const int64_t rest = std::clamp<int64_t>(width - v, 0, kLanes);
         const auto mask = static_cast<__mmask16>(rest == kLanes ? 0xFFFF : (1u << rest) - 1u);
-        _mm512_storeu_ps(dst + t * row_floats + v, _mm512_maskz_loadu_ps(mask, src + v));
+        _mm512_storeu_ps(dst + t * kTilePixels + v, _mm512_maskz_loadu_ps(mask, src + v));
       }
     }
   }
@@ -305,6 +285,15 @@ inline const float* TileWeights(const Operands& o, int64_t m0, int64_t t) {
 
 inline int64_t ChannelStride(const Operands& o) { return o.packed_w != nullptr ? 0 : o.a_stride; }
 
+// Vectors of the tile starting at pixel t0 of a run ending at tiles_end, and the last one's mask.
+inline int64_t TileVectors(int64_t t0, int64_t tiles_end, __mmask16* last) {
+  const int64_t width = std::min(kTilePixels, tiles_end - t0);
+  const int64_t vecs = (width + kLanes - 1) / kLanes;
+  const int64_t rest = width - (vecs - 1) * kLanes;
+  *last = static_cast<__mmask16>(rest == kLanes ? 0xFFFF : (1u << rest) - 1u);
+  return vecs;
+}
+
 // One chunk of `chunk_pixels` pixels (the image's last chunk may be shorter) for output
 // channels [m_begin, m_end), m_begin a multiple of 16, then the epilogue on those rows.
 __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const ConvEpilogue& epilogue,
@@ -334,11 +323,10 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
                  .load_y = o.accumulate,
                  .relu = relu};
       const int64_t live = std::min<int64_t>(kTileChannels, m_end - m0);
-      for (int64_t t0 = p0, width; t0 < tiles_end; t0 += width) {
-        width = TileWidth(o, t0, tiles_end);
+      for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
         p.x = o.packed_x != nullptr ? o.packed_x + t0 / kTilePixels * o.k * kTilePixels : o.x + t0;
         p.column_bias = o.column_bias != nullptr ? o.column_bias + t0 : nullptr;
-        const int64_t vecs = TileVectors(width, &last);
+        const int64_t vecs = TileVectors(t0, tiles_end, &last);
         RunTile(p, vecs, live, last, o.y + m0 * o.y_stride + t0, o.y_stride);
       }
       if (!run_epilogue) continue;
@@ -364,15 +352,14 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
     const bool load_y = o.accumulate || t_begin > 0;
     const bool last_pass = t_begin + kn == o.k;
     if (pack) PackPanel(o, t_begin, kn, p0, tiles_end, panel.data());
-    for (int64_t t0 = p0, width; t0 < tiles_end; t0 += width) {
-      width = TileWidth(o, t0, tiles_end);
-      const int64_t vecs = TileVectors(width, &last);
+    for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
+      const int64_t vecs = TileVectors(t0, tiles_end, &last);
       const float* packed_tile =
           o.packed_x != nullptr ? o.packed_x + (t0 / kTilePixels * o.k + t_begin) * kTilePixels : nullptr;
       TilePass p{.x = packed_tile != nullptr ? packed_tile
-                      : pack                 ? panel.data() + (t0 - p0) * kn
+                      : pack                 ? panel.data() + (t0 - p0) / kTilePixels * kn * kTilePixels
                                              : o.x + t_begin * o.x_stride + t0,
-                 .x_stride = packed_tile != nullptr ? kTilePixels : pack ? vecs * kLanes : o.x_stride,
+                 .x_stride = packed_tile != nullptr || pack ? kTilePixels : o.x_stride,
                  .kn = kn,
                  .w_channel_stride = ChannelStride(o),
                  .column_bias = o.column_bias != nullptr ? o.column_bias + t0 : nullptr,
@@ -460,10 +447,16 @@ void RunTiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
   // 1040-deep one); such an A is first copied with its rows 64 bytes further apart.
   constexpr int64_t kAliasingBytes = 2048;
   constexpr int64_t kRowPadding = 16;
+  // The copy goes into a buffer each thread keeps, up to 16 MiB; a larger one lives for this
+  // call only.
+  constexpr size_t kKeptFloats = size_t{4} << 20;
+  thread_local std::vector<float> kept;
+  std::vector<float> once;
   if (lda * int64_t{sizeof(float)} % kAliasingBytes == 0) {
-    thread_local std::vector<float> spaced;
     const int64_t stride = k + kRowPadding;
-    if (spaced.size() < static_cast<size_t>(m * stride)) spaced.resize(static_cast<size_t>(m * stride));
+    const auto size = static_cast<size_t>(m * stride);
+    std::vector<float>& spaced = size <= kKeptFloats ? kept : once;
+    if (spaced.size() < size) spaced.resize(size);
     for (int64_t r = 0; r < m; ++r) {
       std::memcpy(spaced.data() + r * stride, a + r * lda, static_cast<size_t>(k) * sizeof(float));
     }
