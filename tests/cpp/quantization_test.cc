@@ -119,5 +119,29 @@ TEST(QuantizationRows, DequantizeAndRange) {
   EXPECT_TRUE(std::isnan(lo) && std::isnan(hi));
 }
 
+// Long rows go through the blocked loop (64 lanes at a time) and then the tail: every position of
+// the minimum and the maximum, with NaN in the blocks and the tail, must give the same range.
+TEST(QuantizationRows, RangeOfLongRowsAtEveryPosition) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t n : {64, 200, 1000}) {
+    for (int64_t at = 0; at < n; at += 7) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 101) - 50.0f;
+      x[static_cast<size_t>((at + 1) % n)] = nan;
+      x[static_cast<size_t>(n - 1 - (at % 3))] = nan;
+      x[static_cast<size_t>(at)] = -1000.0f;
+      x[static_cast<size_t>((at + n / 2) % n)] = 999.0f;
+      float lo = 0, hi = 0;
+      MinMaxF32(x.data(), n, &lo, &hi);
+      EXPECT_EQ(lo, -1000.0f) << n << " " << at;
+      EXPECT_EQ(hi, 999.0f) << n << " " << at;
+    }
+    const std::vector<float> all_nan(static_cast<size_t>(n), nan);
+    float lo = 0, hi = 0;
+    MinMaxF32(all_nan.data(), n, &lo, &hi);
+    EXPECT_TRUE(std::isnan(lo) && std::isnan(hi)) << n;
+  }
+}
+
 }  // namespace
 }  // namespace onnx_light::runtime

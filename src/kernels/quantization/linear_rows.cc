@@ -1,5 +1,7 @@
 #include "kernels/quantization/linear_rows.h"
 
+#include "kernels/registry/cpu_features.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #endif
@@ -186,18 +188,39 @@ void DequantizeRowToF32PerElement(const void* x, bool is_signed, int64_t n, cons
   }
 }
 
-void MinMaxF32(const float* x, int64_t n, float* min_value, float* max_value) {
-  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+// Built per instruction set, with independent minima and maxima: one vector accumulator waits on
+// its own previous compare every step.
+ONNX_LIGHT_CPU_CLONES void MinMaxF32(const float* x, int64_t n, float* min_value, float* max_value) {
+  // Element-wise over 64 lanes (no reduction inside the loop, which GCC would finish in scalar
+  // code every block): four AVX-512 or eight AVX2 accumulators per bound.
+  constexpr int64_t kLanes = 64;
+  float lo[kLanes], hi[kLanes];
+  for (int64_t i = 0; i < kLanes; ++i) {
+    lo[i] = std::numeric_limits<float>::infinity();
+    hi[i] = -std::numeric_limits<float>::infinity();
+  }
   // Compare-and-select (minps/maxps), not fmin/fmax, which GCC leaves as a call per element.
   // A NaN element compares false and is skipped.
-#pragma omp simd reduction(min : lo) reduction(max : hi)
-  for (int64_t i = 0; i < n; ++i) {
-    lo = x[i] < lo ? x[i] : lo;
-    hi = x[i] > hi ? x[i] : hi;
+  const int64_t full = n - n % kLanes;
+  for (int64_t b = 0; b < full; b += kLanes) {
+    for (int64_t i = 0; i < kLanes; ++i) {
+      const float v = x[b + i];
+      lo[i] = v < lo[i] ? v : lo[i];
+      hi[i] = v > hi[i] ? v : hi[i];
+    }
   }
-  if (lo > hi) lo = hi = std::numeric_limits<float>::quiet_NaN();  // every element is NaN
-  *min_value = lo;
-  *max_value = hi;
+  float l = std::numeric_limits<float>::infinity(), h = -l;
+  for (int64_t i = 0; i < kLanes; ++i) {
+    l = lo[i] < l ? lo[i] : l;
+    h = hi[i] > h ? hi[i] : h;
+  }
+  for (int64_t i = full; i < n; ++i) {
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+  }
+  if (l > h) l = h = std::numeric_limits<float>::quiet_NaN();  // every element is NaN
+  *min_value = l;
+  *max_value = h;
 }
 
 }  // namespace onnx_light::runtime
