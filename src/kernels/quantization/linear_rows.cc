@@ -1,3 +1,10 @@
+// GCC 12's AVX-512 intrinsics seed results with _mm512_undefined_ps() and, once inlined into a
+// target("avx512f") function, warn that it is uninitialized (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "kernels/quantization/linear_rows.h"
 
 #include "kernels/registry/cpu_features.h"
@@ -78,6 +85,41 @@ __attribute__((target("avx2"))) void QuantizeAvx2(const float* x, int64_t n, flo
   }
 }
 
+// Whether QuantizeAvx512 may multiply by 1 / scale: a normal scale with a normal reciprocal
+// (otherwise 1 / scale overflows or loses bits).
+bool ReciprocalExact(float scale) { return std::isnormal(scale) && std::isnormal(1.0f / scale); }
+
+// x * (1 / scale) rounded to the nearest integer is rint(x / scale), as the spec divides, unless
+// the product lies near a half-integer: it is within 1.5 ulp of the quotient, so for |x / scale|
+// up to 2048 they differ by less than 2^-11, and beyond that both saturate (zero points are
+// 8-bit). A block of 16 with a lane within 2^-10 of a tie is done again with the division. The
+// division alone held this loop to ~5 cycles per 8 values.
+__attribute__((target("avx512f"))) void QuantizeAvx512(const float* x, int64_t n, float scale, float zero_point,
+                                                      bool is_signed, uint8_t* y) {
+  const __m512 s = _mm512_set1_ps(scale), inv = _mm512_set1_ps(1.0f / scale), z = _mm512_set1_ps(zero_point);
+  const __m512 lo = _mm512_set1_ps(is_signed ? -128.0f : 0.0f), hi = _mm512_set1_ps(is_signed ? 127.0f : 255.0f);
+  const __m512 half = _mm512_set1_ps(0.5f), margin = _mm512_set1_ps(0x1p-10f);
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m512 p = _mm512_mul_ps(v, inv);
+    __m512 r = _mm512_roundscale_ps(p, kNearest);
+    const __m512 from_half = _mm512_abs_ps(_mm512_sub_ps(_mm512_abs_ps(_mm512_sub_ps(p, r)), half));
+    if (_mm512_cmp_ps_mask(from_half, margin, _CMP_LT_OQ) != 0) {
+      r = _mm512_roundscale_ps(_mm512_div_ps(v, s), kNearest);
+    }
+    // max(q, lo) gives lo for NaN, as ClampToRange; the clamped values convert exactly.
+    const __m512 q = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, z), lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)));
+  }
+  if (is_signed) {
+    QuantizeScalar(x + i, n - i, scale, zero_point, reinterpret_cast<int8_t*>(y + i));
+  } else {
+    QuantizeScalar(x + i, n - i, scale, zero_point, y + i);
+  }
+}
+
 __attribute__((target("avx2"))) void QuantizePerElementAvx2(const float* x, int64_t n, const float* scale,
                                                             const float* zp, bool is_signed, uint8_t* y) {
   const __m256 lo = _mm256_set1_ps(is_signed ? -128.0f : 0.0f), hi = _mm256_set1_ps(is_signed ? 127.0f : 255.0f);
@@ -148,6 +190,9 @@ bool QuantRowsUseAvx2() {
 
 void QuantizeRowF32(const float* x, int64_t n, float scale, float zero_point, bool is_signed, void* y) {
 #ifdef ONNX_LIGHT_QUANT_AVX2
+  if (UseAvx512() && ReciprocalExact(scale)) {
+    return QuantizeAvx512(x, n, scale, zero_point, is_signed, static_cast<uint8_t*>(y));
+  }
   if (QuantRowsUseAvx2()) return QuantizeAvx2(x, n, scale, zero_point, is_signed, static_cast<uint8_t*>(y));
 #endif
   if (is_signed) return QuantizeScalar(x, n, scale, zero_point, static_cast<int8_t*>(y));
