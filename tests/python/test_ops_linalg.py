@@ -366,6 +366,24 @@ def test_gemm_constant_b_is_packed_once_and_matches_ort(trans_b, attrs, c_kind, 
         assert "prepacked" not in usage, usage
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_half_gemm_constant_b_is_converted_and_packed_at_build(dtype):
+    # A float16 / bfloat16 constant B is converted to float32 once, when the session is built,
+    # and the float kernel packs it: each run converts only A and the output.
+    m, k, n = 40, 64, 48
+    feeds = {"a": random([m, k]).astype(dtype)}
+    b, c = random([k, n], seed=1), random([n], seed=2)
+    model = node_model("Gemm", feeds, initializers={"b": b.astype(dtype), "c": c.astype(dtype)})
+    (got,) = run_ours(model, feeds)
+    want = feeds["a"].astype(np.float32) @ b.astype(dtype).astype(np.float32) + c.astype(dtype).astype(np.float32)
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=5e-2)
+    usage = usage_of(model, feeds)
+    half = "float16" if dtype == np.float16 else "bfloat16"
+    assert f"Gemm/{half}/float32-scratch" in usage
+    if TILED_GEMM_PATH == "tiles-avx512":
+        assert "Gemm/float32/tiles-avx512-prepacked-c" in usage, usage
+
+
 def test_gemm_b_fed_over_its_initializer_is_not_the_packed_one():
     feeds = {"a": random([16, 24])}
     model = node_model("Gemm", feeds, {"transB": 1}, initializers={"b": random([32, 24], seed=1)})

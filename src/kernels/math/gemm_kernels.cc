@@ -188,7 +188,10 @@ class GemmKernel final : public KernelBase {
 
 void RegisterGemmKernels(KernelRegistry& registry) {
   registry.Register("", "Gemm", {1, 28}, [](const KernelBuildInfo& info) {
-    return WithHalfPrecision(std::make_unique<GemmKernel>(info), "Gemm");
+    // Constant float16/bfloat16 inputs are converted to float32 once, at build, and the float
+    // kernel packs a constant B from that copy.
+    return WithHalfPrecision(info, "Gemm",
+                             [](const KernelBuildInfo& float_info) { return std::make_unique<GemmKernel>(float_info); });
   });
 }
 
