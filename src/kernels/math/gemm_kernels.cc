@@ -7,7 +7,6 @@
 // with alpha 1 and no C, or beta 1 and a per-column C ([N] or [1, N], a bias), then runs on the
 // packed copy with C as the tiles' starting value: no pass writing C into Y first.
 #include "kernels/math/half_precision.h"
-#include "kernels/nn/conv_direct.h"
 #include "kernels/nn/conv_pointwise.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
@@ -26,7 +25,11 @@ class GemmKernel final : public KernelBase {
         trans_b_(info.GetBool("transB", false)),
         // Before opset 7, C had to match Y exactly unless broadcast=1.
         exact_c_(info.opset_version() < 7 && !info.GetBool("broadcast", false)) {
-    PrepackConstantB(info.constant_input(1));
+    // op(B) packed for the tiles when B is a constant float32 matrix: the kernel's copy for the
+    // session's life, beside the initializer (other nodes may read it).
+    const Tensor* b = info.constant_input(1);
+    packed_b_ = PackConstantTiledGemmB(b, trans_b_);
+    if (packed_b_.defined()) packed_b_shape_ = b->shape();
   }
 
   void Run(RuntimeContext& rt) const override {
@@ -82,31 +85,6 @@ class GemmKernel final : public KernelBase {
       ThrowInvalid(rt, "input C has shape {}, which does not {} to the output shape [{}, {}]",
                    ShapeToString(s), exact_c_ ? "match (broadcast=0)" : "broadcast", m, n);
     }
-  }
-
-  // op(B) [k, n] packed into the tiles' panels when B is a constant float32 matrix. The packed
-  // copy is the kernel's, for the session's life; B itself stays (other nodes may read it).
-  void PrepackConstantB(const Tensor* b) {
-    if (b == nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 || b->size() == 0 ||
-        !DirectConvAvailable()) {
-      return;
-    }
-    const auto allocator = std::make_shared<CpuAllocator>(0);
-    const Tensor bc = b->Contiguous(allocator);
-    const int64_t k = trans_b_ ? b->dim(1) : b->dim(0), n = trans_b_ ? b->dim(0) : b->dim(1);
-    Tensor rows = bc;
-    if (trans_b_) {  // B is [n, k]: the panels want [k, n] rows
-      rows = Tensor::Allocate(DataType::kFloat, {k, n}, allocator);
-      const float* src = bc.data<float>();
-      float* dst = rows.data<float>();
-      for (int64_t i = 0; i < n; ++i) {
-        for (int64_t j = 0; j < k; ++j) dst[j * n + i] = src[i * k + j];
-      }
-    }
-    Tensor packed = Tensor::Allocate(DataType::kFloat, {TiledGemmPackedBSize(k, n)}, allocator);
-    PackTiledGemmB(k, n, rows.data<float>(), n, packed.data<float>());
-    packed_b_ = packed.AsReadOnly();
-    packed_b_shape_ = b->shape();
   }
 
   // The product on the packed B, when it applies: A not transposed, alpha 1, and C absent,

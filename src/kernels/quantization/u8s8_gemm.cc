@@ -205,14 +205,9 @@ ONNX_LIGHT_AMX_TARGET void AmxBegin() {
 
 ONNX_LIGHT_AMX_TARGET void AmxEnd() { _tile_release(); }
 
-// 32 rows (stride `lda`, 64 * chunks readable bytes each) against a panel: out[32][32].
+// Tiles 0-3 += 32 rows (stride `lda`, 64 * chunks readable bytes each) x a panel.
 template <bool kRowsUnsigned>
-ONNX_LIGHT_AMX_TARGET void AmxBlock(const uint8_t* rows, int64_t lda, const int8_t* panel, int64_t chunks,
-                                    int32_t* out) {
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+ONNX_LIGHT_AMX_TARGET inline void AmxAccumulate(const uint8_t* rows, int64_t lda, const int8_t* panel, int64_t chunks) {
   for (int64_t j = 0; j < chunks; ++j) {
     _tile_loadd(4, rows + 64 * j, lda);
     _tile_loadd(5, rows + 16 * lda + 64 * j, lda);
@@ -230,6 +225,17 @@ ONNX_LIGHT_AMX_TARGET void AmxBlock(const uint8_t* rows, int64_t lda, const int8
       _tile_dpbsud(3, 5, 7);
     }
   }
+}
+
+// 32 rows against a panel: out[32][32].
+template <bool kRowsUnsigned>
+ONNX_LIGHT_AMX_TARGET void AmxBlock(const uint8_t* rows, int64_t lda, const int8_t* panel, int64_t chunks,
+                                    int32_t* out) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  AmxAccumulate<kRowsUnsigned>(rows, lda, panel, chunks);
   _tile_stored(0, out, 128);
   _tile_stored(1, out + 16, 128);
   _tile_stored(2, out + 16 * 32, 128);
@@ -245,23 +251,7 @@ ONNX_LIGHT_AMX_TARGET void AmxBlockInto(const uint8_t* rows, int64_t lda, const 
   _tile_loadd(1, init + 16, 128);
   _tile_loadd(2, init + 16 * 32, 128);
   _tile_loadd(3, init + 16 * 32 + 16, 128);
-  for (int64_t j = 0; j < chunks; ++j) {
-    _tile_loadd(4, rows + 64 * j, lda);
-    _tile_loadd(5, rows + 16 * lda + 64 * j, lda);
-    _tile_loadd(6, panel + j * 16 * kQuadBytes, kQuadBytes);
-    _tile_loadd(7, panel + j * 16 * kQuadBytes + 64, kQuadBytes);
-    if constexpr (kRowsUnsigned) {
-      _tile_dpbusd(0, 4, 6);
-      _tile_dpbusd(1, 4, 7);
-      _tile_dpbusd(2, 5, 6);
-      _tile_dpbusd(3, 5, 7);
-    } else {
-      _tile_dpbsud(0, 4, 6);
-      _tile_dpbsud(1, 4, 7);
-      _tile_dpbsud(2, 5, 6);
-      _tile_dpbsud(3, 5, 7);
-    }
-  }
+  AmxAccumulate<kRowsUnsigned>(rows, lda, panel, chunks);
   const int64_t stride = ldc * static_cast<int64_t>(sizeof(int32_t));
   _tile_stored(0, c, stride);
   _tile_stored(1, c + 16, stride);
