@@ -375,7 +375,7 @@ class RuntimeSessionOptions:
                  fuse_gelu: bool = True, fuse_conv_activation: bool = True,
                  fuse_attention: bool = True, fuse_quantized_matmul: bool = True, fuse_qdq: bool = True,
                  thread_pool: SharedThreadPool | None = None, fuse_conv_add: bool = True,
-                 fuse_matmul_add: bool = True) -> None: ...
+                 fuse_matmul_add: bool = True, fuse_matmul_integer_scale: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -439,6 +439,11 @@ class RuntimeSessionOptions:
     bias a constant float32 vector [N], as one MatMulAdd node whose product starts from the bias
     (kernel usage "MatMulAdd/float32/<path>"); results match the two nodes up to rounding
     (docs/graph-passes.md)."""
+    fuse_matmul_integer_scale: bool
+    """Run the MatMulInteger -> Cast to float32 -> Mul by the scales (-> Add of a constant bias)
+    chains onnxruntime's quantize_dynamic writes for each Linear layer as one MatMulIntegerToFloat
+    node that converts the int32 product in place (kernel usage
+    "MatMulIntegerToFloat/<A type>/<path>"); results equal the unfused nodes' (docs/quantization.md)."""
     load_mode: Literal["copy", "map"]
     """How a model path is loaded: "copy" reads the file and its external data into runtime
     memory (later changes to the files cannot reach the session); "map" maps them without copying,

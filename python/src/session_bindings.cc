@@ -549,7 +549,7 @@ void BindSession(py::module_& m) {
                        bool fold_constants, bool eliminate_noop_nodes, bool fuse_gelu,
                        bool fuse_conv_activation, bool fuse_attention, bool fuse_quantized_matmul,
                        bool fuse_qdq, std::shared_ptr<SharedThreadPool> thread_pool, bool fuse_conv_add,
-                       bool fuse_matmul_add) {
+                       bool fuse_matmul_add, bool fuse_matmul_integer_scale) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
                                            .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
@@ -565,6 +565,7 @@ void BindSession(py::module_& m) {
                                            .fuse_quantized_matmul = fuse_quantized_matmul,
                                            .fuse_qdq = fuse_qdq,
                                            .fuse_matmul_add = fuse_matmul_add,
+                                           .fuse_matmul_integer_scale = fuse_matmul_integer_scale,
                                            .load_mode = LoadModeFromPython(load_mode)};
              options.max_expanded_nodes = max_expanded_nodes;
              options.max_nesting_depth = max_nesting_depth;
@@ -583,7 +584,8 @@ void BindSession(py::module_& m) {
            py::arg("fuse_gelu") = true, py::arg("fuse_conv_activation") = true,
            py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true,
            py::arg("fuse_qdq") = true, py::arg("thread_pool") = py::none(), py::arg("fuse_conv_add") = true,
-           py::arg("fuse_matmul_add") = true, "Every option by keyword; a value out of range is a ValueError naming it.")
+           py::arg("fuse_matmul_add") = true, py::arg("fuse_matmul_integer_scale") = true,
+           "Every option by keyword; a value out of range is a ValueError naming it.")
       .def_readwrite("thread_pool", &RuntimeSessionOptions::thread_pool,
                      "The SharedThreadPool whose workers run the session's parallel regions, shared "
                      "with other sessions; None (default): the process-wide pool "
@@ -627,6 +629,10 @@ void BindSession(py::module_& m) {
       .def_readwrite("fuse_matmul_add", &RuntimeSessionOptions::fuse_matmul_add,
                      "Run MatMul(A, constant float32 B [K, N]) followed by Add of a constant float32 [N] bias "
                      "as one MatMulAdd kernel whose product starts from the bias (docs/graph-passes.md).")
+      .def_readwrite("fuse_matmul_integer_scale", &RuntimeSessionOptions::fuse_matmul_integer_scale,
+                     "Run MatMulInteger -> Cast to float32 -> Mul by the scales (-> Add of a bias), as "
+                     "quantize_dynamic writes a Linear layer, as one MatMulIntegerToFloat kernel; results "
+                     "equal the unfused nodes' (docs/quantization.md).")
       .def_property(
           "persistent_tensor_initial_capacity",
           [](const RuntimeSessionOptions& o) { return o.persistent_tensor_initial_capacity; },

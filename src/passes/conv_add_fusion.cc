@@ -10,7 +10,7 @@ namespace onnx_light::runtime {
 void FuseConvAdd(WorkingGraph& graph, const PassContext& context) {
   for (size_t i = 0; i < graph.size(); ++i) {
     if (!IsFusableConv(graph, context, i)) continue;
-    const std::optional<AddReader> add = SoleAddReader(graph, context, graph.node(i).outputs[0], i);
+    const std::optional<BinaryReader> add = SoleBinaryReader(graph, context, graph.node(i).outputs[0], i, "Add");
     if (!add) continue;
     Node fused = FusedConvNode(graph.node(i), graph.node(add->node).outputs[0], "+add");
     fused.inputs.resize(3);  // X, W, B (an empty name when the Conv has no bias)

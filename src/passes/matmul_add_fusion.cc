@@ -20,7 +20,7 @@ void FuseMatMulAdd(WorkingGraph& graph, const PassContext& context) {
     if (!context.IsBuiltin(matmul, "MatMul") || matmul.inputs.size() != 2 || matmul.outputs.size() != 1) continue;
     const Tensor* b = graph.Constant(matmul.inputs[1]);
     if (!IsFloatConstant(b, 2)) continue;
-    const std::optional<AddReader> add = SoleAddReader(graph, context, matmul.outputs[0], i);
+    const std::optional<BinaryReader> add = SoleBinaryReader(graph, context, matmul.outputs[0], i, "Add");
     if (!add) continue;
     const Tensor* bias = graph.Constant(add->other);
     if (!IsFloatConstant(bias, 1) || bias->dim(0) != b->dim(1)) continue;

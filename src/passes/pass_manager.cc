@@ -9,6 +9,7 @@
 #include "passes/conv_batchnorm_fusion.h"
 #include "passes/gelu_fusion.h"
 #include "passes/matmul_add_fusion.h"
+#include "passes/matmul_integer_scale_fusion.h"
 #include "passes/noop_elimination.h"
 #include "passes/qdq_fusion.h"
 #include "passes/quantized_matmul_fusion.h"
@@ -40,6 +41,7 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   if (options.fuse_attention) FuseAttention(work, context);
   if (options.fuse_quantized_matmul) FuseQuantizedMatMul(work, context);
   if (options.fuse_qdq) FuseQdq(work, context);
+  if (options.fuse_matmul_integer_scale) FuseMatMulIntegerScale(work, context);
   // Last: the passes above match MatMul nodes of their own patterns (attention, quantized).
   if (options.fuse_matmul_add) FuseMatMulAdd(work, context);
   if (!work.changed()) return std::nullopt;

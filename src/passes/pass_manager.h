@@ -23,6 +23,7 @@ struct PassOptions {
   bool fuse_quantized_matmul = true;
   bool fuse_qdq = true;
   bool fuse_matmul_add = true;
+  bool fuse_matmul_integer_scale = true;
 };
 
 /// Runs the enabled passes over `graph`. Returns nullopt when none of them changed anything,

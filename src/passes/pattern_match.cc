@@ -57,20 +57,27 @@ bool IsBinaryMul(const WorkingGraph& graph, const PassContext& context, size_t i
 
 }  // namespace
 
-std::optional<AddReader> SoleAddReader(const WorkingGraph& graph, const PassContext& context, const std::string& name,
-                                       size_t producer) {
+std::optional<SoleReader> SoleReaderOf(const WorkingGraph& graph, const PassContext& context, const std::string& name,
+                                       size_t producer, std::string_view op_type) {
   if (name.empty() || graph.Pinned(name)) return std::nullopt;
   const std::span<const WorkingGraph::Use> uses = graph.Uses(name);
   if (uses.size() != 1) return std::nullopt;
-  const size_t add = uses[0].node;
-  const Node& node = graph.node(add);
-  if (!context.IsBuiltin(node, "Add") || add < producer || node.inputs.size() != 2 || node.outputs.size() != 1 ||
-      node.outputs[0].empty() || !graph.OnlyFeeds(name, add, uses[0].input)) {
+  const size_t reader = uses[0].node;
+  const Node& node = graph.node(reader);
+  if (!context.IsBuiltin(node, op_type) || reader < producer || node.outputs.size() != 1 || node.outputs[0].empty() ||
+      !graph.OnlyFeeds(name, reader, uses[0].input)) {
     return std::nullopt;
   }
-  const std::string& other = node.inputs[1 - uses[0].input];
+  return SoleReader{reader, uses[0].input};
+}
+
+std::optional<BinaryReader> SoleBinaryReader(const WorkingGraph& graph, const PassContext& context,
+                                             const std::string& name, size_t producer, std::string_view op_type) {
+  const std::optional<SoleReader> reader = SoleReaderOf(graph, context, name, producer, op_type);
+  if (!reader || graph.node(reader->node).inputs.size() != 2) return std::nullopt;
+  const std::string& other = graph.node(reader->node).inputs[1 - reader->input];
   if (other.empty()) return std::nullopt;
-  return AddReader{add, other};
+  return BinaryReader{reader->node, other};
 }
 
 int64_t SoleProducer(const WorkingGraph& graph, const PassContext& context, const std::string& name,

@@ -1,10 +1,11 @@
 #pragma once
 // Small matchers the fusion passes share: scalar constants near a value, products of
-// single-use Mul nodes read as one list of factors, and the Add that alone reads a value.
+// single-use Mul nodes read as one list of factors, and the node that alone reads a value.
 
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "passes/pass_context.h"
@@ -30,14 +31,23 @@ struct Product {
 Product ReadProductOf(const WorkingGraph& graph, const PassContext& context, size_t root,
                       size_t max_nodes = 3);
 
-/// The built-in binary Add that alone reads `name` (a value of node `producer`, not pinned),
-/// placed after `producer`, with a named output: its position and its other operand's name.
-struct AddReader {
+/// The built-in node of `op_type` that alone reads `name` (a value of node `producer`, not
+/// pinned), placed after `producer`, with one named output: its position and the input `name`
+/// feeds.
+struct SoleReader {
+  size_t node = 0;
+  size_t input = 0;
+};
+std::optional<SoleReader> SoleReaderOf(const WorkingGraph& graph, const PassContext& context, const std::string& name,
+                                       size_t producer, std::string_view op_type);
+
+/// SoleReaderOf for a binary `op_type` (Add, Mul): its position and its other operand's name.
+struct BinaryReader {
   size_t node = 0;
   std::string other;
 };
-std::optional<AddReader> SoleAddReader(const WorkingGraph& graph, const PassContext& context, const std::string& name,
-                                       size_t producer);
+std::optional<BinaryReader> SoleBinaryReader(const WorkingGraph& graph, const PassContext& context,
+                                             const std::string& name, size_t producer, std::string_view op_type);
 
 /// The node producing `name` when it is the built-in `op_type` and `name` feeds only input
 /// `input` of node `reader`; -1 otherwise.

@@ -75,7 +75,9 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
                            .fuse_quantized_matmul =
                                options.fuse_quantized_matmul && fused("QuantizedMatMul"),
                            .fuse_qdq = options.fuse_qdq && qdq_kernels,
-                           .fuse_matmul_add = options.fuse_matmul_add && fused("MatMulAdd")};
+                           .fuse_matmul_add = options.fuse_matmul_add && fused("MatMulAdd"),
+                           .fuse_matmul_integer_scale =
+                               options.fuse_matmul_integer_scale && fused("MatMulIntegerToFloat")};
   std::optional<RewrittenGraph> rewritten = RunGraphPasses(model.graph, passes, context);
   if (!rewritten) return nullptr;
   return std::make_shared<const RewrittenGraph>(std::move(*rewritten));

@@ -119,5 +119,55 @@ TEST(QuantizationRows, DequantizeAndRange) {
   EXPECT_TRUE(std::isnan(lo) && std::isnan(hi));
 }
 
+// The per-tensor row multiplies by 1 / scale and goes back to the division only for blocks with
+// a value near a tie: values on exact ties (k + 0.5) * scale and one float either side, random
+// values, and scales whose reciprocal is inexact, subnormal or overflows must all give the
+// division's result.
+TEST(QuantizationRows, QuantizeByReciprocalEqualsTheDivisionNearTies) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-300.0f, 300.0f);
+  for (const float scale : {0.1f, 1.0f / 3.0f, 0.0078431377f, 2.7e-3f, 17.0f, 1e-39f, 3e38f, 1e-30f}) {
+    std::vector<float> x;
+    for (int k = -260; k <= 260; ++k) {
+      const float tie = (static_cast<float>(k) + 0.5f) * scale;
+      x.insert(x.end(), {tie, std::nextafter(tie, -INFINITY), std::nextafter(tie, INFINITY)});
+      for (int r = 0; r < 3; ++r) x.push_back(uniform(rng) * scale);
+    }
+    const int64_t n = static_cast<int64_t>(x.size());
+    std::vector<int8_t> s(x.size());
+    std::vector<uint8_t> u(x.size());
+    QuantizeRowF32(x.data(), n, scale, 5.0f, true, s.data());
+    QuantizeRowF32(x.data(), n, scale, 128.0f, false, u.data());
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(s[i], QuantizeReference(x[i], scale, 5.0f, -128.0f, 127.0f)) << scale << " " << x[i];
+      ASSERT_EQ(u[i], QuantizeReference(x[i], scale, 128.0f, 0.0f, 255.0f)) << scale << " " << x[i];
+    }
+  }
+}
+
+// Long rows go through the blocked loop (64 lanes at a time) and then the tail: every position of
+// the minimum and the maximum, with NaN in the blocks and the tail, must give the same range.
+TEST(QuantizationRows, RangeOfLongRowsAtEveryPosition) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t n : {64, 200, 1000}) {
+    for (int64_t at = 0; at < n; at += 7) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 101) - 50.0f;
+      x[static_cast<size_t>((at + 1) % n)] = nan;
+      x[static_cast<size_t>(n - 1 - (at % 3))] = nan;
+      x[static_cast<size_t>(at)] = -1000.0f;
+      x[static_cast<size_t>((at + n / 2) % n)] = 999.0f;
+      float lo = 0, hi = 0;
+      MinMaxF32(x.data(), n, &lo, &hi);
+      EXPECT_EQ(lo, -1000.0f) << n << " " << at;
+      EXPECT_EQ(hi, 999.0f) << n << " " << at;
+    }
+    const std::vector<float> all_nan(static_cast<size_t>(n), nan);
+    float lo = 0, hi = 0;
+    MinMaxF32(all_nan.data(), n, &lo, &hi);
+    EXPECT_TRUE(std::isnan(lo) && std::isnan(hi)) << n;
+  }
+}
+
 }  // namespace
 }  // namespace onnx_light::runtime

@@ -331,6 +331,69 @@ def test_matmul_b_fed_over_its_initializer_is_not_the_packed_one():
     assert usage_of(model, {**feeds, "b": other}) == [f"MatMul/float32/{TILED_GEMM_PATH}"]
 
 
+# A constant B (GPT-2's Conv1D layers export as Gemm with [K, N] weights, torchvision's
+# classifiers with transB=1) is packed once; a per-column C with beta 1 starts the tiles.
+# Other alpha, beta or C shapes, and a transposed A, keep the unpacked paths.
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("attrs,c_kind,packed", [
+    ({}, None, True),
+    ({}, "n", True),
+    ({}, "1n", True),
+    ({"beta": 0.0}, "mn", True),                 # C ignored
+    ({}, "mn", False),
+    ({}, "scalar", False),
+    ({}, "m1", False),
+    ({"beta": 2.0}, "n", False),
+    ({"alpha": 0.5}, None, False),
+    ({"transA": 1}, "n", False),
+])
+def test_gemm_constant_b_is_packed_once_and_matches_ort(trans_b, attrs, c_kind, packed):
+    m, k, n = 37, 130, 53
+    attrs = dict(attrs, transB=trans_b)
+    feeds = {"a": random([k, m] if attrs.get("transA") else [m, k])}
+    inits = {"b": random([n, k] if trans_b else [k, n], seed=1)}
+    if c_kind is not None:
+        inits["c"] = gemm_c(c_kind, m, n)
+    model = node_model("Gemm", feeds, attrs, initializers=inits)
+    (got,) = run_ours(model, feeds)
+    (want,) = run_ort(model, feeds)
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+    (usage,) = usage_of(model, feeds)
+    with_c = c_kind is not None and attrs.get("beta", 1.0) != 0.0
+    if packed and TILED_GEMM_PATH == "tiles-avx512":
+        assert usage == "Gemm/float32/tiles-avx512-prepacked" + ("-c" if with_c else ""), usage
+    else:
+        assert "prepacked" not in usage, usage
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_half_gemm_constant_b_is_converted_and_packed_at_build(dtype):
+    # A float16 / bfloat16 constant B is converted to float32 once, when the session is built,
+    # and the float kernel packs it: each run converts only A and the output.
+    m, k, n = 40, 64, 48
+    feeds = {"a": random([m, k]).astype(dtype)}
+    b, c = random([k, n], seed=1), random([n], seed=2)
+    model = node_model("Gemm", feeds, initializers={"b": b.astype(dtype), "c": c.astype(dtype)})
+    (got,) = run_ours(model, feeds)
+    want = feeds["a"].astype(np.float32) @ b.astype(dtype).astype(np.float32) + c.astype(dtype).astype(np.float32)
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-2, atol=5e-2)
+    usage = usage_of(model, feeds)
+    half = "float16" if dtype == np.float16 else "bfloat16"
+    assert f"Gemm/{half}/float32-scratch" in usage
+    if TILED_GEMM_PATH == "tiles-avx512":
+        assert "Gemm/float32/tiles-avx512-prepacked-c" in usage, usage
+
+
+def test_gemm_b_fed_over_its_initializer_is_not_the_packed_one():
+    feeds = {"a": random([16, 24])}
+    model = node_model("Gemm", feeds, {"transB": 1}, initializers={"b": random([32, 24], seed=1)})
+    model.graph.input.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, [32, 24]))
+    other = random([32, 24], seed=7)
+    (got,) = run_ours(model, {**feeds, "b": other})
+    np.testing.assert_allclose(got, feeds["a"] @ other.T, rtol=1e-5, atol=1e-5)
+    assert "prepacked" not in usage_of(model, {**feeds, "b": other})[0]
+
+
 @pytest.mark.parametrize("inputs,needle", [
     ({"a": random([2, 3, 4]), "b": random([4, 5])}, "2-D"),
     ({"a": random([3, 4]), "b": random([5, 6])}, "inner dimensions"),

@@ -13,6 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+import onnx_light.runtime as runtime
 from node_check import expect_error, make_model, node_model, run_ort, run_ours, run_reference, usage_of
 
 INT_TYPES = {
@@ -730,9 +731,15 @@ def test_quantize_dynamic_mlp_matches_ort(tmp_path):
         np.testing.assert_allclose(ours, ort_out, rtol=0, atol=0.05)
         # And within quantization error of the float model.
         np.testing.assert_allclose(ours, float_out, rtol=0, atol=0.15)
-        usage = "".join(usage_of(quantized, {"x": x}))
-        assert any(f"MatMulInteger/uint8/{p}" in usage for p in INTEGER_PRODUCTS)
-        assert "DynamicQuantizeLinear/float32" in usage
+        usage = usage_of(quantized, {"x": x})
+        # Each Linear layer's MatMulInteger, Cast, Mul and bias Add run as one node
+        # (fuse_matmul_integer_scale), equal bit for bit to the nodes as written.
+        fused = [u for u in usage if u.startswith("MatMulIntegerToFloat/uint8/")]
+        assert len(fused) == 2 and all(u.split("/")[2].removesuffix("-prepacked") in INTEGER_PRODUCTS for u in fused)
+        assert not any(u.startswith(("MatMulInteger/", "Cast/")) for u in usage), usage
+        assert any(u.startswith("DynamicQuantizeLinear/float32") for u in usage)
+        unfused = runtime.RuntimeSessionOptions(fuse_matmul_integer_scale=False)
+        np.testing.assert_array_equal(ours, run_ours(quantized, {"x": x}, options=unfused)[0])
 
 
 class _Calibration:

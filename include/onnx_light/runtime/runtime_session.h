@@ -102,6 +102,10 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// bias a constant float32 vector [N] (a Linear layer as exporters write it), as one MatMulAdd
   /// kernel whose product starts from the bias. Results match the two nodes up to rounding.
   bool fuse_matmul_add = true;
+  /// Run the MatMulInteger -> Cast to float32 -> Mul by the scales (-> Add of a bias) chains of
+  /// dynamically quantized models (onnxruntime's quantize_dynamic) as one MatMulIntegerToFloat
+  /// kernel that converts the integer product in place. Results equal the unfused nodes'.
+  bool fuse_matmul_integer_scale = true;
   /// How RuntimeSession(path, options) reads the model file and its external data: kCopy (the
   /// default) reads them into runtime memory, so later changes to the files cannot affect the
   /// session; kMap maps them without copying, and the files must then stay unchanged while the

@@ -1,7 +1,13 @@
 // Gemm: Y = alpha * op(A) * op(B) + beta * C, with C unidirectionally broadcast to [M, N]
 // (opset 7+; before that C had to match exactly unless `broadcast` was set). C is written into
 // Y first and BLAS accumulates onto it with beta.
+//
+// A constant float32 B (a Linear layer's weights, e.g. GPT-2's Conv1D exported as Gemm) is
+// packed at build into the tiles' panels, op(B) taken into account, as MatMul does. A product
+// with alpha 1 and no C, or beta 1 and a per-column C ([N] or [1, N], a bias), then runs on the
+// packed copy with C as the tiles' starting value: no pass writing C into Y first.
 #include "kernels/math/half_precision.h"
+#include "kernels/nn/conv_pointwise.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
 #include "kernels/math/linalg_util.h"
@@ -18,7 +24,13 @@ class GemmKernel final : public KernelBase {
         trans_a_(info.GetBool("transA", false)),
         trans_b_(info.GetBool("transB", false)),
         // Before opset 7, C had to match Y exactly unless broadcast=1.
-        exact_c_(info.opset_version() < 7 && !info.GetBool("broadcast", false)) {}
+        exact_c_(info.opset_version() < 7 && !info.GetBool("broadcast", false)) {
+    // op(B) packed for the tiles when B is a constant float32 matrix: the kernel's copy for the
+    // session's life, beside the initializer (other nodes may read it).
+    const Tensor* b = info.constant_input(1);
+    packed_b_ = PackConstantTiledGemmB(b, trans_b_);
+    if (packed_b_.defined()) packed_b_shape_ = b->shape();
+  }
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& a = rt.Input(0);
@@ -75,9 +87,35 @@ class GemmKernel final : public KernelBase {
     }
   }
 
+  // The product on the packed B, when it applies: A not transposed, alpha 1, and C absent,
+  // ignored (beta 0) or one value per column with beta 1. Returns whether it ran.
+  bool RunPacked(RuntimeContext& rt, const Tensor& a, const Tensor& b, const Tensor* c, int64_t m, int64_t n,
+                 int64_t k, Tensor& y) const {
+    if (!packed_b_.defined() || trans_a_ || alpha_ != 1.0 || b.shape() != packed_b_shape_ ||
+        !TiledGemmApplies(m, n, k)) {
+      return false;
+    }
+    const bool use_c = c != nullptr && beta_ != 0.0f;
+    const bool column_c = use_c && beta_ == 1.0 && c->size() == n &&
+                          (c->rank() == 1 || (c->rank() == 2 && c->dim(0) == 1));
+    if (use_c && !column_c) return false;
+    if (rt.kernel_usage_enabled()) {
+      rt.RecordKernelUsage(KernelUsageName("Gemm", DataType::kFloat, use_c ? "tiles-avx512-prepacked-c"
+                                                                            : "tiles-avx512-prepacked"));
+    }
+    const Tensor ac = a.Contiguous(rt.allocator());
+    const Tensor bias = use_c ? c->Contiguous(rt.allocator()) : Tensor();
+    TiledGemmPackedB(m, n, k, ac.data<float>(), k, packed_b_.data<float>(), y.data<float>(), n, rt.thread_pool(),
+                     use_c ? bias.data<float>() : nullptr);
+    return true;
+  }
+
   template <typename T>
   void RunTyped(RuntimeContext& rt, const Tensor& a, const Tensor& b, const Tensor* c, int64_t m, int64_t n,
                 int64_t k, Tensor& y) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (RunPacked(rt, a, b, c, m, n, k, y)) return;
+    }
     T* out = y.data<T>();
     const bool use_c = c != nullptr && beta_ != 0.0f;
     BlasMatrix la;
@@ -120,13 +158,18 @@ class GemmKernel final : public KernelBase {
   bool trans_a_;
   bool trans_b_;
   bool exact_c_;
+  Tensor packed_b_;      // op(B) packed by PackTiledGemmB, or undefined
+  Shape packed_b_shape_;  // B's shape when it was packed
 };
 
 }  // namespace
 
 void RegisterGemmKernels(KernelRegistry& registry) {
   registry.Register("", "Gemm", {1, 28}, [](const KernelBuildInfo& info) {
-    return WithHalfPrecision(std::make_unique<GemmKernel>(info), "Gemm");
+    // Constant float16/bfloat16 inputs are converted to float32 once, at build, and the float
+    // kernel packs a constant B from that copy.
+    return WithHalfPrecision(info, "Gemm",
+                             [](const KernelBuildInfo& float_info) { return std::make_unique<GemmKernel>(float_info); });
   });
 }
 

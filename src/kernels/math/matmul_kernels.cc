@@ -148,17 +148,8 @@ class MatMulKernel final : public KernelBase {
   // lm_head spent 29% of its time there). The packed copy is the kernel's, from its own
   // allocator, for the session's life; B itself stays (other nodes may read it).
   void PrepackConstantB(const Tensor* b) {
-    if (b == nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 || b->size() == 0 ||
-        !DirectConvAvailable()) {
-      return;
-    }
-    const auto allocator = std::make_shared<CpuAllocator>(0);
-    const Tensor bc = b->Contiguous(allocator);
-    const int64_t k = b->dim(0), n = b->dim(1);
-    Tensor packed = Tensor::Allocate(DataType::kFloat, {TiledGemmPackedBSize(k, n)}, allocator);
-    PackTiledGemmB(k, n, bc.data<float>(), n, packed.data<float>());
-    packed_b_ = packed.AsReadOnly();
-    packed_b_shape_ = b->shape();
+    packed_b_ = PackConstantTiledGemmB(b, false);
+    if (packed_b_.defined()) packed_b_shape_ = b->shape();
   }
 
   // C = op(A) op(B) (+ bias on every row) for one product. `b_packed`: B is the constant packed

@@ -6,6 +6,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/nn/conv_direct.h"
+#include "onnx_light/runtime/allocator.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -494,6 +495,27 @@ void PackTiledGemmB(int64_t k, int64_t n, const float* b, int64_t ldb, float* pa
       std::fill(tile + t * kTilePixels + width, tile + (t + 1) * kTilePixels, 0.0f);
     }
   }
+}
+
+Tensor PackConstantTiledGemmB(const Tensor* b, bool transposed) {
+  if (b == nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 || b->size() == 0 || !DirectConvAvailable()) {
+    return Tensor();
+  }
+  const auto allocator = std::make_shared<CpuAllocator>(0);
+  const Tensor bc = b->Contiguous(allocator);
+  const int64_t k = transposed ? b->dim(1) : b->dim(0), n = transposed ? b->dim(0) : b->dim(1);
+  Tensor rows = bc;
+  if (transposed) {  // B is [n, k]: the panels are cut from [k, n] rows
+    rows = Tensor::Allocate(DataType::kFloat, {k, n}, allocator);
+    const float* src = bc.data<float>();
+    float* dst = rows.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < k; ++j) dst[j * n + i] = src[i * k + j];
+    }
+  }
+  Tensor packed = Tensor::Allocate(DataType::kFloat, {TiledGemmPackedBSize(k, n)}, allocator);
+  PackTiledGemmB(k, n, rows.data<float>(), n, packed.data<float>());
+  return packed.AsReadOnly();
 }
 
 void TiledGemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* packed_b,

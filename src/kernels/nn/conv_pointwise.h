@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "kernels/nn/conv_epilogue.h"
+#include "onnx_light/runtime/tensor.h"
 
 namespace onnx_light::runtime {
 
@@ -49,6 +50,11 @@ int64_t TiledGemmPackedBSize(int64_t k, int64_t n);
 /// tiles read it: 48 columns at a time, each such panel's k rows contiguous, zeros past column
 /// n. A constant B packed once (MatMul's weights) is then read as one sequential stream.
 void PackTiledGemmB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed);
+
+/// A constant float32 matrix B (or Bᵀ, stored [n, k], when `transposed`) packed by PackTiledGemmB
+/// for a kernel to keep: a read-only tensor from its own allocator, shared by every run. An
+/// undefined tensor when B is not a non-empty float32 matrix or the tiles do not run on this CPU.
+Tensor PackConstantTiledGemmB(const Tensor* b, bool transposed);
 
 /// TiledGemm (without accumulation) on a B packed by PackTiledGemmB.
 void TiledGemmPackedB(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* packed_b,

@@ -205,14 +205,9 @@ ONNX_LIGHT_AMX_TARGET void AmxBegin() {
 
 ONNX_LIGHT_AMX_TARGET void AmxEnd() { _tile_release(); }
 
-// 32 rows (stride `lda`, 64 * chunks readable bytes each) against a panel: out[32][32].
+// Tiles 0-3 += 32 rows (stride `lda`, 64 * chunks readable bytes each) x a panel.
 template <bool kRowsUnsigned>
-ONNX_LIGHT_AMX_TARGET void AmxBlock(const uint8_t* rows, int64_t lda, const int8_t* panel, int64_t chunks,
-                                    int32_t* out) {
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+ONNX_LIGHT_AMX_TARGET inline void AmxAccumulate(const uint8_t* rows, int64_t lda, const int8_t* panel, int64_t chunks) {
   for (int64_t j = 0; j < chunks; ++j) {
     _tile_loadd(4, rows + 64 * j, lda);
     _tile_loadd(5, rows + 16 * lda + 64 * j, lda);
@@ -230,10 +225,63 @@ ONNX_LIGHT_AMX_TARGET void AmxBlock(const uint8_t* rows, int64_t lda, const int8
       _tile_dpbsud(3, 5, 7);
     }
   }
+}
+
+// 32 rows against a panel: out[32][32].
+template <bool kRowsUnsigned>
+ONNX_LIGHT_AMX_TARGET void AmxBlock(const uint8_t* rows, int64_t lda, const int8_t* panel, int64_t chunks,
+                                    int32_t* out) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  AmxAccumulate<kRowsUnsigned>(rows, lda, panel, chunks);
   _tile_stored(0, out, 128);
   _tile_stored(1, out + 16, 128);
   _tile_stored(2, out + 16 * 32, 128);
   _tile_stored(3, out + 16 * 32 + 16, 128);
+}
+
+// AmxBlock starting from `init` (32 x 32 int32, rows 128 bytes apart: the corrections, already
+// negated) and storing straight into C (row stride ldc): no pass over the block afterwards.
+template <bool kRowsUnsigned>
+ONNX_LIGHT_AMX_TARGET void AmxBlockInto(const uint8_t* rows, int64_t lda, const int8_t* panel, int64_t chunks,
+                                        const int32_t* init, int32_t* c, int64_t ldc) {
+  _tile_loadd(0, init, 128);
+  _tile_loadd(1, init + 16, 128);
+  _tile_loadd(2, init + 16 * 32, 128);
+  _tile_loadd(3, init + 16 * 32 + 16, 128);
+  AmxAccumulate<kRowsUnsigned>(rows, lda, panel, chunks);
+  const int64_t stride = ldc * static_cast<int64_t>(sizeof(int32_t));
+  _tile_stored(0, c, stride);
+  _tile_stored(1, c + 16, stride);
+  _tile_stored(2, c + 16 * ldc, stride);
+  _tile_stored(3, c + 16 * ldc + 16, stride);
+}
+
+// -(row_s[i] * col_u[j]) for a 32 x 32 block, rows 32 apart. One multiplication per row when
+// every column's u is the same (a convolution's input zero point), one row copied when every
+// row's s is (a MatMulInteger's per-tensor zero point); otherwise 2 vector products per row.
+ONNX_LIGHT_VNNI_TARGET void NegatedCorrections(const int32_t* row_s, const int32_t* col_u, bool u_uniform,
+                                               bool s_uniform, int32_t* init) {
+  const __m512i u0 = _mm512_loadu_si512(col_u), u1 = _mm512_loadu_si512(col_u + 16);
+  const __m512i zero = _mm512_setzero_si512();
+  for (int i = 0; i < 32; ++i) {
+    __m512i v0, v1;
+    if (u_uniform) {
+      v0 = v1 = _mm512_set1_epi32(static_cast<int32_t>(0u - static_cast<uint32_t>(row_s[i]) *
+                                                               static_cast<uint32_t>(col_u[0])));
+    } else if (s_uniform && i > 0) {
+      v0 = _mm512_load_si512(init);
+      v1 = _mm512_load_si512(init + 16);
+    } else {
+      const __m512i s = _mm512_set1_epi32(row_s[i]);
+      v0 = _mm512_sub_epi32(zero, _mm512_mullo_epi32(s, u0));
+      v1 = _mm512_sub_epi32(zero, _mm512_mullo_epi32(s, u1));
+    }
+    _mm512_store_si512(init + i * 32, v0);
+    _mm512_store_si512(init + i * 32 + 16, v1);
+  }
 }
 
 // Rows [r0, r1) against panel p: AMX blocks of 32 rows when `amx`, VNNI tiles for the rest.
@@ -254,6 +302,14 @@ ONNX_LIGHT_VNNI_TARGET void PanelRows(int64_t p, int64_t r0, int64_t r1, const u
   if (amx) {
     const int64_t chunks = b.quads / 16, depth = chunks * 64;
     alignas(64) int32_t block[32 * 32];
+    // A full panel without the second correction: the corrections start the accumulators and
+    // the tiles store straight into C.
+    const bool into_c = cols == kPanel && row_t == nullptr;
+    bool u_uniform = true, s_uniform = true;
+    if (into_c) {
+      for (int64_t j = 1; j < kPanel; ++j) u_uniform = u_uniform && col_u[c0 + j] == col_u[c0];
+      for (int64_t i = r0 + 1; i < r1; ++i) s_uniform = s_uniform && row_s[i] == row_s[r0];
+    }
     for (; r + 32 <= r1; r += 32) {
       const uint8_t* src = rows + r * lda;
       int64_t stride = lda;
@@ -264,6 +320,16 @@ ONNX_LIGHT_VNNI_TARGET void PanelRows(int64_t p, int64_t r0, int64_t r1, const u
         for (int i = 0; i < 32; ++i) std::memcpy(padded->data() + i * depth, src + i * lda, static_cast<size_t>(b.k));
         src = padded->data();
         stride = depth;
+      }
+      if (into_c) {
+        NegatedCorrections(row_s + r, col_u + c0, u_uniform, s_uniform, block);
+        int32_t* dst = c + r * ldc + c0;
+        if (rows_unsigned) {
+          AmxBlockInto<true>(src, stride, panel, chunks, block, dst, ldc);
+        } else {
+          AmxBlockInto<false>(src, stride, panel, chunks, block, dst, ldc);
+        }
+        continue;
       }
       if (rows_unsigned) {
         AmxBlock<true>(src, stride, panel, chunks, block);
