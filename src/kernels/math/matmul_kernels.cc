@@ -18,7 +18,6 @@
 #include "kernels/registry/kernel_utils.h"
 #include "kernels/math/linalg_util.h"
 #include "kernels/math/row_products.h"
-#include "kernels/nn/conv_direct.h"
 #include "kernels/nn/conv_pointwise.h"
 
 namespace onnx_light::runtime {
