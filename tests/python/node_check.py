@@ -198,6 +198,9 @@ DIRECT_CONV_PATH = "direct-avx512" if _direct_conv_available() else "im2col-blas
 POINTWISE_CONV_PATH = "1x1-avx512" if _direct_conv_available() else "1x1-blas"
 # And for the other float32 one-group convolutions (im2col, then our GEMM or BLAS's).
 IM2COL_CONV_PATH = "im2col-avx512" if _direct_conv_available() else "im2col-blas"
+# The implementation name of float32 2-D max pools without dilation whose horizontal stride is 1
+# or 2 (other than the 2x2 stride-2 one): the AVX-512 row kernel where the CPU has it.
+MAX_POOL_ROWS_PATH = "direct-rows-avx512" if _direct_conv_available() else "direct-rows"
 # Float32 MatMul / Gemm products of at least 8 rows and 16 columns, neither operand transposed
 # (alpha 1, beta 0 or 1): our AVX-512 tiles, OpenBLAS elsewhere.
 TILED_GEMM_PATH = "tiles-avx512" if _direct_conv_available() else "blas"
