@@ -158,7 +158,7 @@ void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, con
   const int64_t blocks = (m + kTileChannels - 1) / kTileChannels;
   const int64_t block_work = std::max<int64_t>(1, kTileChannels * channels * g.kernel_size() * g.output_size());
   const int64_t min_blocks = std::max<int64_t>(1, (int64_t{1} << 18) / block_work);
-  ParallelFor(pool, blocks, min_blocks, [&](int64_t begin, int64_t end) {
+  ParallelForBalanced(pool, blocks, min_blocks, [&](int64_t begin, int64_t end) {
     DirectConvAvx512(scratch, channels, g, p, packed_w, m, begin * kTileChannels, std::min(m, end * kTileChannels),
                      bias, epilogue, z, y);
   });

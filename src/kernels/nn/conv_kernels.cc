@@ -322,7 +322,7 @@ class ConvKernel final : public KernelBase {
           // Each input channel unrolls into its own rows of the columns: channels over the pool.
           const int64_t rows_per_channel = g.kernel_size() * pixels;
           const int64_t min_channels = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(rows_per_channel, 1));
-          ParallelFor(inner, c, min_channels, [&](int64_t begin, int64_t end) {
+          ParallelForBalanced(inner, c, min_channels, [&](int64_t begin, int64_t end) {
             Im2Col<float>(image + begin * in_size, end - begin, bg, slot_col + begin * rows_per_channel);
           });
           PointwiseConv(slot_col, k, pixels, packed.data<float>(), m, bias, ep,
