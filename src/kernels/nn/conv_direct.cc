@@ -153,7 +153,7 @@ void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, con
                   ThreadPool* pool) {
 #if ONNX_LIGHT_DIRECT_CONV
   const PaddedImage p = PaddedImage::Of(g);
-  PadImage(x, channels, g, p, scratch);
+  PadImage(x, channels, g, p, scratch, pool);
   // Blocks of 8 output channels over the pool; a task of at least ~256K multiply-adds.
   const int64_t blocks = (m + kTileChannels - 1) / kTileChannels;
   const int64_t block_work = std::max<int64_t>(1, kTileChannels * channels * g.kernel_size() * g.output_size());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/thread_pool.h"
+
 namespace onnx_light::runtime {
 
 PaddedImage PaddedImage::Of(const WindowGeometry& g) {
@@ -13,7 +15,10 @@ PaddedImage PaddedImage::Of(const WindowGeometry& g) {
   return p;
 }
 
-void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out) {
+namespace {
+
+// PadImage without the slack: planes [0, channels) only.
+void PadPlanes(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out) {
   const int64_t ih_n = g.input[0];
   const int64_t iw_n = g.input[1];
   // Columns [pad_begin, pad_begin + iw_n) of a padded row hold the input row, clipped to the
@@ -36,6 +41,17 @@ void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const P
       std::fill(row + hi, row + p.pitch, 0.0f);
     }
   }
+}
+
+}  // namespace
+
+void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out,
+              ThreadPool* pool) {
+  // Whole planes per task, a task at least ~64 KiB of copy.
+  const int64_t min_planes = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(p.plane, 1));
+  ParallelForBalanced(pool, channels, min_planes, [&](int64_t begin, int64_t end) {
+    PadPlanes(x + begin * g.input[0] * g.input[1], end - begin, g, p, out + begin * p.plane);
+  });
   std::fill(out + channels * p.plane, out + channels * p.plane + kPaddedImageSlack, 0.0f);
 }
 

@@ -9,6 +9,8 @@
 
 namespace onnx_light::runtime {
 
+class ThreadPool;
+
 struct PaddedImage {
   int64_t rows;   // (OH - 1) * stride_h + KH: the padded rows the outputs read
   int64_t pitch;  // (OW - 1) * stride_w + KW: floats per padded row
@@ -24,7 +26,9 @@ inline constexpr int64_t kPaddedImageSlack = 16;
 
 /// Writes `channels` planes of x [channels, H, W] into `out` (channels * p.plane +
 /// kPaddedImageSlack floats): zeros in the padding, input elements elsewhere; input rows or
-/// columns past what the outputs read (an end padding that drops them) are left out.
-void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out);
+/// columns past what the outputs read (an end padding that drops them) are left out. Planes are
+/// spread over `pool` (null: the calling thread).
+void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out,
+              ThreadPool* pool = nullptr);
 
 }  // namespace onnx_light::runtime
