@@ -186,6 +186,20 @@ def _direct_conv_available():
         return False
 
 
+def outputs_with_and_without_avx512(folder, script):
+    """The arrays `script` saves when run in a fresh interpreter twice, with AVX-512 in use (where
+    the CPU has it) and with ONNX_LIGHT_DISABLE_AVX512=1: (fast, portable). The script gets
+    `folder` as argv[1] and the file name to np.save its result to as argv[2]."""
+    import os
+    import subprocess
+    import sys
+
+    for name, disable in (("fast.npy", "0"), ("portable.npy", "1")):
+        env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX512=disable)
+        subprocess.run([sys.executable, "-c", script, str(folder), name], env=env, check=True, timeout=120)
+    return np.load(folder / "fast.npy"), np.load(folder / "portable.npy")
+
+
 # The implementation name of float32 one-group 2-D convolutions with strides of 1 or 2, no
 # dilation, a kernel larger than 1x1 and at least 64 taps per output (C * KH * KW;
 # lanes_conv_path): the AVX-512 channels-in-lanes direct kernel where the CPU has it.

@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, node_model, run_ours, run_reference, usage_of
+from node_check import assert_close, node_model, outputs_with_and_without_avx512, run_ours, run_reference, usage_of
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 HALVES = [np.float16, BF16]
@@ -410,10 +410,7 @@ def test_sigmoid_and_conv_silu_keep_their_bits_without_avx512(tmp_path):
         "b = rt.RuntimeSession(d + '/silu.onnx', o).run(c, {'x': x.reshape(1, 4, 16, -1)})\n"
         "np.save(d + '/' + sys.argv[2], np.concatenate([np.asarray(a[k]).ravel() for k in a] +\n"
         "                                               [np.asarray(b['y']).ravel()]))\n")
-    for name, disable in (("fast.npy", "0"), ("portable.npy", "1")):
-        env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX512=disable)
-        subprocess.run([sys.executable, "-c", script, str(tmp_path), name], env=env, check=True, timeout=120)
-    fast, portable = np.load(tmp_path / "fast.npy"), np.load(tmp_path / "portable.npy")
+    fast, portable = outputs_with_and_without_avx512(tmp_path, script)
     nan = np.isnan(portable)
     np.testing.assert_array_equal(np.isnan(fast), nan)
     np.testing.assert_array_equal(fast[~nan].view(np.uint32), portable[~nan].view(np.uint32))
