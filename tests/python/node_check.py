@@ -212,6 +212,9 @@ DIRECT_CONV_PATH = "direct-avx512" if _direct_conv_available() else "im2col-blas
 POINTWISE_CONV_PATH = "1x1-avx512" if _direct_conv_available() else "1x1-blas"
 # And for the other float32 one-group convolutions (im2col, then our GEMM or BLAS's).
 IM2COL_CONV_PATH = "im2col-avx512" if _direct_conv_available() else "im2col-blas"
+# And for strided 2-D convolutions over at most 4 input channels (an image model's stem) with
+# outputs at least 8 wide: the direct kernel over the input split into column phases.
+STRIDED_STEM_CONV_PATH = "direct-strided-avx512" if _direct_conv_available() else "im2col-blas"
 # The implementation name of float32 2-D max pools without dilation whose horizontal stride is 1
 # or 2 (other than the 2x2 stride-2 one): the AVX-512 row kernel where the CPU has it.
 MAX_POOL_ROWS_PATH = "direct-rows-avx512" if _direct_conv_available() else "direct-rows"
