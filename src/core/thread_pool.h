@@ -79,6 +79,23 @@ inline void ParallelFor(ThreadPool* pool, int64_t n, int64_t min_per_task,
   pool->ParallelFor(n, fn, tasks);
 }
 
+/// ParallelFor for ranges that are cheap to start and independent of each other: split into up
+/// to kBalancedRangesPerThread ranges per thread (each of at least `min_per_task` items), which
+/// the threads claim one at a time. A thread that starts late or runs slower (a worker still
+/// waking up, a vCPU the host lends elsewhere) then takes fewer ranges, where an even split into
+/// one range per thread would make every region wait for it.
+inline constexpr int64_t kBalancedRangesPerThread = 4;
+inline void ParallelForBalanced(ThreadPool* pool, int64_t n, int64_t min_per_task,
+                                absl::FunctionRef<void(int64_t, int64_t)> fn) {
+  const int64_t threads = pool == nullptr ? 1 : pool->num_threads();
+  const int64_t tasks = std::min<int64_t>(threads * kBalancedRangesPerThread, n / std::max<int64_t>(min_per_task, 1));
+  if (threads <= 1 || tasks <= 1) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  pool->ParallelFor(n, fn, tasks);
+}
+
 /// Tasks ParallelForSlots may run at once for `units` items: per-task scratch is sized by this.
 inline int64_t ParallelSlots(const ThreadPool* pool, int64_t units) {
   return pool == nullptr ? 1 : std::clamp<int64_t>(units, 1, pool->num_threads());
@@ -86,13 +103,23 @@ inline int64_t ParallelSlots(const ThreadPool* pool, int64_t units) {
 
 /// Calls fn(unit, slot) for every unit in [0, units), spread over at most `slots` tasks
 /// (ParallelSlots); the units of one slot run one after another on one thread, so scratch
-/// indexed by slot needs no locking.
+/// indexed by slot needs no locking. Each task claims the next unclaimed unit until none is
+/// left, so which slot runs which unit varies from run to run: fn must not carry anything from
+/// one unit to the next through its slot's scratch.
 inline void ParallelForSlots(ThreadPool* pool, int64_t units, int64_t slots,
                              absl::FunctionRef<void(int64_t, int64_t)> fn) {
   const int64_t tasks = std::clamp<int64_t>(slots, 1, std::max<int64_t>(units, 1));
-  ParallelFor(tasks > 1 ? pool : nullptr, tasks, 1, [&](int64_t first, int64_t last) {
+  if (tasks <= 1) {
+    for (int64_t u = 0; u < units; ++u) fn(u, 0);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  ParallelFor(pool, tasks, 1, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {
-      for (int64_t u = units * t / tasks; u < units * (t + 1) / tasks; ++u) fn(u, t);
+      for (int64_t u = next.fetch_add(1, std::memory_order_relaxed); u < units;
+           u = next.fetch_add(1, std::memory_order_relaxed)) {
+        fn(u, t);
+      }
     }
   });
 }

@@ -67,10 +67,13 @@ std::vector<ConvShape> Shapes() {
       // tile of 32 and one of 1; two passes of 12 input channels)
       {"lanes", {1, 24, 9, 31}, {33, 24, 3, 3}, {Ints("strides", {2, 1}), Ints("pads", {1, 1, 1, 1})},
        DirectConvAvailable() ? "direct-lanes-" : "im2col-"},
-      // 3.5 MiB of columns at stride 3 (no direct kernel): bands of output rows, each writing its
-      // rows of Y and reading Z's
-      {"strided in bands", {1, 3, 230, 230}, {4, 3, 7, 7}, {Ints("strides", {3, 3}), Ints("pads", {3, 3, 3, 3})},
+      // 5.8 MiB of columns at stride 3 over 5 channels (no direct kernel): bands of output rows,
+      // each writing its rows of Y and reading Z's
+      {"strided in bands", {1, 5, 230, 230}, {4, 5, 7, 7}, {Ints("strides", {3, 3}), Ints("pads", {3, 3, 3, 3})},
        "im2col-"},
+      // A stem (3 channels, 7x7, stride 2): the direct kernel over column phases on AVX-512 CPUs
+      {"strided stem", {1, 3, 41, 38}, {10, 3, 7, 7}, {Ints("strides", {2, 2}), Ints("pads", {3, 3, 3, 3})},
+       DirectConvAvailable() ? "direct-strided-" : "im2col-"},
   };
 }
 

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -45,6 +47,61 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
     for (int64_t tasks : {0, 1, 2, 5, 64}) ExpectEachIndexOnce(&pool, n, tasks);
   }
   ExpectEachIndexOnce(nullptr, 17, 0);
+}
+
+TEST(ThreadPool, BalancedSplitCoversEveryIndexOnceInMoreRangesThanThreads) {
+  ThreadPool pool(2);
+  for (int64_t n : {0, 1, 5, 8, 9, 1000}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    std::atomic<int> ranges{0};
+    ParallelForBalanced(&pool, n, 1, [&](int64_t begin, int64_t end) {
+      ranges.fetch_add(1);
+      for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "index " << i;
+    EXPECT_EQ(ranges.load(), std::clamp<int64_t>(n, n > 0 ? 1 : 0, 2 * kBalancedRangesPerThread)) << "n " << n;
+  }
+  // A minimum task size caps the split; one thread runs inline.
+  std::atomic<int> ranges{0};
+  ParallelForBalanced(&pool, 100, 40, [&](int64_t, int64_t) { ranges.fetch_add(1); });
+  EXPECT_EQ(ranges.load(), 2);
+  ThreadPool single(1);
+  ranges = 0;
+  ParallelForBalanced(&single, 100, 1, [&](int64_t, int64_t) { ranges.fetch_add(1); });
+  EXPECT_EQ(ranges.load(), 1);
+}
+
+// Units are claimed one at a time: while one slot is held up on a unit, the other slot runs every
+// remaining unit (with an even split made up front, half of them would wait behind the slow one
+// and this test would time out). Every unit runs once, and a slot never runs two units at once.
+TEST(ThreadPool, SlotsClaimUnitsSoASlowSlotDoesNotHoldTheOthersBack) {
+  ThreadPool pool(2);
+  constexpr int64_t kUnits = 40;
+  std::vector<std::atomic<int>> hits(kUnits);
+  std::atomic<int> busy[2] = {0, 0};
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> overlapped{false};
+  std::atomic<bool> timed_out{false};
+  ParallelForSlots(&pool, kUnits, 2, [&](int64_t unit, int64_t slot) {
+    ASSERT_LT(slot, 2);
+    if (busy[slot].fetch_add(1) != 0) overlapped = true;
+    if (unit == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (done.load() < kUnits - 1) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out = true;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    hits[static_cast<size_t>(unit)].fetch_add(1);
+    done.fetch_add(1);
+    busy[slot].fetch_sub(1);
+  });
+  EXPECT_FALSE(timed_out.load()) << "the other slot did not take the units the held-up slot left";
+  EXPECT_FALSE(overlapped.load());
+  for (int64_t u = 0; u < kUnits; ++u) EXPECT_EQ(hits[static_cast<size_t>(u)].load(), 1) << "unit " << u;
 }
 
 TEST(ThreadPool, SingleThreadPoolRunsInline) {

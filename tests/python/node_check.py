@@ -186,6 +186,20 @@ def _direct_conv_available():
         return False
 
 
+def outputs_with_and_without_avx512(folder, script):
+    """The arrays `script` saves when run in a fresh interpreter twice, with AVX-512 in use (where
+    the CPU has it) and with ONNX_LIGHT_DISABLE_AVX512=1: (fast, portable). The script gets
+    `folder` as argv[1] and the file name to np.save its result to as argv[2]."""
+    import os
+    import subprocess
+    import sys
+
+    for name, disable in (("fast.npy", "0"), ("portable.npy", "1")):
+        env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX512=disable)
+        subprocess.run([sys.executable, "-c", script, str(folder), name], env=env, check=True, timeout=120)
+    return np.load(folder / "fast.npy"), np.load(folder / "portable.npy")
+
+
 # The implementation name of float32 one-group 2-D convolutions with strides of 1 or 2, no
 # dilation, a kernel larger than 1x1 and at least 64 taps per output (C * KH * KW;
 # lanes_conv_path): the AVX-512 channels-in-lanes direct kernel where the CPU has it.
@@ -198,6 +212,12 @@ DIRECT_CONV_PATH = "direct-avx512" if _direct_conv_available() else "im2col-blas
 POINTWISE_CONV_PATH = "1x1-avx512" if _direct_conv_available() else "1x1-blas"
 # And for the other float32 one-group convolutions (im2col, then our GEMM or BLAS's).
 IM2COL_CONV_PATH = "im2col-avx512" if _direct_conv_available() else "im2col-blas"
+# And for strided 2-D convolutions over at most 4 input channels (an image model's stem) with
+# outputs at least 8 wide: the direct kernel over the input split into column phases.
+STRIDED_STEM_CONV_PATH = "direct-strided-avx512" if _direct_conv_available() else "im2col-blas"
+# The implementation name of float32 2-D max pools without dilation whose horizontal stride is 1
+# or 2 (other than the 2x2 stride-2 one): the AVX-512 row kernel where the CPU has it.
+MAX_POOL_ROWS_PATH = "direct-rows-avx512" if _direct_conv_available() else "direct-rows"
 # Float32 MatMul / Gemm products of at least 8 rows and 16 columns, neither operand transposed
 # (alpha 1, beta 0 or 1): our AVX-512 tiles, OpenBLAS elsewhere.
 TILED_GEMM_PATH = "tiles-avx512" if _direct_conv_available() else "blas"

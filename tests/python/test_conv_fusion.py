@@ -10,7 +10,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, LANES_CONV_PATH, POINTWISE_CONV_PATH, assert_close,
+from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, LANES_CONV_PATH, POINTWISE_CONV_PATH,
+                        STRIDED_STEM_CONV_PATH, assert_close,
                         dense_conv_path, depthwise_conv_path, grouped_conv_isa, make_model, random, run_ort, run_ours)
 from onnx_light.cnn_model import build_cnn
 
@@ -128,7 +129,15 @@ CASES = [
     ([2, 8, 17, 23], [37, 8, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, LANES),
     # Strides (1, 2), 33 channels (a tile of 32, then one of 1), a 7x7 kernel in one pass.
     ([1, 16, 9, 31], [33, 16, 3, 3], {"strides": [1, 2], "pads": [1, 1, 1, 1]}, LANES),
-    ([1, 3, 40, 44], [16, 3, 7, 7], {"strides": [2, 2], "pads": [3, 3, 3, 3]}, LANES),   # a stem, 147 taps
+    # Stems: strided, at most 4 input channels, on the direct kernel over column phases. A 7x7
+    # stride 2 (two phases, dealt with AVX-512 permutes), 16 output channels;
+    ([1, 3, 40, 44], [16, 3, 7, 7], {"strides": [2, 2], "pads": [3, 3, 3, 3]}, STRIDED_STEM_CONV_PATH),
+    # stride (2, 1): one phase, rows two apart, 11 channels (a block of 8, then 3), uneven pads;
+    ([1, 3, 20, 37], [11, 3, 3, 5], {"strides": [2, 1], "pads": [1, 2, 0, 2]}, STRIDED_STEM_CONV_PATH),
+    # stride (1, 4): four phases dealt one float at a time, a kernel as wide as the stride;
+    ([1, 1, 12, 70], [5, 1, 4, 4], {"strides": [1, 4], "pads": [0, 1, 2, 3]}, STRIDED_STEM_CONV_PATH),
+    # stride 3, two images, rows of 77 outputs (four vectors and a tail of 13).
+    ([2, 3, 230, 230], [8, 3, 7, 7], {"strides": [3, 3], "pads": [3, 3, 3, 3]}, STRIDED_STEM_CONV_PATH),
     ([1, 6, 160, 160], [10, 6, 3, 3], {"pads": [1, 1, 1, 1]}, DIRECT),                # 54 taps, 5.3 MiB of columns
     ([2, 3, 9, 6], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),           # too narrow for DIRECT
     ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),         # channel and pixel tails
@@ -144,9 +153,9 @@ CASES = [
     ([1, 3, 50], [4, 3, 1], {}, POINTWISE_CONV_PATH),                                 # 1-D
     ([2, 3, 10], [4, 3, 3], {"pads": [1, 1]}, IM2COL_CONV_PATH),                      # 1-D
     ([1, 2, 4, 5, 6], [3, 2, 2, 3, 2], {"strides": [1, 2, 1]}, IM2COL_CONV_PATH),       # 3-D
-    # Columns over 2 MiB that no direct kernel takes (stride 3) go in bands of output rows: a
-    # stem-like 7x7 (77 rows in bands of 23, the last one short; 147 deep: two passes),
-    ([2, 3, 230, 230], [8, 3, 7, 7], {"strides": [3, 3], "pads": [3, 3, 3, 3]}, IM2COL_CONV_PATH),
+    # Columns over 2 MiB that no direct kernel takes (stride 3, 5 channels) go in bands of output
+    # rows: a 7x7 (77 rows in bands of 13, the last one short; 245 deep: two passes),
+    ([2, 5, 230, 230], [8, 5, 7, 7], {"strides": [3, 3], "pads": [3, 3, 3, 3]}, IM2COL_CONV_PATH),
     # bands of 20, 20, 20 and 1 rows of 58 pixels, each band's last 8 or 10 pixels a tail.
     ([1, 24, 180, 116], [9, 24, 3, 3], {"strides": [3, 2], "pads": [1, 0, 2, 1]}, IM2COL_CONV_PATH),
 ]

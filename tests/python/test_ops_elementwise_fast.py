@@ -15,9 +15,10 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, node_model, run_ours, run_reference, usage_of
+from node_check import assert_close, node_model, outputs_with_and_without_avx512, run_ours, run_reference, usage_of
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 HALVES = [np.float16, BF16]
@@ -377,3 +378,40 @@ def test_file_passes_without_avx512():
         cwd=Path(__file__).parent, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
+
+
+def test_sigmoid_and_conv_silu_keep_their_bits_without_avx512(tmp_path):
+    # Sigmoid, and SiLU in a convolution's epilogue, run AVX-512 code on CPUs that have it and the
+    # portable loops elsewhere (ONNX_LIGHT_DISABLE_AVX512 forces those): the same bits either way,
+    # over a sample of every float bit pattern (both tails, subnormal e^-|x|, infinities).
+    bits = np.arange(0, 2**32, 65537, dtype=np.uint64).astype(np.uint32)
+    x = bits.view(np.float32)
+    x = np.concatenate([x, np.float32([0.0, -0.0, 87.5, -87.5, 104.0, -104.0, np.inf, -np.inf]),
+                        np.linspace(-110, 110, 4001, dtype=np.float32)])
+    x = x[: x.size // 64 * 64]
+    sigmoid = node_model("Sigmoid", {"x": x}, {})
+    image = {"x": x.reshape(1, 4, 16, -1)}
+    w = np.ones((4, 1, 3, 3), np.float32) / 9
+    conv = helper.make_node("Conv", ["x", "w"], ["c"], group=4, pads=[1, 1, 1, 1])
+    graph = helper.make_graph(
+        [conv, helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["y"])], "silu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(image["x"].shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")])
+    silu = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (tmp_path / "sigmoid.onnx").write_bytes(sigmoid.SerializeToString())
+    (tmp_path / "silu.onnx").write_bytes(silu.SerializeToString())
+    np.save(tmp_path / "x.npy", x)
+    script = (
+        "import sys, numpy as np, onnx_light.runtime as rt\n"
+        "d = sys.argv[1]; x = np.load(d + '/x.npy')\n"
+        "c = rt.RuntimeContext(rt.KernelContext(rt.default_opset(17)))\n"
+        "o = rt.RuntimeSessionOptions(num_threads=1)\n"
+        "a = rt.RuntimeSession(d + '/sigmoid.onnx', o).run(c, {'x': x})\n"
+        "b = rt.RuntimeSession(d + '/silu.onnx', o).run(c, {'x': x.reshape(1, 4, 16, -1)})\n"
+        "np.save(d + '/' + sys.argv[2], np.concatenate([np.asarray(a[k]).ravel() for k in a] +\n"
+        "                                               [np.asarray(b['y']).ravel()]))\n")
+    fast, portable = outputs_with_and_without_avx512(tmp_path, script)
+    nan = np.isnan(portable)
+    np.testing.assert_array_equal(np.isnan(fast), nan)
+    np.testing.assert_array_equal(fast[~nan].view(np.uint32), portable[~nan].view(np.uint32))
+    assert (portable[x.size:] != 0).sum() > 1000   # the SiLU half is not trivially zero

@@ -9,7 +9,8 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, LANES_CONV_PATH, POINTWISE_CONV_PATH, TILED_GEMM_PATH,
+from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, LANES_CONV_PATH, MAX_POOL_ROWS_PATH,
+                        POINTWISE_CONV_PATH, TILED_GEMM_PATH,
                         assert_close, assert_thread_count_invariant,
                         check_node, dense_conv_path, depthwise_conv_path, grouped_conv_isa, make_model, node_model, random,
                         run_ort, run_ours, run_reference, usage_of)
@@ -1077,14 +1078,47 @@ def test_maxpool_3x3_stride_2_skips_nan_like_the_general_loop(width):
     general = run_ours(node_model("MaxPool", x3, {"kernel_shape": [1, 3, 3], "strides": [1, 2, 2],
                                                   "pads": [0, 1, 1, 0, 1, 1]}), x3)[0]
     np.testing.assert_array_equal(fast.view(np.uint32), general[:, :, 0].view(np.uint32))
-    assert "MaxPool/float32/direct-rows" in usage_of(node_model("MaxPool", {"x": x}, attrs), {"x": x})
+    assert f"MaxPool/float32/{MAX_POOL_ROWS_PATH}" in usage_of(node_model("MaxPool", {"x": x}, attrs), {"x": x})
+
+
+@pytest.mark.parametrize("kernel,strides,pads,ceil_mode", [
+    ([3, 3], [2, 2], [0, 0, 0, 0], 1),     # squeezenet's pools
+    ([3, 3], [1, 1], [1, 1, 1, 1], 0),     # the stride-1 slide, padded on both sides
+    ([2, 3], [1, 2], [0, 2, 1, 2], 0),     # uneven pads wider than half the window
+    ([5, 5], [2, 2], [2, 2, 2, 2], 1),     # taps beyond a 16-column block
+    ([1, 4], [3, 1], [0, 0, 0, 3], 1),     # a vertical stride the slide does not see
+    ([2, 2], [2, 1], [0, 0, 0, 0], 0),     # 2x2 with a horizontal stride of 1
+])
+@pytest.mark.parametrize("width", [1, 15, 16, 17, 33, 50])
+def test_maxpool_rows_equal_the_general_loop(kernel, strides, pads, ceil_mode, width):
+    # The row kernel (AVX-512 where the CPU has it) against the general tap-by-tap loop, bit for
+    # bit: row tails of every length, windows clipped by padding and ceil_mode, NaN (skipped),
+    # -inf and signed zeros; and against onnx.reference where no NaN is involved.
+    width = max(width, kernel[1])  # a row at least one window wide
+    x = random([2, 3, 6, width], seed=width)
+    x[0, 0, 0, 0] = x[1, 2, 5, width - 1] = np.nan
+    x[1, 0, 0:2, :] = np.nan
+    x[1, 1, 2:4, : min(width, 9)] = -np.inf
+    x[0, 2, :, width // 2:] = -0.0
+    x[0, 2, 3, width // 2] = 0.0
+    attrs = {"kernel_shape": kernel, "strides": strides, "pads": pads, "ceil_mode": ceil_mode}
+    fast = run_ours(node_model("MaxPool", {"x": x}, attrs), {"x": x})[0]
+    x3 = {"x": x[:, :, None]}
+    general = run_ours(node_model("MaxPool", x3, {"kernel_shape": [1] + kernel, "strides": [1] + strides,
+                                                  "pads": [0] + pads[:2] + [0] + pads[2:],
+                                                  "ceil_mode": ceil_mode}), x3)[0]
+    np.testing.assert_array_equal(fast.view(np.uint32), general[:, :, 0].view(np.uint32))
+    clean = {"x": random([1, 4, 6, width], seed=width + 1)}
+    assert_close(run_ours(node_model("MaxPool", clean, attrs), clean)[0],
+                 run_reference(node_model("MaxPool", clean, attrs), clean)[0], rtol=0, atol=0)
+    assert f"MaxPool/float32/{MAX_POOL_ROWS_PATH}" in usage_of(node_model("MaxPool", {"x": x}, attrs), {"x": x})
 
 
 def test_pool_kernel_usage():
     x = {"x": random([1, 2, 7, 8])}
     attrs = {"kernel_shape": [3, 3]}
     assert "MaxPool/float32/direct-indices" in usage_of(node_model("MaxPool", x, attrs, n_outputs=2), x)
-    assert "MaxPool/float32/direct-rows" in usage_of(node_model("MaxPool", x, attrs), x)
+    assert f"MaxPool/float32/{MAX_POOL_ROWS_PATH}" in usage_of(node_model("MaxPool", x, attrs), x)
     assert "AveragePool/float32/direct-rows-include-pad" in usage_of(
         node_model("AveragePool", x, dict(attrs, count_include_pad=1)), x)
     # Dilated and 3-D pools keep the general tap-by-tap loops.

@@ -3,16 +3,12 @@ onnx.reference, or ONNX Runtime where the reference computes something else (sai
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import onnx_light.runtime as runtime
-from node_check import (assert_close, check_model, check_node, expect_error, node_model, random, run_ort, run_ours,
-                        run_reference, usage_of)
+from node_check import (assert_close, check_model, check_node, expect_error, node_model,
+                        outputs_with_and_without_avx512, random, run_ort, run_ours, run_reference, usage_of)
 
 
 # ---- LpPool / GlobalLpPool ----------------------------------------------------------------------
@@ -289,10 +285,7 @@ def test_deform_conv_sampling_paths_agree_bit_for_bit(tmp_path):
         "s = rt.RuntimeSession(sys.argv[1] + '/deform.onnx', rt.RuntimeSessionOptions(num_threads=1))\n"
         "c = rt.RuntimeContext(rt.KernelContext(rt.default_opset(19)))\n"
         "np.save(sys.argv[1] + '/' + sys.argv[2], s.run(c, feeds)['y0'])\n")
-    for name, disable in (("fast.npy", "0"), ("portable.npy", "1")):
-        env = dict(os.environ, ONNX_LIGHT_DISABLE_AVX512=disable)
-        subprocess.run([sys.executable, "-c", script, str(tmp_path), name], env=env, check=True, timeout=120)
-    fast, portable = np.load(tmp_path / "fast.npy"), np.load(tmp_path / "portable.npy")
+    fast, portable = outputs_with_and_without_avx512(tmp_path, script)
     np.testing.assert_array_equal(fast.view(np.uint32), portable.view(np.uint32))
     assert 0 < np.isnan(fast).mean() < 0.5   # the NaN reaches only the outputs whose taps read it
 

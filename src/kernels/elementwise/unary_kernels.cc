@@ -1,3 +1,10 @@
+// GCC 12's AVX-512 intrinsics seed results with _mm512_undefined_ps() and, once inlined into a
+// target("avx512f") function, warn that it is uninitialized (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 // Unary math: Neg, Abs, Sign, Sqrt, Reciprocal, Exp, Log, Floor, Ceil, Round, Erf, Sin, Cos, Tan,
 // Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Tanh, Sigmoid, BitwiseNot. Half types compute
 // in float32; integers (where the spec allows them) wrap.
@@ -5,7 +12,15 @@
 
 #include "kernels/elementwise/elementwise_loops.h"
 #include "kernels/elementwise/fast_math.h"
+#include "kernels/registry/cpu_features.h"
 #include "kernels/registry/kernel_tables.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "kernels/elementwise/sigmoid_avx512.h"
+#define ONNX_LIGHT_SIGMOID_AVX512 1
+#else
+#define ONNX_LIGHT_SIGMOID_AVX512 0
+#endif
 
 namespace onnx_light::runtime {
 
@@ -197,6 +212,7 @@ struct TanhOp {
 // Stable on both tails: exp never overflows.
 struct SigmoidOp {
   static void RunFloat(const SigmoidOp& op, const float* x, float* y, int64_t n);
+  static void RunFloatPortable(const SigmoidOp& op, const float* x, float* y, int64_t n);
   template <typename C>
   C operator()(C x) const {
     if constexpr (std::is_same_v<C, float>) {
@@ -212,7 +228,26 @@ struct SigmoidOp {
 ONNX_LIGHT_FLOAT_LOOP(ExpOp)
 ONNX_LIGHT_FLOAT_LOOP(ErfOp)
 ONNX_LIGHT_FLOAT_LOOP(TanhOp)
-ONNX_LIGHT_FLOAT_LOOP(SigmoidOp)
+ONNX_LIGHT_CPU_CLONES void SigmoidOp::RunFloatPortable(const SigmoidOp& op, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
+}
+
+#if ONNX_LIGHT_SIGMOID_AVX512
+// fast_math::SigmoidAvx512 (the portable loop's bits) over a contiguous run.
+__attribute__((target("avx512f"))) void SigmoidLoopAvx512(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(y + i, m, fast_math::SigmoidAvx512(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+#endif
+
+void SigmoidOp::RunFloat(const SigmoidOp& op, const float* x, float* y, int64_t n) {
+#if ONNX_LIGHT_SIGMOID_AVX512
+  if (UseAvx512()) return SigmoidLoopAvx512(x, y, n);
+#endif
+  RunFloatPortable(op, x, y, n);
+}
 ONNX_LIGHT_FLOAT_LOOP(NegOp)
 ONNX_LIGHT_FLOAT_LOOP(AbsOp)
 ONNX_LIGHT_FLOAT_LOOP(SqrtOp)

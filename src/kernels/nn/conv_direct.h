@@ -1,5 +1,6 @@
 #pragma once
-// A direct 2-D float32 convolution for stride 1 without dilation, written for AVX-512 and chosen
+// A direct 2-D float32 convolution without dilation (stride 1, or a strided stem over few input
+// channels; DirectConvStridedApplies), written for AVX-512 and chosen
 // at run time: the library is built for the baseline x86-64 ISA, and this path is only taken on
 // CPUs that report AVX-512F. Sixteen adjacent output columns sit in one vector and sixteen output
 // channels in sixteen accumulators, so every input load feeds sixteen FMAs and the output is
@@ -22,6 +23,12 @@ bool DirectConvAvailable();
 /// 8 columns wide (narrower rows would leave most vector lanes idle).
 bool DirectConvApplies(const WindowGeometry& g);
 
+/// Whether DirectConv2d handles this geometry with any strides: 2-D without dilation, a
+/// horizontal stride up to 4 and a kernel up to 16 wide, outputs at least 8 columns wide. Strided
+/// outputs read the input split into column phases (PaddedImage::Phased), so their loads stay
+/// contiguous.
+bool DirectConvStridedApplies(const WindowGeometry& g);
+
 /// Floats PackDirectConvWeights writes for `m` output channels of `k` (= C * KH * KW) taps.
 int64_t DirectConvPackedSize(int64_t m, int64_t k);
 
@@ -31,10 +38,10 @@ void PackDirectConvWeights(const float* w, int64_t m, int64_t k, float* packed);
 /// Floats of scratch DirectConv2d needs for one image of `channels` channels.
 int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g);
 
-/// y[m, oh, ow] = epilogue(bias[m] + sum over c, kh, kw of W[m, c, kh, kw] * x[c, oh + kh - pad, ow + kw - pad]
+/// y[m, oh, ow] = epilogue(bias[m] + sum over c, kh, kw of W[m, c, kh, kw] * x[c, oh * sh + kh - pad, ow * sw + kw - pad]
 /// + z[m, oh, ow]) for one image x [channels, H, W] into y [m, OH, OW]; `bias` and `z` (laid out
 /// like y) may be null. Blocks of output channels are spread over `pool` (null: the calling
-/// thread). Requires DirectConvAvailable() and DirectConvApplies(g).
+/// thread). Requires DirectConvAvailable() and DirectConvStridedApplies(g).
 void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, const float* packed_w, int64_t m,
                   const float* bias, const ConvEpilogue& epilogue, const float* z, float* scratch, float* y,
                   ThreadPool* pool = nullptr);

@@ -249,7 +249,7 @@ void DirectLanesConv2d(const float* x, int64_t channels, const WindowGeometry& g
                        ThreadPool* pool) {
 #if ONNX_LIGHT_DIRECT_LANES
   const PaddedImage p = PaddedImage::Of(g);
-  PadImage(x, channels, g, p, scratch);
+  PadImage(x, channels, g, p, scratch, pool);
   float* partials = scratch + channels * p.plane + kPaddedImageSlack;
   const int64_t unit = kTileVectors * kLanes;
   const int64_t units = (m + unit - 1) / unit;

@@ -147,6 +147,15 @@ class ConvKernel final : public KernelBase {
   // im2col + PointwiseConv is a plain GEMM.
   static constexpr int64_t kMinLanesTaps = 64;
 
+  // Input channels up to which a strided convolution is treated as an image model's stem (RGB,
+  // RGBA, grey): measured on resnet18's 7x7 (2.77 -> 2.33 ms in the model) and on the 3x3 stems
+  // of mobilenet_v3_small, efficientnet_b0 and squeezenet (docs/performance.md).
+  static constexpr int64_t kMaxStemChannels = 4;
+
+  static bool IsUnitStride(const WindowGeometry& g) {
+    return std::all_of(g.stride.begin(), g.stride.end(), [](int64_t s) { return s == 1; });
+  }
+
   // Whether one image's im2col columns (k rows of `pixels`) stay within about one L2 cache. Then
   // im2col + PointwiseConv beats the direct kernel, whose tiles of 16 output columns leave lanes
   // idle on rows such as 13, 27 or 55 wide; beyond it the columns' memory traffic costs more
@@ -221,10 +230,16 @@ class ConvKernel final : public KernelBase {
     const int64_t mg = m / group_;
     const bool pointwise = IsPointwise(g);
     const bool grouped = !pointwise && GroupedDirectApplies(g, group_, cg);
-    const bool lanes = !pointwise && !grouped && group_ == 1 && DirectLanesApplies(g) && g.kernel_size() > 1 &&
-                       c * g.kernel_size() >= kMinLanesTaps;
-    const bool direct = !lanes && !pointwise && !grouped && group_ == 1 && DirectConvApplies(g) &&
-                        DirectConvAvailable() && !Im2ColFitsInCache(c * g.kernel_size(), g.output_size());
+    // A strided convolution over an image's few channels (a stem: 3x3 or 7x7, stride 2) runs the
+    // direct kernel over a copy of the input split into column phases: its taps are too few for
+    // the channels-in-lanes kernel to pay for the transposes, and im2col's GEMM is too shallow.
+    const bool strided_stem = !pointwise && !grouped && group_ == 1 && !IsUnitStride(g) && c <= kMaxStemChannels &&
+                              g.kernel_size() > 1 && DirectConvStridedApplies(g);
+    const bool lanes = !strided_stem && !pointwise && !grouped && group_ == 1 && DirectLanesApplies(g) &&
+                       g.kernel_size() > 1 && c * g.kernel_size() >= kMinLanesTaps;
+    const bool direct = !lanes && !pointwise && !grouped && group_ == 1 && DirectConvAvailable() &&
+                        ((DirectConvApplies(g) && !Im2ColFitsInCache(c * g.kernel_size(), g.output_size())) ||
+                         strided_stem);
     // One group on AVX-512: PointwiseConv on the input itself (1x1) or on its im2col columns.
     const bool own_gemm = !lanes && !grouped && !direct && group_ == 1 && DirectConvAvailable();
     const bool depthwise_lanes = grouped && cg == 1 && mg == 1 && DepthwiseLanesApplies(g);
@@ -240,7 +255,7 @@ class ConvKernel final : public KernelBase {
              depthwise_lanes ? std::string("depthwise-lanes-avx512")
              : grouped  ? fmt::format("{}-{}", cg == 1 ? "depthwise" : "grouped", SimdLevelName(plan->level))
              : lanes    ? std::string("direct-lanes-avx512")
-             : direct   ? std::string("direct-avx512")
+             : direct   ? std::string(strided_stem ? "direct-strided-avx512" : "direct-avx512")
              : own_gemm ? std::string(pointwise ? "1x1-avx512" : "im2col-avx512")
                         : GemmPathName<float>(pointwise, g, cg, mg));
     }
@@ -322,7 +337,7 @@ class ConvKernel final : public KernelBase {
           // Each input channel unrolls into its own rows of the columns: channels over the pool.
           const int64_t rows_per_channel = g.kernel_size() * pixels;
           const int64_t min_channels = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(rows_per_channel, 1));
-          ParallelFor(inner, c, min_channels, [&](int64_t begin, int64_t end) {
+          ParallelForBalanced(inner, c, min_channels, [&](int64_t begin, int64_t end) {
             Im2Col<float>(image + begin * in_size, end - begin, bg, slot_col + begin * rows_per_channel);
           });
           PointwiseConv(slot_col, k, pixels, packed.data<float>(), m, bias, ep,

@@ -404,7 +404,7 @@ void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, Thread
   const int64_t unit_work =
       std::max<int64_t>(blocks_per_part * kLanes * o.k * std::min(chunk_pixels, o.pixels), 1);
   const int64_t min_units = std::max<int64_t>(1, kMinTaskWork / unit_work);
-  ParallelFor(pool, units, min_units, [&](int64_t begin, int64_t end) {
+  ParallelForBalanced(pool, units, min_units, [&](int64_t begin, int64_t end) {
     // Channel-part-major, so that a thread's consecutive units share weights and the image's
     // short last chunk does not make up a whole task.
     for (int64_t unit = begin; unit < end; ++unit) {

@@ -14,6 +14,7 @@
 #include "kernels/math/half_precision.h"
 #include "kernels/registry/cpu_features.h"
 #include "kernels/nn/im2col.h"
+#include "kernels/nn/max_pool_rows.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/registry/kernel_utils.h"
 
@@ -431,12 +432,17 @@ class PoolKernel final : public KernelBase {
       DispatchTypes<float, double, int8_t, uint8_t>(rt, 0, x_in.dtype(), [&](auto tag) {
         using T = decltype(tag);
         const bool two_by_two = std::is_same_v<T, float> && !want_indices && IsMaxPool2x2(g);
+        const bool avx512_rows = std::is_same_v<T, float> && !want_indices && !two_by_two && MaxPoolRowsApplies(g);
         Record(rt, "MaxPool", x_in.dtype(),
-               want_indices ? "direct-indices" : two_by_two ? "2x2" : row_pool ? "direct-rows" : "direct");
+               want_indices  ? "direct-indices"
+               : two_by_two  ? "2x2"
+               : avx512_rows ? "direct-rows-avx512"
+               : row_pool    ? "direct-rows"
+                             : "direct");
         if (y.size() == 0) return;
         const Tensor xc = x_in.Contiguous(rt.allocator());
         if constexpr (std::is_same_v<T, float>) {
-          if (indices == nullptr && (two_by_two || row_pool)) {
+          if (indices == nullptr && (two_by_two || row_pool || avx512_rows)) {
             const Pool3d p = MakePool3d(g);
             const int64_t in_size = g.input_size();
             const int64_t out_size = g.output_size();
@@ -445,6 +451,11 @@ class PoolKernel final : public KernelBase {
             ParallelFor(rt.thread_pool(), planes, MinPlanesPerTask(in_size), [&](int64_t begin, int64_t end) {
               if (two_by_two) {
                 MaxPool2x2Planes(x + begin * in_size, end - begin, g, out + begin * out_size);
+                return;
+              }
+              if (avx512_rows) {
+                std::vector<float> scratch(static_cast<size_t>(MaxPoolRowsScratchSize(g)));
+                MaxPoolRows(x + begin * in_size, end - begin, g, out + begin * out_size, scratch.data());
                 return;
               }
               std::vector<float> row(static_cast<size_t>(g.input[g.rank() - 1]));
