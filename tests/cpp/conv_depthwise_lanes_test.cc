@@ -108,7 +108,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DepthwiseLanesTest,
                                            Case{1, 3, 1, 3, 1, 1, 1, 1, 1, 1, 0, 1, 0},      // one column
                                            Case{33, 8, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},     // 1x1 kernel
                                            Case{20, 28, 28, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},   // 28x28
-                                           Case{7, 31, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}));  // 32 columns
+                                           Case{7, 31, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // 32 columns
+                                           Case{24, 14, 14, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},   // 5x5 stride 2 to 7x7
+                                           Case{9, 15, 17, 5, 5, 2, 2, 1, 1, 2, 2, 1, 1},    // 5x5 stride 2, cut short
+                                           Case{16, 10, 12, 3, 5, 1, 2, 1, 1, 1, 2, 1, 2},   // 3x5, column stride 2
+                                           Case{4, 5, 5, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3}));    // rows of padding only
 
 TEST(DepthwiseLanesTest, InfiniteWeightMeetsPaddingAsNaN) {
   if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";

@@ -4,11 +4,14 @@
 // activation in the epilogue, and infinite weights meeting the padding.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "kernels/nn/conv_grouped.h"
+#include "kernels/nn/conv_grouped_shifted.h"
 #include "test_util.h"
 
 namespace onnx_light::runtime {
@@ -114,6 +117,64 @@ INSTANTIATE_TEST_SUITE_P(
         Case{3, 5, 9, 11, 3, 3, 2, 2, 1, 1, 1, 1, 0, 0},       // three in, five out per group
         Case{8, 2, 6, 33, 3, 1, 1, 1, 1, 1, 1, 0, 1, 0},       // eight channels per group, 3x1
         Case{1, 1, 1, 40, 1, 5, 1, 2, 1, 2, 0, 3, 0, 3}));     // a 1-D case in 2-D form
+
+// The shifted AVX-512 tiles (conv_grouped_shifted.h) sum the same taps in the same order as the
+// general tile: bias, then (channel, kh, kw), one fused multiply-add each. A float loop doing
+// exactly that gives the same bits.
+TEST(GroupedConvTest, ShiftedTilesSumInTheGeneralTilesOrder) {
+  if (!SimdLevelSupported(SimdLevel::kAvx512)) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
+  const Case cases[] = {
+      {1, 1, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // 112 columns: strips of 4 and 3 vectors
+      {1, 1, 56, 56, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},    // 5x5 stride 2
+      {1, 1, 37, 75, 5, 5, 2, 2, 1, 1, 2, 1, 2, 3},    // 5x5 stride 2, odd sizes, uneven pads
+      {1, 1, 20, 100, 5, 5, 1, 1, 2, 1, 2, 2, 2, 2},   // row dilation
+      {2, 3, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     // two in, three out per group
+      {1, 1, 11, 21, 3, 5, 3, 2, 1, 1, 1, 2, 1, 2},    // 3x5, row stride 3
+      {1, 1, 40, 40, 5, 3, 1, 1, 1, 1, 2, 1, 2, 1},    // 5x3
+      {1, 1, 5, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     // a strip of one vector after one of four
+      {1, 1, 9, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},     // bands of 4 rows and a last row
+      {1, 1, 13, 10, 3, 3, 1, 1, 1, 1, 0, 1, 0, 1},    // bands of 8 rows and 5 single rows
+  };
+  const Case three_wide_stride_two{1, 1, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  EXPECT_FALSE(GroupedPlaneShiftedApplies(MakeGroupedConvPlan(Geometry(three_wide_stride_two), 1, 1, SimdLevel::kAvx512)));
+  const Case dilated{1, 1, 56, 56, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2};
+  EXPECT_FALSE(GroupedPlaneShiftedApplies(MakeGroupedConvPlan(Geometry(dilated), 1, 1, SimdLevel::kAvx512)));
+  for (const Case& k : cases) {
+    const WindowGeometry g = Geometry(k);
+    const GroupedConvPlan plan = MakeGroupedConvPlan(g, k.cg, k.mg, SimdLevel::kAvx512);
+    ASSERT_TRUE(GroupedPlaneShiftedApplies(plan)) << k.h << "x" << k.w;
+    const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(k.cg * k.h * k.w), 5);
+    const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(k.mg * k.cg * k.kh * k.kw), 6);
+    const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(k.mg), 7);
+    const int64_t oh_n = g.output[0];
+    const int64_t ow_n = g.output[1];
+    std::vector<float> scratch(static_cast<size_t>(plan.scratch), NAN);
+    std::vector<float> y(static_cast<size_t>(k.mg * oh_n * ow_n), NAN);
+    GroupedConvGroup(plan, x.data(), w.data(), bias.data(), ConvEpilogue{}, nullptr, scratch.data(), y.data());
+    for (int64_t m = 0; m < k.mg; ++m) {
+      for (int64_t oh = 0; oh < oh_n; ++oh) {
+        for (int64_t ow = 0; ow < ow_n; ++ow) {
+          float acc = bias[static_cast<size_t>(m)];
+          for (int64_t c = 0; c < k.cg; ++c) {
+            for (int64_t i = 0; i < k.kh; ++i) {
+              for (int64_t j = 0; j < k.kw; ++j) {
+                const int64_t ih = oh * k.sh + i * k.dh - k.pt;
+                const int64_t iw = ow * k.sw + j * k.dw - k.pl;
+                const bool inside = ih >= 0 && ih < k.h && iw >= 0 && iw < k.w;
+                const float xv = inside ? x[static_cast<size_t>((c * k.h + ih) * k.w + iw)] : 0.0f;
+                acc = std::fma(w[static_cast<size_t>(((m * k.cg + c) * k.kh + i) * k.kw + j)], xv, acc);
+              }
+            }
+          }
+          const float got = y[static_cast<size_t>((m * oh_n + oh) * ow_n + ow)];
+          ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(acc))
+              << k.h << "x" << k.w << " kernel " << k.kh << "x" << k.kw << " stride " << k.sh << "," << k.sw
+              << " at " << m << "," << oh << "," << ow << ": " << got << " vs " << acc;
+        }
+      }
+    }
+  }
+}
 
 TEST(GroupedConvTest, OneDimensionalGeometryIsOneRowHigh) {
   WindowGeometry g;

@@ -236,10 +236,11 @@ def assert_thread_count_invariant(actual, expected):
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5 * max(scale, 1.0))
 
 
-def grouped_conv_isa(output_width):
-    """The instruction set the depthwise / grouped direct Conv kernel uses here for outputs
-    `output_width` columns wide: AVX-512 (unless disabled, or the rows are at most 8 wide), AVX2,
-    or the plain C++ fallback."""
+def grouped_conv_isa(output_width, kernel_width, stride_width=1, dilation_width=1):
+    """The tile set the depthwise / grouped direct Conv kernel uses here for outputs
+    `output_width` columns wide: AVX-512 (unless disabled, or the rows are at most 8 wide), as
+    its shifted tiles for the kernels they take (3 wide at column stride 1, 5 wide at column
+    stride 1 or 2, no column dilation), AVX2, or the plain C++ fallback."""
     try:
         with open("/proc/cpuinfo") as f:
             flags = f.read()
@@ -247,17 +248,18 @@ def grouped_conv_isa(output_width):
         flags = ""
     avx2 = " avx2" in flags and " fma" in flags
     if _direct_conv_available() and (output_width > 8 or not avx2):
-        return "avx512"
+        shifted = dilation_width == 1 and (kernel_width, stride_width) in ((3, 1), (5, 1), (5, 2))
+        return "shifted-avx512" if shifted else "avx512"
     return "avx2" if avx2 else "scalar"
 
 
-def depthwise_conv_path(output_width, multiplier=1, rank=2):
+def depthwise_conv_path(output_width, kernel_width, multiplier=1, rank=2, stride_width=1):
     """The kernel-usage path of a float32 depthwise Conv here: the channels-in-lanes AVX-512
     kernel for 2-D outputs at most 32 columns wide with one output channel per group, else the
-    plane kernel at grouped_conv_isa's instruction set."""
+    plane kernel at grouped_conv_isa's tile set."""
     if _direct_conv_available() and rank == 2 and multiplier == 1 and output_width <= 32:
         return "depthwise-lanes-avx512"
-    return f"depthwise-{grouped_conv_isa(output_width)}"
+    return f"depthwise-{grouped_conv_isa(output_width, kernel_width, stride_width)}"
 
 
 def dense_conv_path(channels, kernel_size, output_pixels):

@@ -143,10 +143,10 @@ CASES = [
     ([1, 5, 9, 19], [21, 5, 3, 3], {"pads": [1, 1, 1, 1]}, IM2COL_CONV_PATH),         # channel and pixel tails
     ([2, 3, 9, 8], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 0, 2, 1]}, IM2COL_CONV_PATH),
     ([1, 3, 11, 10], [5, 3, 3, 2], {"dilations": [2, 3], "pads": [2, 1, 0, 3]}, IM2COL_CONV_PATH),
-    ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, f"grouped-{grouped_conv_isa(8)}"),
+    ([1, 4, 8, 8], [6, 2, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, f"grouped-{grouped_conv_isa(8, 3)}"),
     ([1, 18, 8, 8], [6, 9, 3, 3], {"group": 2, "pads": [1, 1, 1, 1]}, "im2col-blas"),  # 9 channels per group
-    ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, depthwise_conv_path(7)),
-    ([1, 4, 8, 21], [8, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, depthwise_conv_path(21, 2)),
+    ([2, 4, 8, 7], [4, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, depthwise_conv_path(7, 3)),
+    ([1, 4, 8, 21], [8, 1, 3, 3], {"group": 4, "pads": [1, 1, 1, 1]}, depthwise_conv_path(21, 3, 2)),
     ([2, 3, 6, 5], [5, 3, 1, 1], {}, POINTWISE_CONV_PATH),
     ([1, 40, 7, 7], [37, 40, 1, 1], {}, POINTWISE_CONV_PATH),                         # a 1-pixel tail
     ([1, 64, 14, 14], [32, 64, 1, 1], {"strides": [2, 2]}, IM2COL_CONV_PATH),         # 1x1 stride 2: not lanes

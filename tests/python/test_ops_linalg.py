@@ -770,12 +770,12 @@ def test_conv_depthwise_infinite_weight_meets_padding():
 @pytest.mark.parametrize("x_shape,w_shape,attrs,expected", [
     ([1, 3, 6, 5], [5, 3, 1, 1], {}, f"Conv/float32/{POINTWISE_CONV_PATH}"),
     ([1, 3, 6, 5], [6, 1, 1, 1], {"group": 3}, "Conv/float32/1x1-blas"),  # grouped 1x1
-    ([1, 4, 6, 5], [4, 1, 3, 3], {"group": 4}, f"Conv/float32/{depthwise_conv_path(3)}"),
-    ([1, 4, 6, 12], [8, 1, 3, 3], {"group": 4}, f"Conv/float32/{depthwise_conv_path(10, 2)}"),
-    ([1, 4, 6, 12], [4, 1, 3, 3], {"group": 4, "strides": [1, 2]}, f"Conv/float32/{depthwise_conv_path(5)}"),
-    ([1, 4, 6, 12], [4, 2, 3, 3], {"group": 2}, f"Conv/float32/grouped-{grouped_conv_isa(10)}"),
+    ([1, 4, 6, 5], [4, 1, 3, 3], {"group": 4}, f"Conv/float32/{depthwise_conv_path(3, 3)}"),
+    ([1, 4, 6, 12], [8, 1, 3, 3], {"group": 4}, f"Conv/float32/{depthwise_conv_path(10, 3, 2)}"),
+    ([1, 4, 6, 12], [4, 1, 3, 3], {"group": 4, "strides": [1, 2]}, f"Conv/float32/{depthwise_conv_path(5, 3, stride_width=2)}"),
+    ([1, 4, 6, 12], [4, 2, 3, 3], {"group": 2}, f"Conv/float32/grouped-{grouped_conv_isa(10, 3)}"),
     ([1, 18, 6, 12], [2, 9, 3, 3], {"group": 2}, "Conv/float32/im2col-blas"),    # 9 channels per group
-    ([1, 4, 12], [4, 1, 3], {"group": 4}, f"Conv/float32/{depthwise_conv_path(10, rank=1)}"),
+    ([1, 4, 12], [4, 1, 3], {"group": 4}, f"Conv/float32/{depthwise_conv_path(10, 3, rank=1)}"),
     ([1, 3, 6, 5], [4, 3, 3, 3], {}, f"Conv/float32/{IM2COL_CONV_PATH}"),
     ([1, 3, 6, 5], [4, 3, 3, 3], {"pads": [1, 1, 1, 1]}, f"Conv/float32/{IM2COL_CONV_PATH}"),  # too narrow for direct
     ([1, 3, 6, 9], [4, 3, 3, 3], {"strides": [1, 2], "pads": [1, 1, 1, 1]}, f"Conv/float32/{IM2COL_CONV_PATH}"),

@@ -207,6 +207,8 @@ void ApplyConvEpilogue(const ConvEpilogue& e, float* y, const float* z, int64_t 
 void ApplyConvEpilogue(const ConvEpilogue& e, float* y, const float* z, int64_t channels, int64_t plane,
                        const float* bias) {
   if (e.is_identity() && z == nullptr && bias == nullptr) return;
+  // Without a per-plane bias the planes are one run: one call, no partly empty vector per plane.
+  if (bias == nullptr) return ApplyConvEpilogue(e, y, z, channels * plane, 0.0f);
   for (int64_t c = 0; c < channels; ++c) {
     ApplyConvEpilogue(e, y + c * plane, z != nullptr ? z + c * plane : nullptr, plane,
                       bias != nullptr ? bias[c] : 0.0f);

@@ -6,6 +6,7 @@
 #endif
 
 #include "kernels/nn/conv_grouped.h"
+#include "kernels/nn/conv_grouped_shifted.h"
 
 #include <algorithm>
 #include <cstring>
@@ -284,6 +285,7 @@ void GroupedConvGroup(const GroupedConvPlan& plan, const float* x, const float* 
   }
   const int64_t out_size = plan.g.output[0] * plan.g.output[1];
   const int64_t w_size = static_cast<int64_t>(plan.taps.size());
+  const bool shifted = GroupedPlaneShiftedApplies(plan);
   for (int64_t oc = 0; oc < plan.mg; ++oc) {
     const float b = bias != nullptr ? bias[oc] : 0.0f;
     const float* zc = z != nullptr ? z + oc * out_size : nullptr;
@@ -292,7 +294,11 @@ void GroupedConvGroup(const GroupedConvPlan& plan, const float* x, const float* 
     switch (plan.level) {
 #if ONNX_LIGHT_GROUPED_SIMD
       case SimdLevel::kAvx512:
-        avx512::ComputePlane(plan, scratch, wc, b, epilogue, zc, yc);
+        if (shifted) {
+          GroupedPlaneShifted(plan, scratch, wc, b, epilogue, zc, yc);
+        } else {
+          avx512::ComputePlane(plan, scratch, wc, b, epilogue, zc, yc);
+        }
         break;
       case SimdLevel::kAvx2:
         avx2::ComputePlane(plan, scratch, wc, b, epilogue, zc, yc);

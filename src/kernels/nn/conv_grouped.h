@@ -11,7 +11,8 @@
 // real zeros, so an infinite or NaN weight meets the padding as the spec's zero-padded
 // convolution does.
 //
-// Three builds of the tile loop: AVX-512, AVX2+FMA and a plain C++ fallback, picked at run time.
+// Three builds of the tile loop: AVX-512, AVX2+FMA and a plain C++ fallback, picked at run time;
+// on AVX-512 the common depthwise kernel widths take the shifted tiles of conv_grouped_shifted.h.
 
 #include <cstdint>
 #include <string_view>

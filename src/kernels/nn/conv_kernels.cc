@@ -20,6 +20,7 @@
 #include "kernels/nn/conv_direct_lanes.h"
 #include "kernels/nn/conv_epilogue.h"
 #include "kernels/nn/conv_grouped.h"
+#include "kernels/nn/conv_grouped_shifted.h"
 #include "kernels/nn/conv_kernels.h"
 #include "kernels/nn/conv_pointwise.h"
 #include "kernels/registry/broadcast_walk.h"
@@ -253,7 +254,8 @@ class ConvKernel final : public KernelBase {
     if (rt.kernel_usage_enabled()) {
       Record(rt, DataType::kFloat,
              depthwise_lanes ? std::string("depthwise-lanes-avx512")
-             : grouped  ? fmt::format("{}-{}", cg == 1 ? "depthwise" : "grouped", SimdLevelName(plan->level))
+             : grouped  ? fmt::format("{}-{}{}", cg == 1 ? "depthwise" : "grouped",
+                                      GroupedPlaneShiftedApplies(*plan) ? "shifted-" : "", SimdLevelName(plan->level))
              : lanes    ? std::string("direct-lanes-avx512")
              : direct   ? std::string(strided_stem ? "direct-strided-avx512" : "direct-avx512")
              : own_gemm ? std::string(pointwise ? "1x1-avx512" : "im2col-avx512")

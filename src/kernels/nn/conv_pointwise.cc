@@ -295,6 +295,23 @@ inline int64_t TileVectors(int64_t t0, int64_t tiles_end, __mmask16* last) {
   return vecs;
 }
 
+// The epilogue on pixels [p0, p_end) of output channels [m_begin, m_end). When those are whole
+// rows they are one contiguous run, taken in one call: an SE block's 1-pixel products would
+// otherwise pay a call, and a 7x7 image a mostly empty last vector, per channel.
+void EpilogueOnRows(const Operands& o, const ConvEpilogue& epilogue, int64_t m_begin, int64_t m_end, int64_t p0,
+                    int64_t p_end) {
+  if (p0 == 0 && p_end == o.y_stride) {
+    const int64_t offset = m_begin * o.y_stride;
+    ApplyConvEpilogue(epilogue, o.y + offset, o.z != nullptr ? o.z + offset : nullptr, (m_end - m_begin) * o.y_stride,
+                      0.0f);
+    return;
+  }
+  for (int64_t c = m_begin; c < m_end; ++c) {
+    const int64_t offset = c * o.y_stride + p0;
+    ApplyConvEpilogue(epilogue, o.y + offset, o.z != nullptr ? o.z + offset : nullptr, p_end - p0, 0.0f);
+  }
+}
+
 // One chunk of `chunk_pixels` pixels (the image's last chunk may be shorter) for output
 // channels [m_begin, m_end), m_begin a multiple of 16, then the epilogue on those rows.
 __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const ConvEpilogue& epilogue,
@@ -330,11 +347,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
         const int64_t vecs = TileVectors(t0, tiles_end, &last);
         RunTile(p, vecs, live, last, o.y + m0 * o.y_stride + t0, o.y_stride);
       }
-      if (!run_epilogue) continue;
-      for (int64_t j = 0; j < live; ++j) {
-        const int64_t offset = (m0 + j) * o.y_stride + p0;
-        ApplyConvEpilogue(epilogue, o.y + offset, o.z != nullptr ? o.z + offset : nullptr, p_end - p0, 0.0f);
-      }
+      if (run_epilogue) EpilogueOnRows(o, epilogue, m0, m0 + live, p0, p_end);
     }
     return;
   }
@@ -377,11 +390,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
     // would read every weight again: 9 MiB for resnet's 7x7 layers).
     if (tail > 0) kTailFunctions[tail](o, tiles_end, m_begin, m_end, TailPass{t_begin, kn, load_y, relu && last_pass});
   }
-  if (!run_epilogue) return;
-  for (int64_t c = m_begin; c < m_end; ++c) {
-    const int64_t offset = c * o.y_stride + p0;
-    ApplyConvEpilogue(epilogue, o.y + offset, o.z != nullptr ? o.z + offset : nullptr, p_end - p0, 0.0f);
-  }
+  if (run_epilogue) EpilogueOnRows(o, epilogue, m_begin, m_end, p0, p_end);
 }
 
 // Every tile of the product, over `pool`.
