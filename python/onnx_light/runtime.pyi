@@ -375,7 +375,8 @@ class RuntimeSessionOptions:
                  fuse_gelu: bool = True, fuse_conv_activation: bool = True,
                  fuse_attention: bool = True, fuse_quantized_matmul: bool = True, fuse_qdq: bool = True,
                  thread_pool: SharedThreadPool | None = None, fuse_conv_add: bool = True,
-                 fuse_matmul_add: bool = True, fuse_matmul_integer_scale: bool = True) -> None: ...
+                 fuse_matmul_add: bool = True, fuse_matmul_integer_scale: bool = True,
+                 fuse_dequantize_gather: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -444,6 +445,11 @@ class RuntimeSessionOptions:
     chains onnxruntime's quantize_dynamic writes for each Linear layer as one MatMulIntegerToFloat
     node that converts the int32 product in place (kernel usage
     "MatMulIntegerToFloat/<A type>/<path>"); results equal the unfused nodes' (docs/quantization.md)."""
+    fuse_dequantize_gather: bool
+    """Run Gather(DequantizeLinear(x, scale[, zero_point])) with x a constant int8/uint8 tensor and
+    one float32 scale (a QDQ model's embedding lookup) as one DequantizeGather node that gathers the
+    8-bit rows and dequantizes only those (kernel usage "DequantizeGather/<x type>/rows"); results
+    equal the written graph's (docs/quantization.md)."""
     load_mode: Literal["copy", "map"]
     """How a model path is loaded: "copy" reads the file and its external data into runtime
     memory (later changes to the files cannot reach the session); "map" maps them without copying,

@@ -549,7 +549,7 @@ void BindSession(py::module_& m) {
                        bool fold_constants, bool eliminate_noop_nodes, bool fuse_gelu,
                        bool fuse_conv_activation, bool fuse_attention, bool fuse_quantized_matmul,
                        bool fuse_qdq, std::shared_ptr<SharedThreadPool> thread_pool, bool fuse_conv_add,
-                       bool fuse_matmul_add, bool fuse_matmul_integer_scale) {
+                       bool fuse_matmul_add, bool fuse_matmul_integer_scale, bool fuse_dequantize_gather) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
                                            .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
@@ -564,6 +564,7 @@ void BindSession(py::module_& m) {
                                            .fuse_attention = fuse_attention,
                                            .fuse_quantized_matmul = fuse_quantized_matmul,
                                            .fuse_qdq = fuse_qdq,
+                                           .fuse_dequantize_gather = fuse_dequantize_gather,
                                            .fuse_matmul_add = fuse_matmul_add,
                                            .fuse_matmul_integer_scale = fuse_matmul_integer_scale,
                                            .load_mode = LoadModeFromPython(load_mode)};
@@ -585,6 +586,7 @@ void BindSession(py::module_& m) {
            py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true,
            py::arg("fuse_qdq") = true, py::arg("thread_pool") = py::none(), py::arg("fuse_conv_add") = true,
            py::arg("fuse_matmul_add") = true, py::arg("fuse_matmul_integer_scale") = true,
+           py::arg("fuse_dequantize_gather") = true,
            "Every option by keyword; a value out of range is a ValueError naming it.")
       .def_readwrite("thread_pool", &RuntimeSessionOptions::thread_pool,
                      "The SharedThreadPool whose workers run the session's parallel regions, shared "
@@ -626,6 +628,10 @@ void BindSession(py::module_& m) {
                      "Run the DequantizeLinear -> Conv/MatMul/Add -> QuantizeLinear groups of QDQ models as "
                      "QLinearConv/QLinearMatMul/QLinearAdd; results may differ by one quantization step "
                      "(docs/quantization.md).")
+      .def_readwrite("fuse_dequantize_gather", &RuntimeSessionOptions::fuse_dequantize_gather,
+                     "Run Gather(DequantizeLinear(constant int8/uint8 table, one float32 scale)), a QDQ model's "
+                     "embedding lookup, as one DequantizeGather kernel that dequantizes only the gathered rows; "
+                     "results equal the written graph's (docs/quantization.md).")
       .def_readwrite("fuse_matmul_add", &RuntimeSessionOptions::fuse_matmul_add,
                      "Run MatMul(A, constant float32 B [K, N]) followed by Add of a constant float32 [N] bias "
                      "as one MatMulAdd kernel whose product starts from the bias (docs/graph-passes.md).")

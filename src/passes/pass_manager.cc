@@ -4,6 +4,7 @@
 
 #include "passes/attention_fusion.h"
 #include "passes/constant_folding.h"
+#include "passes/dequantize_gather_fusion.h"
 #include "passes/conv_activation_fusion.h"
 #include "passes/conv_add_fusion.h"
 #include "passes/conv_batchnorm_fusion.h"
@@ -41,6 +42,7 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   if (options.fuse_attention) FuseAttention(work, context);
   if (options.fuse_quantized_matmul) FuseQuantizedMatMul(work, context);
   if (options.fuse_qdq) FuseQdq(work, context);
+  if (options.fuse_dequantize_gather) FuseDequantizeGather(work, context);
   if (options.fuse_matmul_integer_scale) FuseMatMulIntegerScale(work, context);
   // Last: the passes above match MatMul nodes of their own patterns (attention, quantized).
   if (options.fuse_matmul_add) FuseMatMulAdd(work, context);

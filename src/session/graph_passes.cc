@@ -75,6 +75,8 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
                            .fuse_quantized_matmul =
                                options.fuse_quantized_matmul && fused("QuantizedMatMul"),
                            .fuse_qdq = options.fuse_qdq && qdq_kernels,
+                           .fuse_dequantize_gather =
+                               options.fuse_dequantize_gather && fused("DequantizeGather"),
                            .fuse_matmul_add = options.fuse_matmul_add && fused("MatMulAdd"),
                            .fuse_matmul_integer_scale =
                                options.fuse_matmul_integer_scale && fused("MatMulIntegerToFloat")};

@@ -98,6 +98,11 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// (docs/quantization.md, "QDQ models"). The integer kernels round once where the written
   /// graph rounds a float32 sum: results may differ by one quantization step.
   bool fuse_qdq = true;
+  /// Run Gather(DequantizeLinear(x, scale, zero_point), indices) with x a constant int8/uint8
+  /// tensor and one float32 scale (a QDQ model's embedding lookup) as one DequantizeGather node
+  /// that gathers the 8-bit rows and dequantizes only those, instead of the whole table on every
+  /// run. Dequantizing is elementwise, so results equal the written graph's bit for bit.
+  bool fuse_dequantize_gather = true;
   /// Run MatMul(A, B) followed by Add of a bias, with B a constant float32 matrix [K, N] and the
   /// bias a constant float32 vector [N] (a Linear layer as exporters write it), as one MatMulAdd
   /// kernel whose product starts from the bias. Results match the two nodes up to rounding.

@@ -6,6 +6,7 @@
 #include "kernels/math/matmul_add.h"
 #include "kernels/nn/conv_kernels.h"
 #include "kernels/nn/repeated_heads.h"
+#include "kernels/quantization/dequantize_gather.h"
 #include "kernels/quantization/matmul_integer_to_float.h"
 #include "kernels/quantization/nbits_matmul.h"
 #include "kernels/registry/kernel_tables.h"
@@ -56,6 +57,7 @@ const KernelRegistry& FusedKernels() {
 #if ONNX_LIGHT_HAS_KERNEL_FAMILY_Quantization
     RegisterNBitsMatMulKernel(r, kFusedDomain);
     RegisterMatMulIntegerToFloatKernel(r, kFusedDomain);
+    RegisterDequantizeGatherKernel(r, kFusedDomain);
 #endif
 #if ONNX_LIGHT_HAS_KERNEL_FAMILY_MatMul
     RegisterMatMulAddKernel(r, kFusedDomain);
