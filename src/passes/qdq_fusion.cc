@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -251,15 +252,41 @@ void FuseAdd(WorkingGraph& graph, const PassContext& context, size_t i) {
   ReplaceBinary(graph, i, *a, *b, *out, "QLinearAdd", std::string(kFusedDomain));
 }
 
-void FuseMaxPool(WorkingGraph& graph, const PassContext& context, size_t i) {
-  const Node& pool = graph.node(i);
-  if (context.DefaultOpsetVersion() < 12 || pool.inputs.size() != 1 || pool.outputs.size() != 1) return;
-  const std::optional<Quantizer> x = MatchActivation(graph, context, pool.inputs[0]);
-  if (!x) return;
+// QuantizeLinear(DequantizeLinear(a)) gives a back, for every 8-bit a, when both use the same
+// scale s and zero point: fl(fl(k * s) / s) is within 2^-23 relative of the integer k = a - zp
+// (|k| <= 255), so it rounds back to k. That needs s positive, normal and small enough for
+// 255 * s to stay finite; a zero, subnormal, infinite or NaN scale would not give a back.
+bool RoundTrips(const Quantizer& q) {
+  const float s = q.scale->data<float>()[0];
+  return std::isnormal(s) && s > 0.0f && s < std::numeric_limits<float>::max() / 256.0f;
+}
+
+// Operators that only select, repeat or move elements (input 0; the other inputs are shapes,
+// axes or indices) and accept 8-bit tensors at every opset with QDQ nodes: between a matching
+// DequantizeLinear / QuantizeLinear pair they give the same values run on the quantized ones.
+// MaxPool too (max commutes with the increasing dequantization), from opset 12.
+bool SelectsElements(const PassContext& context, const Node& node) {
+  for (const char* op : {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather", "Expand"}) {
+    if (context.IsBuiltin(node, op)) return true;
+  }
+  return context.DefaultOpsetVersion() >= 12 && context.IsBuiltin(node, "MaxPool");
+}
+
+// DequantizeLinear -> node `i` -> QuantizeLinear with the same parameters becomes node `i` on
+// the quantized values, which is exact (RoundTrips).
+void FuseOnQuantizedValues(WorkingGraph& graph, const PassContext& context, size_t i) {
+  const Node& node = graph.node(i);
+  if (node.inputs.empty() || node.outputs.size() != 1) return;
+  const std::optional<Quantizer> x = MatchActivation(graph, context, node.inputs[0]);
+  if (!x || !RoundTrips(*x)) return;
+  // The dequantized value may feed only input 0 (another input is a shape or indices).
+  for (size_t k = 1; k < node.inputs.size(); ++k) {
+    if (node.inputs[k] == node.inputs[0]) return;
+  }
   std::optional<OutputSide> out = MatchOutput(graph, context, i, false);
   if (!out || !SameParameters(*x, out->q)) return;
-  Node rewritten = pool;
-  rewritten.inputs = {graph.node(x->index).inputs[0]};
+  Node rewritten = node;
+  rewritten.inputs[0] = graph.node(x->index).inputs[0];
   rewritten.outputs = graph.node(out->q.index).outputs;
   std::vector<size_t> covered = out->covered;
   covered.push_back(i);
@@ -278,8 +305,8 @@ void FuseQdq(WorkingGraph& graph, const PassContext& context) {
       FuseConv(graph, context, i);
     } else if (context.IsBuiltin(node, "MatMul")) {
       FuseMatMul(graph, context, i);
-    } else if (context.IsBuiltin(node, "MaxPool")) {
-      FuseMaxPool(graph, context, i);
+    } else if (SelectsElements(context, node)) {
+      FuseOnQuantizedValues(graph, context, i);
     } else if (context.IsBuiltin(node, "Add")) {
       FuseAdd(graph, context, i);
     }

@@ -10,13 +10,16 @@
 //   QuantizeLinear(Add(DequantizeLinear(a), DequantizeLinear(b)))  -> QLinearAdd(a, ..., b, ...)
 //     (the com.microsoft kernel, as a node of the fused domain; one 8-bit type throughout; a
 //     Relu before the QuantizeLinear folds in as for Conv)
-//   QuantizeLinear(MaxPool(DequantizeLinear(x)))  -> MaxPool(x)   (same scale and zero point)
+//   QuantizeLinear(op(DequantizeLinear(x), ...))  -> op(x, ...)   (same scale and zero point;
+//     op one of MaxPool, Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Slice, Gather, Expand)
 //
 // The integer kernels compute the same convolution or product exactly and round once, where the
 // written graph sums float32 products and rounds the sum; QLinearAdd scales both operands in one
 // multiply-add each. The results can differ by one quantization step where a float value lands
-// within rounding error of a half step. MaxPool commutes with the
-// monotonic dequantization, so that rewrite is exact.
+// within rounding error of a half step. The last rewrite is exact: those operators only select
+// or move elements (MaxPool commutes with the increasing dequantization), and a QuantizeLinear
+// with the DequantizeLinear's scale and zero point gives back every 8-bit value when the scale is
+// positive, normal and below FLT_MAX / 256 (other scales are left as written).
 //
 // Scales and zero points must be constants with one value (per tensor), except the weights' of
 // a convolution (per output channel, axis 0) and the constant B of a MatMul (per column); scales

@@ -267,6 +267,23 @@ def test_depth_to_space_bad_channels():
 # ---------------------------------------------------------------- Concat / Split
 
 
+@pytest.mark.parametrize("dtype,height,path", [(np.float32, 55, "memcpy-threads"), (np.uint8, 55, "memcpy-threads"),
+                                               (np.float32, 8, "memcpy")])
+def test_concat_of_a_large_image_splits_its_copy_over_the_threads(dtype, height, path):
+    """A batch-1 image concatenated along channels (squeezenet's fire modules) is one run of
+    the output per input: with two threads a large one (256 KiB or more) is copied by both, a
+    small one by one thread. Chunks cross the inputs' boundaries."""
+    shapes = [(1, 64, height, 55), (1, 16, height, 55), (1, 64, height, 55)]
+    feeds = {name: (np.random.default_rng(i).standard_normal(shape) * 50).astype(dtype)
+             for i, (name, shape) in enumerate(zip("abc", shapes))}
+    model = make_model([helper.make_node("Concat", ["a", "b", "c"], ["y"], axis=1)], feeds, ["y"])
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+    ctx.set_kernel_usage_enabled(True)
+    (got,) = run_ours(model, feeds, context=ctx, options=runtime.RuntimeSessionOptions(num_threads=2))
+    np.testing.assert_array_equal(got, np.concatenate([feeds["a"], feeds["b"], feeds["c"]], axis=1))
+    assert f"Concat/any/{path}" in ctx.get_kernel_usage()
+
+
 @pytest.mark.parametrize("dtype", MOVE_DTYPES)
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_concat(dtype, axis):

@@ -1,9 +1,10 @@
 """QDQ fusion (RuntimeSessionOptions.fuse_qdq, docs/quantization.md "QDQ models"): the
 DequantizeLinear -> Conv / MatMul -> QuantizeLinear groups of QDQ-format models run as
-QLinearConv / QLinearMatMul, MaxPool between a matching pair runs on the quantized values.
+QLinearConv / QLinearMatMul; MaxPool and the operators that only move elements (Reshape,
+Transpose, Gather, ...) between a matching pair run on the quantized values.
 The rule checked here is the documented one: the fused result equals the written graph's
 (the pass switched off) except for at most one quantization step where the float32 sum rounds
-the other way, MaxPool exactly; groups outside the pattern are left as written."""
+the other way, MaxPool and the element moves exactly; groups outside the pattern are left as written."""
 
 import os
 import subprocess
@@ -260,3 +261,61 @@ def test_add_of_mixed_types_is_left_as_written():
     (got,), nodes, _ = run_events(model, feeds)
     assert "Add" in op_types(nodes) and "QLinearAdd" not in op_types(nodes)
     np.testing.assert_array_equal(got, run_events(model, feeds, UNFUSED)[0][0])
+
+
+# Operators that only move or select elements, with their extra inputs and attributes, on a
+# [2, 3, 4, 5] activation.
+MOVES = [
+    ("Reshape", {"shape": np.array([6, -1], np.int64)}, {}),
+    ("Transpose", {}, {"perm": [0, 2, 3, 1]}),
+    ("Squeeze", {"axes": np.array([0], np.int64)}, {}),  # a [1, ...] input below
+    ("Unsqueeze", {"axes": np.array([1], np.int64)}, {}),
+    ("Flatten", {}, {"axis": 2}),
+    ("Slice", {"starts": np.array([1, 0], np.int64), "ends": np.array([3, 4], np.int64),
+               "axes": np.array([1, 3], np.int64)}, {}),
+    ("Gather", {"indices": np.array([[3, 0], [-1, 1]], np.int64)}, {"axis": 2}),
+    ("Expand", {"shape": np.array([3, 1, 1, 1, 1], np.int64)}, {}),
+]
+
+
+def qdq_move_model(op, extra, attrs, scale=0.037, zero_point=120, y_scale=None, dtype=np.uint8):
+    """x -> Q -> DQ -> op -> Q(y_scale) -> DQ -> y, the pair around op as quantize_static writes it."""
+    shape = [1, 3, 4, 5] if op == "Squeeze" else [2, 3, 4, 5]
+    y_scale = scale if y_scale is None else y_scale
+    inits = q_params("x", scale, zero_point, dtype) + q_params("y", y_scale, zero_point, dtype)
+    inits += [numpy_helper.from_array(v, k) for k, v in extra.items()]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"], name="x_q"),
+             helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xd"], name="x_dq"),
+             helper.make_node(op, ["xd"] + list(extra), ["m"], name="move", **attrs),
+             helper.make_node("QuantizeLinear", ["m", "y_s", "y_z"], ["mq"], name="m_q"),
+             helper.make_node("DequantizeLinear", ["mq", "y_s", "y_z"], ["y"], name="m_dq")]
+    graph = helper.make_graph(nodes, "qdq_move", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    feeds = {"x": (np.random.default_rng(3).standard_normal(shape) * 3).astype(np.float32)}
+    return model, feeds
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+@pytest.mark.parametrize("op,extra,attrs", MOVES, ids=[m[0] for m in MOVES])
+def test_element_moves_between_a_matching_pair_run_on_quantized_values_exactly(op, extra, attrs, dtype):
+    model, feeds = qdq_move_model(op, extra, attrs, zero_point=120 if dtype == np.uint8 else -7, dtype=dtype)
+    (got,), nodes, usage = run_events(model, feeds)
+    assert op_types(nodes) == ["QuantizeLinear", op, "DequantizeLinear"], op_types(nodes)
+    moved = next(e for e in nodes if e.op_type == op)
+    assert sorted(moved.covered_node_names) == ["m_q", "move", "x_dq"]
+    (plain,), unfused_nodes, _ = run_events(model, feeds, UNFUSED)
+    assert op_types(unfused_nodes).count("QuantizeLinear") == 2
+    np.testing.assert_array_equal(got, plain)  # exact, not within a step
+
+
+@pytest.mark.parametrize("case", ["other-scale", "zero-scale", "subnormal-scale"])
+def test_element_moves_without_an_exact_round_trip_are_left_as_written(case):
+    scale, y_scale = {"other-scale": (0.037, 0.05), "zero-scale": (0.0, 0.0),
+                      "subnormal-scale": (1e-40, 1e-40)}[case]
+    op, extra, attrs = MOVES[1]
+    model, feeds = qdq_move_model(op, extra, attrs, scale=scale, y_scale=y_scale)
+    (got,), nodes, _ = run_events(model, feeds)
+    assert op_types(nodes).count("QuantizeLinear") == 2, op_types(nodes)
+    (plain,), _, _ = run_events(model, feeds, UNFUSED)
+    np.testing.assert_array_equal(got, plain)

@@ -233,7 +233,7 @@ ONNX_LIGHT_CPU_CLONES void SigmoidOp::RunFloatPortable(const SigmoidOp& op, cons
 }
 
 #if ONNX_LIGHT_SIGMOID_AVX512
-// fast_math::SigmoidAvx512 (the portable loop's bits) over a contiguous run.
+// fast_math::SigmoidAvx512 (within a few ulp of the portable loop) over a contiguous run.
 __attribute__((target("avx512f"))) void SigmoidLoopAvx512(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1u);

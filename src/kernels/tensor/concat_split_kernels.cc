@@ -2,7 +2,11 @@
 // other side (ConcatenateInto, StridedCopy), so contiguous runs move with memcpy (std::string
 // assignment for strings) and strided inputs are read in place. A split whose pieces are contiguous blocks of a contiguous
 // input returns views.
+#include <algorithm>
+#include <cstring>
+
 #include "core/checked_math.h"
+#include "core/thread_pool.h"
 #include "kernels/registry/kernel_tables.h"
 #include "kernels/tensor/shape_copy.h"
 #include "onnx_light/runtime/persistent_append.h"
@@ -10,6 +14,39 @@
 namespace onnx_light::runtime {
 
 namespace {
+
+// Below this many bytes one thread copies the whole output: a task costs more than it saves.
+constexpr int64_t kParallelCopyBytes = int64_t{1} << 18;
+
+// With one outer block (a batch-1 image concatenated along channels), every contiguous input
+// is one run of the contiguous output: its bytes are split over the session's threads. False
+// (nothing copied) when the inputs are not all contiguous and byte-sized, the output is small,
+// or there is no pool.
+bool CopyRunsInParallel(RuntimeContext& rt, std::span<const Tensor> inputs, Tensor& y) {
+  ThreadPool* pool = rt.thread_pool();
+  if (pool == nullptr || pool->num_threads() < 2 || !y.is_contiguous() || IsSubByte(y.dtype()) ||
+      y.dtype() == DataType::kString) {
+    return false;
+  }
+  const auto total = static_cast<int64_t>(StorageBytes(y.dtype(), y.size()));
+  if (total < kParallelCopyBytes) return false;
+  for (const Tensor& t : inputs) {
+    if (!t.is_contiguous()) return false;
+  }
+  auto* out = static_cast<char*>(y.raw_data());
+  ParallelFor(pool, total, kParallelCopyBytes / 4, [&](int64_t begin, int64_t end) {
+    int64_t at = 0;  // the current input's first byte in the output
+    for (const Tensor& t : inputs) {
+      const auto bytes = static_cast<int64_t>(StorageBytes(t.dtype(), t.size()));
+      const int64_t lo = std::max(begin, at);
+      const int64_t hi = std::min(end, at + bytes);
+      if (lo < hi) std::memcpy(out + lo, static_cast<const char*>(t.raw_data()) + (lo - at), static_cast<size_t>(hi - lo));
+      at += bytes;
+      if (at >= end) break;
+    }
+  });
+  return true;
+}
 
 class ConcatKernel final : public KernelBase {
  public:
@@ -51,6 +88,10 @@ class ConcatKernel final : public KernelBase {
     const int64_t outer =
         CheckedElementCount(std::span(out_shape).first(static_cast<size_t>(axis)), "Concat outer dimension");
     Tensor y = rt.AllocateOutput(0, first.dtype(), out_shape);
+    if (outer == 1 && CopyRunsInParallel(rt, inputs, y)) {
+      rt.RecordKernelUsage("Concat/any/memcpy-threads");
+      return;
+    }
     ConcatenateInto(inputs, y, axis);
     rt.RecordKernelUsage(outer == 1 ? "Concat/any/memcpy" : "Concat/any/runs");
   }
