@@ -294,6 +294,22 @@ void FuseOnQuantizedValues(WorkingGraph& graph, const PassContext& context, size
   ReplaceGroup(graph, std::move(covered), std::move(rewritten));
 }
 
+// Shape or Size of a DequantizeLinear's output is that of its input. Once the rewrites above
+// leave such a node as the dequantized value's only reader, it reads the quantized value and
+// the DequantizeLinear goes (in QDQ transformers, a Shape beside each head's Reshape kept one
+// alive per layer and head group).
+void ShapeOfQuantized(WorkingGraph& graph, const PassContext& context, size_t i) {
+  const Node& node = graph.node(i);
+  if (node.inputs.size() != 1 || node.outputs.size() != 1) return;
+  const int64_t dq = ProducerOf(graph, context, node.inputs[0], "DequantizeLinear");
+  if (dq < 0 || graph.node(static_cast<size_t>(dq)).outputs.size() != 1 || !graph.OnlyFeeds(node.inputs[0], i, 0)) {
+    return;
+  }
+  Node rewritten = node;
+  rewritten.inputs[0] = graph.node(static_cast<size_t>(dq)).inputs[0];
+  ReplaceGroup(graph, {static_cast<size_t>(dq), i}, std::move(rewritten));
+}
+
 }  // namespace
 
 void FuseQdq(WorkingGraph& graph, const PassContext& context) {
@@ -309,6 +325,11 @@ void FuseQdq(WorkingGraph& graph, const PassContext& context) {
       FuseOnQuantizedValues(graph, context, i);
     } else if (context.IsBuiltin(node, "Add")) {
       FuseAdd(graph, context, i);
+    }
+  }
+  for (size_t i = 0; i < graph.size(); ++i) {
+    if (graph.live(i) && (context.IsBuiltin(graph.node(i), "Shape") || context.IsBuiltin(graph.node(i), "Size"))) {
+      ShapeOfQuantized(graph, context, i);
     }
   }
 }

@@ -12,6 +12,7 @@
 //     Relu before the QuantizeLinear folds in as for Conv)
 //   QuantizeLinear(op(DequantizeLinear(x), ...))  -> op(x, ...)   (same scale and zero point;
 //     op one of MaxPool, Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Slice, Gather, Expand)
+//   Shape(DequantizeLinear(x)) or Size(...), once the only reader left  -> Shape(x) / Size(x)
 //
 // The integer kernels compute the same convolution or product exactly and round once, where the
 // written graph sums float32 products and rounds the sum; QLinearAdd scales both operands in one

@@ -319,3 +319,22 @@ def test_element_moves_without_an_exact_round_trip_are_left_as_written(case):
     assert op_types(nodes).count("QuantizeLinear") == 2, op_types(nodes)
     (plain,), _, _ = run_events(model, feeds, UNFUSED)
     np.testing.assert_array_equal(got, plain)
+
+
+@pytest.mark.parametrize("reader", ["Shape", "Size"])
+def test_a_shape_left_alone_with_a_dequantized_value_reads_the_quantized_one(reader):
+    """x -> Q -> DQ -> Transpose -> Q -> DQ -> y, and Shape(DQ) beside the Transpose (as a
+    transformer's head reshapes write it): the Transpose runs on the quantized values, then the
+    Shape reads them too and the first DequantizeLinear is not run at all."""
+    model, feeds = qdq_move_model(*MOVES[1])
+    graph = model.graph
+    graph.node.append(helper.make_node(reader, ["xd"], ["dims"], name="dims_of_xd"))
+    graph.output.append(helper.make_tensor_value_info("dims", TensorProto.INT64, None))
+    (got, dims), nodes, _ = run_events(model, feeds)
+    assert op_types(nodes) == ["QuantizeLinear", "Transpose", "DequantizeLinear", reader], op_types(nodes)
+    shape_node = next(e for e in nodes if e.op_type == reader)
+    assert sorted(shape_node.covered_node_names) == ["dims_of_xd", "x_dq"]
+    (plain, plain_dims), _, _ = run_events(model, feeds, UNFUSED)
+    np.testing.assert_array_equal(got, plain)
+    np.testing.assert_array_equal(dims, plain_dims)
+    np.testing.assert_array_equal(dims, [2, 3, 4, 5] if reader == "Shape" else 120)
