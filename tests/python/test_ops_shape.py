@@ -279,7 +279,9 @@ def test_concat_of_a_large_image_splits_its_copy_over_the_threads(dtype, height,
     model = make_model([helper.make_node("Concat", ["a", "b", "c"], ["y"], axis=1)], feeds, ["y"])
     ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
     ctx.set_kernel_usage_enabled(True)
-    (got,) = run_ours(model, feeds, context=ctx, options=runtime.RuntimeSessionOptions(num_threads=2))
+    # A pool of its own: the process-wide one has as many threads as the machine has cores.
+    options = runtime.RuntimeSessionOptions(num_threads=2, thread_pool=runtime.SharedThreadPool(2))
+    (got,) = run_ours(model, feeds, context=ctx, options=options)
     np.testing.assert_array_equal(got, np.concatenate([feeds["a"], feeds["b"], feeds["c"]], axis=1))
     assert f"Concat/any/{path}" in ctx.get_kernel_usage()
 
