@@ -45,13 +45,7 @@ class DequantizeGatherKernel final : public KernelBase {
     const int64_t axis = NormalizeAxis(rt, axis_, data.rank());
     const int64_t dim = data.dim(axis);
     std::vector<int64_t> indices = ReadInt64s(rt, 3);
-    for (int64_t& i : indices) {
-      if (i < -dim || i >= dim) {
-        ThrowInvalid(rt, "index {} is out of range for axis {} of size {} (expected [{}, {}])", i, axis, dim, -dim,
-                     dim - 1);
-      }
-      if (i < 0) i += dim;
-    }
+    for (int64_t& i : indices) i = WrapIndex(rt, i, dim, axis);
     Shape out_shape(data.shape().begin(), data.shape().begin() + axis);
     out_shape.insert(out_shape.end(), indices_tensor.shape().begin(), indices_tensor.shape().end());
     out_shape.insert(out_shape.end(), data.shape().begin() + axis + 1, data.shape().end());

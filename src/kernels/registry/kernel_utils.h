@@ -39,6 +39,16 @@ template <typename... Args>
 /// Maps a possibly negative axis into [0, rank); throws naming the node and attribute otherwise.
 int64_t NormalizeAxis(const RuntimeContext& rt, int64_t axis, int64_t rank, std::string_view what = "axis");
 int64_t NormalizeAxis(const KernelBuildInfo& info, int64_t axis, int64_t rank, std::string_view what = "axis");
+/// A gather index along axis `axis` of size `dim`: negative ones count from the end; one outside
+/// [-dim, dim) is Error(kInvalidArgument) naming the node, the index and the range. Inline: the
+/// element-wise gathers and scatters call it once per index.
+inline int64_t WrapIndex(const RuntimeContext& rt, int64_t index, int64_t dim, int64_t axis) {
+  if (index < -dim || index >= dim) {
+    ThrowInvalid(rt, "index {} is out of range for axis {} of size {} (expected [{}, {}])", index, axis, dim,
+                 -dim, dim - 1);
+  }
+  return index < 0 ? index + dim : index;
+}
 
 /// Numpy-style broadcast of two shapes; throws naming the node and both shapes when they clash.
 Shape BroadcastShapes(const RuntimeContext& rt, std::span<const int64_t> a, std::span<const int64_t> b);

@@ -11,15 +11,6 @@ namespace onnx_light::runtime {
 
 namespace {
 
-// Wraps a negative index and rejects one outside [-dim, dim).
-inline int64_t WrapIndex(const RuntimeContext& rt, int64_t index, int64_t dim, int64_t axis) {
-  if (index < -dim || index >= dim) {
-    ThrowInvalid(rt, "index {} is out of range for axis {} of size {} (expected [{}, {}])", index, axis, dim,
-                 -dim, dim - 1);
-  }
-  return index < 0 ? index + dim : index;
-}
-
 enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
 
 Reduction ParseReduction(const KernelBuildInfo& info) {
