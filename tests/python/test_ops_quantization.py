@@ -661,6 +661,37 @@ def test_qlinear_conv_constant_weights_and_ort():
     assert np.abs(ours.astype(np.int32) - run_ort(model, feeds)[0].astype(np.int32)).max() <= 1
 
 
+# Shapes whose output splits into several bands of rows (int_conv_vnni.h: RunBands), the last one
+# shorter; 40 output channels take an AMX block and VNNI tiles for the rest.
+BAND_CASES = [
+    ((1, 32, 66, 30), (40, 32, 3, 3), {"pads": [1, 1, 1, 1]}),  # 5 bands of 16, 16, 16, 16, 2 rows
+    ((2, 64, 48, 48), (48, 64, 1, 1), {}),  # pointwise: the bands read the image itself
+    ((1, 8, 64, 64), (36, 8, 5, 5), {"pads": [2, 2, 2, 2], "strides": [2, 2]}),
+]
+CONV_PRODUCTS = ("bands-u8s8-amx", "bands-u8s8-vnni", "im2col-int16", "im2col-int16-avx2")
+
+
+@pytest.mark.parametrize("case", range(len(BAND_CASES)))
+@pytest.mark.parametrize("types", [(np.uint8, np.int8, np.uint8), (np.int8, np.uint8, np.int8)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_qlinear_conv_constant_weights_in_bands(case, types, threads):
+    xs, ws, attrs = BAND_CASES[case]
+    rng = np.random.default_rng(case + 200)
+    feeds = qlinear_conv_feeds(rng, *types, xs, ws, True, True)  # per-channel zero points: column sums too
+    constant = {k: feeds.pop(k) for k in ("w", "w_scale", "w_zp", "b")}
+    names = ["x", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "b"]
+    model = make_model([helper.make_node("QLinearConv", names, ["y"], **attrs)], feeds, ["y"], initializers=constant,
+                       opset=10)
+    context = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+    context.set_kernel_usage_enabled(True)
+    got = run_ours(model, feeds, context=context, options=runtime.RuntimeSessionOptions(num_threads=threads))[0]
+    assert_same_bits(got, run_reference(model, {**feeds, **constant})[0])
+    # With VNNI one thread always takes the bands; two take them when there are four or more.
+    if threads == 1:
+        usage = [u for u in context.get_kernel_usage() if u.startswith("QLinearConv/")]
+        assert len(usage) == 1 and usage[0].split("/")[2] in CONV_PRODUCTS, usage
+
+
 def test_conv_integer_errors():
     x, w = np.zeros((1, 4, 5, 5), np.uint8), np.zeros((3, 4, 3, 3), np.uint8)
     feeds = {"x": x, "w": w, "xz": np.zeros(2, np.uint8)}

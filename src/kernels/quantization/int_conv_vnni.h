@@ -8,11 +8,18 @@
 #include <cstdint>
 #include <vector>
 
+#include <absl/functional/function_ref.h>
+
 #include "kernels/nn/im2col.h"
 #include "kernels/quantization/u8s8_gemm.h"
 #include "onnx_light/runtime/kernel_base.h"
 
 namespace onnx_light::runtime {
+
+/// Receives a finished block of a convolution's int32 result: image `image`, every output
+/// channel, output positions [first, first + count); channel co's values start at acc + co * ld.
+/// The block is the callee's to change (scratch that is reused once the call returns).
+using IntConvBlock = absl::FunctionRef<void(int64_t image, int64_t first, int64_t count, int32_t* acc, int64_t ld)>;
 
 /// Immutable once built; Run may be called from several threads at once.
 class VnniConv {
@@ -23,6 +30,17 @@ class VnniConv {
 
   /// out (int32 [N, M, out...]) = conv(X - x_zp, W - w_zp) for X int8 or uint8 [N, C, in...].
   void Run(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const WindowGeometry& g, int32_t* out) const;
+
+  /// Output rows per band for RunBands: whole 32-pixel panels where the width allows, as many
+  /// rows as keep a band's columns within a per-thread budget that stays in the L2 cache.
+  int64_t BandRows(const WindowGeometry& g) const;
+
+  /// The same product for a 2-D window with group 1, band by band: each band of `band_rows`
+  /// output rows is gathered, packed and multiplied in its thread's scratch and handed to
+  /// `block` while it is still in cache, so no whole-image columns, panels or int32 result are
+  /// written. Bands are split over the session's threads; `block` runs on them, once per band.
+  void RunBands(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const WindowGeometry& g, int64_t band_rows,
+                IntConvBlock block) const;
 
   const Shape& weight_shape() const { return weight_shape_; }
 
