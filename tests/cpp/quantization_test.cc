@@ -173,9 +173,10 @@ TEST(QuantizationRows, RangeOfLongRowsAtEveryPosition) {
 
 // What onnx.reference computes: the float64 product, plus the zero point, clipped (NaN to the
 // lower bound, our definition), then rounded half to even.
-int32_t RequantizeFormula(int32_t acc, double multiplier, double zero_point, bool is_signed) {
+int32_t RequantizeFormula(int32_t acc, double multiplier, double zero_point, bool is_signed, int32_t bias = 0) {
   const double lo = is_signed ? -128.0 : 0.0, hi = is_signed ? 127.0 : 255.0;
-  const double v = static_cast<double>(acc) * multiplier + zero_point;
+  const auto sum = static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(bias));  // wraps
+  const double v = static_cast<double>(sum) * multiplier + zero_point;
   if (std::isnan(v)) return static_cast<int32_t>(lo);
   return static_cast<int32_t>(std::nearbyint(std::clamp(v, lo, hi)));
 }
@@ -199,14 +200,15 @@ TEST(QuantizationRequantize, MatchesTheFormulaAtEveryLengthAndEdge) {
         for (size_t i = 0; i < per_column.size(); i += 3) per_column[i] = 0.5;
         // One byte past the row: a store must not reach it.
         std::vector<int8_t> row(static_cast<size_t>(n) + 1, 77), columns(static_cast<size_t>(n) + 1, 77);
-        RequantizeRow(acc.data(), n, multiplier, zero_point, is_signed, row.data());
+        const int32_t bias = n % 2 == 0 ? 0 : (n % 4 == 1 ? 1234567 : std::numeric_limits<int32_t>::max());
+        RequantizeRow(acc.data(), n, multiplier, zero_point, is_signed, row.data(), bias);
         RequantizeColumns(acc.data(), n, per_column.data(), zero_point, is_signed, columns.data());
         for (int64_t i = 0; i < n; ++i) {
           const auto read = [&](const std::vector<int8_t>& y) {
             return is_signed ? int32_t{y[i]} : int32_t{static_cast<uint8_t>(y[i])};
           };
-          ASSERT_EQ(read(row), RequantizeFormula(acc[i], multiplier, zero_point, is_signed))
-              << "n " << n << " at " << i << " acc " << acc[i] << " multiplier " << multiplier;
+          ASSERT_EQ(read(row), RequantizeFormula(acc[i], multiplier, zero_point, is_signed, bias))
+              << "n " << n << " at " << i << " acc " << acc[i] << " bias " << bias << " multiplier " << multiplier;
           ASSERT_EQ(read(columns), RequantizeFormula(acc[i], per_column[i], zero_point, is_signed))
               << "n " << n << " at " << i << " acc " << acc[i] << " multiplier " << per_column[i];
         }

@@ -665,8 +665,8 @@ def test_qlinear_conv_constant_weights_and_ort():
 # shorter; 40 output channels take an AMX block and VNNI tiles for the rest.
 BAND_CASES = [
     ((1, 32, 66, 30), (40, 32, 3, 3), {"pads": [1, 1, 1, 1]}),  # 5 bands of 16, 16, 16, 16, 2 rows
-    ((2, 64, 48, 48), (48, 64, 1, 1), {}),  # pointwise: the bands read the image itself
-    ((1, 8, 64, 64), (36, 8, 5, 5), {"pads": [2, 2, 2, 2], "strides": [2, 2]}),
+    ((2, 64, 48, 48), (48, 64, 1, 1), {}),  # pointwise, 2 bands of 42 and 6 rows: read from the image
+    ((1, 8, 64, 64), (36, 8, 5, 5), {"pads": [2, 2, 2, 2], "strides": [2, 2]}),  # 2 bands of 20 and 12 rows
 ]
 CONV_PRODUCTS = ("bands-u8s8-amx", "bands-u8s8-vnni", "im2col-int16", "im2col-int16-avx2")
 
@@ -686,10 +686,10 @@ def test_qlinear_conv_constant_weights_in_bands(case, types, threads):
     context.set_kernel_usage_enabled(True)
     got = run_ours(model, feeds, context=context, options=runtime.RuntimeSessionOptions(num_threads=threads))[0]
     assert_same_bits(got, run_reference(model, {**feeds, **constant})[0])
-    # With VNNI one thread always takes the bands; two take them when there are four or more.
-    if threads == 1:
-        usage = [u for u in context.get_kernel_usage() if u.startswith("QLinearConv/")]
-        assert len(usage) == 1 and usage[0].split("/")[2] in CONV_PRODUCTS, usage
+    # With VNNI these shapes always take the bands: whole bands per thread, or (two threads and
+    # cases 1-2, with two bands) each band split in blocks of output channels.
+    usage = [u for u in context.get_kernel_usage() if u.startswith("QLinearConv/")]
+    assert len(usage) == 1 and usage[0].split("/")[2] in CONV_PRODUCTS, usage
 
 
 def test_conv_integer_errors():

@@ -177,14 +177,8 @@ const char* IntConv::RunBlocks(RuntimeContext& rt, const Tensor& x_in, const Ten
   // Weights prepared only when W and its zero point are the constants seen at build.
   if (vnni_ != nullptr && w_in.shape() == prepared_shape_ && group_ == 1 && g.rank() == 2 && m > 0 &&
       n * out_size > 0 && w_in.size() > 0) {
-    const int64_t band_rows = vnni_->BandRows(g);
-    const int64_t bands = (g.output[0] + band_rows - 1) / band_rows;
-    // Fewer bands than two per thread would leave threads idle: the whole-image product splits
-    // its panels and rows finer.
-    if (threads == 1 || bands >= 2 * threads) {
-      vnni_->RunBands(rt, x_in.Contiguous(rt.allocator()), x_zp, g, band_rows, block);
-      return QuadGemmUsesAmx(m) ? "bands-u8s8-amx" : "bands-u8s8-vnni";
-    }
+    vnni_->RunBands(rt, x_in.Contiguous(rt.allocator()), x_zp, g, block);
+    return QuadGemmUsesAmx(m) ? "bands-u8s8-amx" : "bands-u8s8-vnni";
   }
   Tensor acc_t = Tensor::Allocate(DataType::kInt32, {n * m * out_size}, rt.allocator());
   int32_t* acc = acc_t.data<int32_t>();
@@ -196,7 +190,7 @@ const char* IntConv::RunBlocks(RuntimeContext& rt, const Tensor& x_in, const Ten
     ParallelFor(pool, blocks, 1, [&](int64_t first, int64_t last) {
       for (int64_t i = first; i < last; ++i) {
         const int64_t j0 = i * width;
-        block(b, j0, std::min(width, out_size - j0), acc + b * m * out_size + j0, out_size);
+        block(b, j0, std::min(width, out_size - j0), 0, m, acc + b * m * out_size + j0, out_size);
       }
     });
   }

@@ -54,15 +54,13 @@ class QLinearConvKernel final : public KernelBase {
     auto* out = static_cast<uint8_t*>(y.raw_data());
     // Each block of the int32 product is requantized while it is in cache.
     const char* product = conv_.RunBlocks(
-        rt, x, w, x_zp[0], w_zp, g, [&](int64_t image, int64_t first, int64_t count, int32_t* acc, int64_t ld) {
-          for (int64_t ch = 0; ch < m; ++ch) {
-            int32_t* row = acc + ch * ld;
-            if (!bias_values.empty()) {
-              const auto add = static_cast<uint32_t>(bias_values[static_cast<size_t>(ch)]);  // wraps like numpy's int32
-              for (int64_t i = 0; i < count; ++i) row[i] = static_cast<int32_t>(static_cast<uint32_t>(row[i]) + add);
-            }
-            RequantizeRow(row, count, multipliers[static_cast<size_t>(ch)], y_zp, is_signed,
-                          out + (image * m + ch) * out_size + first);
+        rt, x, w, x_zp[0], w_zp, g,
+        [&](int64_t image, int64_t first, int64_t count, int64_t channel, int64_t channels, const int32_t* acc,
+            int64_t ld) {
+          for (int64_t ch = channel; ch < channel + channels; ++ch) {
+            RequantizeRow(acc + (ch - channel) * ld, count, multipliers[static_cast<size_t>(ch)], y_zp, is_signed,
+                          out + (image * m + ch) * out_size + first,
+                          bias_values.empty() ? 0 : bias_values[static_cast<size_t>(ch)]);
           }
         });
     if (rt.kernel_usage_enabled()) {

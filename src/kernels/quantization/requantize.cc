@@ -22,14 +22,15 @@ namespace {
 // `Multiplier` is double (one for the row) or const double* (one per element).
 template <typename T, typename Multiplier>
 ONNX_LIGHT_CPU_CLONES void RequantizeTo(const int32_t* acc, int64_t n, Multiplier multiplier, double zero_point,
-                                        double lo, double hi, T* y) {
+                                        double lo, double hi, T* y, int32_t bias) {
   constexpr double kRound = 0x1.8p52;
   for (int64_t i = 0; i < n; ++i) {
+    const auto a = static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(acc[i]) + static_cast<uint32_t>(bias)));
     double v;
     if constexpr (std::is_pointer_v<Multiplier>) {
-      v = static_cast<double>(acc[i]) * multiplier[i];
+      v = a * multiplier[i];
     } else {
-      v = static_cast<double>(acc[i]) * multiplier;
+      v = a * multiplier;
     }
     v += zero_point;
     v = v > lo ? v : lo;
@@ -55,13 +56,15 @@ __attribute__((target("avx512f"))) inline __m256i RequantizeLanes(__m512d v, __m
 
 template <typename Multiplier>
 __attribute__((target("avx512f"))) void RequantizeAvx512(const int32_t* acc, int64_t n, Multiplier multiplier,
-                                                         double zero_point, double lo, double hi, void* y) {
+                                                         double zero_point, double lo, double hi, void* y,
+                                                         int32_t bias) {
   auto* out = static_cast<int8_t*>(y);
+  const __m512i add = _mm512_set1_epi32(bias);
   const __m512d z = _mm512_set1_pd(zero_point), low = _mm512_set1_pd(lo), high = _mm512_set1_pd(hi);
   for (int64_t i = 0; i < n; i += 16) {
     const int64_t left = n - i;
     const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-    const __m512i a = _mm512_maskz_loadu_epi32(mask, acc + i);
+    const __m512i a = _mm512_add_epi32(_mm512_maskz_loadu_epi32(mask, acc + i), add);
     __m512d m0, m1;
     if constexpr (std::is_pointer_v<Multiplier>) {
       m0 = _mm512_maskz_loadu_pd(static_cast<__mmask8>(mask), multiplier + i);
@@ -77,27 +80,29 @@ __attribute__((target("avx512f"))) void RequantizeAvx512(const int32_t* acc, int
 #endif
 
 template <typename Multiplier>
-void Requantize(const int32_t* acc, int64_t n, Multiplier multiplier, double zero_point, bool is_signed, void* y) {
+void Requantize(const int32_t* acc, int64_t n, Multiplier multiplier, double zero_point, bool is_signed, void* y,
+                int32_t bias) {
   const double lo = is_signed ? -128.0 : 0.0, hi = is_signed ? 127.0 : 255.0;
 #ifdef ONNX_LIGHT_REQUANTIZE_AVX512
-  if (UseAvx512()) return RequantizeAvx512(acc, n, multiplier, zero_point, lo, hi, y);
+  if (UseAvx512()) return RequantizeAvx512(acc, n, multiplier, zero_point, lo, hi, y, bias);
 #endif
   if (is_signed) {
-    RequantizeTo(acc, n, multiplier, zero_point, lo, hi, static_cast<int8_t*>(y));
+    RequantizeTo(acc, n, multiplier, zero_point, lo, hi, static_cast<int8_t*>(y), bias);
   } else {
-    RequantizeTo(acc, n, multiplier, zero_point, lo, hi, static_cast<uint8_t*>(y));
+    RequantizeTo(acc, n, multiplier, zero_point, lo, hi, static_cast<uint8_t*>(y), bias);
   }
 }
 
 }  // namespace
 
-void RequantizeRow(const int32_t* acc, int64_t n, double multiplier, double zero_point, bool is_signed, void* y) {
-  Requantize(acc, n, multiplier, zero_point, is_signed, y);
+void RequantizeRow(const int32_t* acc, int64_t n, double multiplier, double zero_point, bool is_signed, void* y,
+                   int32_t bias) {
+  Requantize(acc, n, multiplier, zero_point, is_signed, y, bias);
 }
 
 void RequantizeColumns(const int32_t* acc, int64_t n, const double* multipliers, double zero_point, bool is_signed,
                        void* y) {
-  Requantize(acc, n, multipliers, zero_point, is_signed, y);
+  Requantize(acc, n, multipliers, zero_point, is_signed, y, 0);
 }
 
 }  // namespace onnx_light::runtime
