@@ -477,6 +477,34 @@ def test_qlinear_matmul_per_column_scales():
     np.testing.assert_array_equal(run_ours(model, feeds)[0], expected)
 
 
+# Products large enough to be split over two threads: by rows (the tall ones, the last share
+# shorter), or by panels in units of rows when there are fewer rows than threads can share.
+SPLIT_SHAPES = [((200, 256), (256, 160)), ((20, 256), (256, 320)), ((3, 40, 256), (3, 256, 96))]
+
+
+@pytest.mark.parametrize("shapes", SPLIT_SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("constant_b", [False, True])
+def test_integer_matmuls_split_over_threads(shapes, threads, constant_b):
+    rng = np.random.default_rng(len(shapes[0]) + shapes[0][-2])
+    options = runtime.RuntimeSessionOptions(num_threads=threads)
+    feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, shapes)
+    feeds["b_scale"] = (rng.random(shapes[1][-1]) * 0.002 + 0.0005).astype(np.float32)  # per column
+    feeds["b_zp"] = random_bytes(rng, np.int8, (shapes[1][-1],))
+    names = ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"]
+    expected = run_reference(node_model("QLinearMatMul", {n: feeds[n] for n in names}, opset=10), feeds)[0]
+    constant = {k: feeds[k] for k in ("b", "b_scale", "b_zp")} if constant_b and len(shapes[1]) == 2 else {}
+    graph_feeds = {k: v for k, v in feeds.items() if k not in constant}
+    model = make_model([helper.make_node("QLinearMatMul", names, ["y"])], graph_feeds, ["y"], initializers=constant,
+                       opset=10)
+    assert_same_bits(run_ours(model, graph_feeds, options=options)[0], expected)
+    # The int32 product alone (no requantization after the blocks).
+    int_feeds = {"a": feeds["a"], "b": feeds["b"], "az": feeds["a_zp"], "bz": feeds["b_zp"]}
+    int_model = node_model("MatMulInteger", int_feeds, opset=10)
+    np.testing.assert_array_equal(run_ours(int_model, int_feeds, options=options)[0],
+                                  run_reference(int_model, int_feeds)[0])
+
+
 def test_qlinear_matmul_errors():
     rng = np.random.default_rng(10)
     feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((3, 4), (4, 5)), np.float16)
