@@ -165,10 +165,6 @@ const char* IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w
   return int16;
 }
 
-}  // namespace onnx_light::runtime
-
-namespace onnx_light::runtime {
-
 const char* IntConv::RunBlocks(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, int32_t x_zp,
                                const std::vector<int32_t>& w_zp, const WindowGeometry& g, IntConvBlock block) const {
   const int64_t n = x_in.dim(0), m = w_in.dim(0), out_size = g.output_size();
