@@ -1,8 +1,9 @@
 // The quantization family's loops against plain formulas: the integer GEMM (packing, tiles of
 // every row count, int8 panels, odd depths, per-column zero points) and the float32 <-> 8-bit
-// rows (ties, NaN, infinities, every length around the vector width).
+// rows (ties, NaN, infinities, every length around the vector width), and the requantization.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,6 +12,7 @@
 
 #include "kernels/quantization/int_gemm.h"
 #include "kernels/quantization/linear_rows.h"
+#include "kernels/quantization/requantize.h"
 
 namespace onnx_light::runtime {
 namespace {
@@ -166,6 +168,54 @@ TEST(QuantizationRows, RangeOfLongRowsAtEveryPosition) {
     float lo = 0, hi = 0;
     MinMaxF32(all_nan.data(), n, &lo, &hi);
     EXPECT_TRUE(std::isnan(lo) && std::isnan(hi)) << n;
+  }
+}
+
+// What onnx.reference computes: the float64 product, plus the zero point, clipped (NaN to the
+// lower bound, our definition), then rounded half to even.
+int32_t RequantizeFormula(int32_t acc, double multiplier, double zero_point, bool is_signed, int32_t bias = 0) {
+  const double lo = is_signed ? -128.0 : 0.0, hi = is_signed ? 127.0 : 255.0;
+  const auto sum = static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(bias));  // wraps
+  const double v = static_cast<double>(sum) * multiplier + zero_point;
+  if (std::isnan(v)) return static_cast<int32_t>(lo);
+  return static_cast<int32_t>(std::nearbyint(std::clamp(v, lo, hi)));
+}
+
+TEST(QuantizationRequantize, MatchesTheFormulaAtEveryLengthAndEdge) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int32_t> dist(-40000, 40000);
+  const double inf = std::numeric_limits<double>::infinity();
+  // Ties: 0.5 * odd and even accumulators land on .5 exactly; then huge, NaN and infinite products.
+  const std::vector<double> multipliers = {0.5, 0.25, 0.0037, -0.011, 1e-9, 3e9, inf, -inf,
+                                           std::numeric_limits<double>::quiet_NaN()};
+  for (const bool is_signed : {false, true}) {
+    for (const double multiplier : multipliers) {
+      for (int64_t n = 0; n <= 40; ++n) {
+        std::vector<int32_t> acc(static_cast<size_t>(n));
+        for (auto& v : acc) v = dist(rng);
+        if (n > 2) acc[1] = std::numeric_limits<int32_t>::min(), acc[2] = std::numeric_limits<int32_t>::max();
+        if (n > 3) acc[3] = 0;
+        const double zero_point = is_signed ? -3.0 : 128.0;
+        std::vector<double> per_column(static_cast<size_t>(n), multiplier);
+        for (size_t i = 0; i < per_column.size(); i += 3) per_column[i] = 0.5;
+        // One byte past the row: a store must not reach it.
+        std::vector<int8_t> row(static_cast<size_t>(n) + 1, 77), columns(static_cast<size_t>(n) + 1, 77);
+        const int32_t bias = n % 2 == 0 ? 0 : (n % 4 == 1 ? 1234567 : std::numeric_limits<int32_t>::max());
+        RequantizeRow(acc.data(), n, multiplier, zero_point, is_signed, row.data(), bias);
+        RequantizeColumns(acc.data(), n, per_column.data(), zero_point, is_signed, columns.data());
+        for (int64_t i = 0; i < n; ++i) {
+          const auto read = [&](const std::vector<int8_t>& y) {
+            return is_signed ? int32_t{y[i]} : int32_t{static_cast<uint8_t>(y[i])};
+          };
+          ASSERT_EQ(read(row), RequantizeFormula(acc[i], multiplier, zero_point, is_signed, bias))
+              << "n " << n << " at " << i << " acc " << acc[i] << " bias " << bias << " multiplier " << multiplier;
+          ASSERT_EQ(read(columns), RequantizeFormula(acc[i], per_column[i], zero_point, is_signed))
+              << "n " << n << " at " << i << " acc " << acc[i] << " multiplier " << per_column[i];
+        }
+        ASSERT_EQ(row[n], 77);
+        ASSERT_EQ(columns[n], 77);
+      }
+    }
   }
 }
 

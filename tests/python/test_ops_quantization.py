@@ -477,6 +477,34 @@ def test_qlinear_matmul_per_column_scales():
     np.testing.assert_array_equal(run_ours(model, feeds)[0], expected)
 
 
+# Products large enough to be split over two threads: by rows (the tall ones, the last share
+# shorter), or by panels in units of rows when there are fewer rows than threads can share.
+SPLIT_SHAPES = [((200, 256), (256, 160)), ((20, 256), (256, 320)), ((3, 40, 256), (3, 256, 96))]
+
+
+@pytest.mark.parametrize("shapes", SPLIT_SHAPES)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("constant_b", [False, True])
+def test_integer_matmuls_split_over_threads(shapes, threads, constant_b):
+    rng = np.random.default_rng(len(shapes[0]) + shapes[0][-2])
+    options = runtime.RuntimeSessionOptions(num_threads=threads)
+    feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, shapes)
+    feeds["b_scale"] = (rng.random(shapes[1][-1]) * 0.002 + 0.0005).astype(np.float32)  # per column
+    feeds["b_zp"] = random_bytes(rng, np.int8, (shapes[1][-1],))
+    names = ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"]
+    expected = run_reference(node_model("QLinearMatMul", {n: feeds[n] for n in names}, opset=10), feeds)[0]
+    constant = {k: feeds[k] for k in ("b", "b_scale", "b_zp")} if constant_b and len(shapes[1]) == 2 else {}
+    graph_feeds = {k: v for k, v in feeds.items() if k not in constant}
+    model = make_model([helper.make_node("QLinearMatMul", names, ["y"])], graph_feeds, ["y"], initializers=constant,
+                       opset=10)
+    assert_same_bits(run_ours(model, graph_feeds, options=options)[0], expected)
+    # The int32 product alone (no requantization after the blocks).
+    int_feeds = {"a": feeds["a"], "b": feeds["b"], "az": feeds["a_zp"], "bz": feeds["b_zp"]}
+    int_model = node_model("MatMulInteger", int_feeds, opset=10)
+    np.testing.assert_array_equal(run_ours(int_model, int_feeds, options=options)[0],
+                                  run_reference(int_model, int_feeds)[0])
+
+
 def test_qlinear_matmul_errors():
     rng = np.random.default_rng(10)
     feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((3, 4), (4, 5)), np.float16)
@@ -659,6 +687,37 @@ def test_qlinear_conv_constant_weights_and_ort():
     ours = run_ours(model, feeds)[0]
     assert_same_bits(ours, run_reference(model, feeds)[0])
     assert np.abs(ours.astype(np.int32) - run_ort(model, feeds)[0].astype(np.int32)).max() <= 1
+
+
+# Shapes whose output splits into several bands of rows (int_conv_vnni.h: RunBands), the last one
+# shorter; 40 output channels take an AMX block and VNNI tiles for the rest.
+BAND_CASES = [
+    ((1, 32, 66, 30), (40, 32, 3, 3), {"pads": [1, 1, 1, 1]}),  # 5 bands of 16, 16, 16, 16, 2 rows
+    ((2, 64, 48, 48), (48, 64, 1, 1), {}),  # pointwise, 2 bands of 42 and 6 rows: read from the image
+    ((1, 8, 64, 64), (36, 8, 5, 5), {"pads": [2, 2, 2, 2], "strides": [2, 2]}),  # 2 bands of 20 and 12 rows
+]
+CONV_PRODUCTS = ("bands-u8s8-amx", "bands-u8s8-vnni", "im2col-int16", "im2col-int16-avx2")
+
+
+@pytest.mark.parametrize("case", range(len(BAND_CASES)))
+@pytest.mark.parametrize("types", [(np.uint8, np.int8, np.uint8), (np.int8, np.uint8, np.int8)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_qlinear_conv_constant_weights_in_bands(case, types, threads):
+    xs, ws, attrs = BAND_CASES[case]
+    rng = np.random.default_rng(case + 200)
+    feeds = qlinear_conv_feeds(rng, *types, xs, ws, True, True)  # per-channel zero points: column sums too
+    constant = {k: feeds.pop(k) for k in ("w", "w_scale", "w_zp", "b")}
+    names = ["x", "x_scale", "x_zp", "w", "w_scale", "w_zp", "y_scale", "y_zp", "b"]
+    model = make_model([helper.make_node("QLinearConv", names, ["y"], **attrs)], feeds, ["y"], initializers=constant,
+                       opset=10)
+    context = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+    context.set_kernel_usage_enabled(True)
+    got = run_ours(model, feeds, context=context, options=runtime.RuntimeSessionOptions(num_threads=threads))[0]
+    assert_same_bits(got, run_reference(model, {**feeds, **constant})[0])
+    # With VNNI these shapes always take the bands: whole bands per thread, or (two threads and
+    # cases 1-2, with two bands) each band split in blocks of output channels.
+    usage = [u for u in context.get_kernel_usage() if u.startswith("QLinearConv/")]
+    assert len(usage) == 1 and usage[0].split("/")[2] in CONV_PRODUCTS, usage
 
 
 def test_conv_integer_errors():

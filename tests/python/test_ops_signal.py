@@ -231,18 +231,21 @@ def test_one_dft_session_from_several_threads(length):
     # concurrent runs of one session (lengths through Bluestein and kissfft's generic radix) agree.
     import threading
 
-    feeds = {"x": random((8, length, 2), seed=length)}
-    model, _ = dft_model(feeds["x"], axis=1)
+    model, feeds = dft_model(random((8, length, 2), seed=length), axis=1)  # feeds: x and the axis input
     session = runtime.RuntimeSession(model, runtime.RuntimeSessionOptions(num_threads=2))
     want = numpy_dft(feeds["x"], 0, 0, 1, length).astype(np.float32)
-    errors = []
+    errors, runs = [], []
 
     def worker():
         ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
-        for _ in range(10):
-            out = session.run(ctx, feeds)["y"].numpy()
-            if not np.allclose(out, want, rtol=1e-4, atol=1e-3):
-                errors.append(float(np.abs(out - want).max()))
+        try:
+            for _ in range(10):
+                out = session.run(ctx, feeds)["y"].numpy()
+                runs.append(1)
+                if not np.allclose(out, want, rtol=1e-4, atol=1e-3):
+                    errors.append(float(np.abs(out - want).max()))
+        except Exception as e:  # noqa: BLE001  (a thread's exception would otherwise only be a warning)
+            errors.append(repr(e))
 
     threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
@@ -250,6 +253,7 @@ def test_one_dft_session_from_several_threads(length):
     for t in threads:
         t.join()
     assert not errors
+    assert len(runs) == 40
 
 
 def test_dft_errors():

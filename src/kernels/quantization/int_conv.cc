@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/thread_pool.h"
 #include "kernels/quantization/int_gemm.h"
 #include "kernels/registry/kernel_utils.h"
 
@@ -162,6 +163,34 @@ const char* IntConv::Run(RuntimeContext& rt, const Tensor& x_in, const Tensor& w
     }
   }
   return int16;
+}
+
+const char* IntConv::RunBlocks(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, int32_t x_zp,
+                               const std::vector<int32_t>& w_zp, const WindowGeometry& g, IntConvBlock block) const {
+  const int64_t n = x_in.dim(0), m = w_in.dim(0), out_size = g.output_size();
+  ThreadPool* pool = rt.thread_pool();
+  const int64_t threads = pool == nullptr ? 1 : pool->num_threads();
+  // Weights prepared only when W and its zero point are the constants seen at build.
+  if (vnni_ != nullptr && w_in.shape() == prepared_shape_ && group_ == 1 && g.rank() == 2 && m > 0 &&
+      n * out_size > 0 && w_in.size() > 0) {
+    vnni_->RunBands(rt, x_in.Contiguous(rt.allocator()), x_zp, g, block);
+    return QuadGemmUsesAmx(m) ? "bands-u8s8-amx" : "bands-u8s8-vnni";
+  }
+  Tensor acc_t = Tensor::Allocate(DataType::kInt32, {n * m * out_size}, rt.allocator());
+  int32_t* acc = acc_t.data<int32_t>();
+  const char* product = Run(rt, x_in, w_in, x_zp, w_zp, g, acc);
+  // Column blocks of every channel, at least 16 positions, about four per thread.
+  const int64_t width = std::max<int64_t>(16, (out_size + 4 * threads - 1) / (4 * threads));
+  const int64_t blocks = (out_size + width - 1) / width;
+  for (int64_t b = 0; b < n; ++b) {
+    ParallelFor(pool, blocks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        const int64_t j0 = i * width;
+        block(b, j0, std::min(width, out_size - j0), 0, m, acc + b * m * out_size + j0, out_size);
+      }
+    });
+  }
+  return product;
 }
 
 }  // namespace onnx_light::runtime

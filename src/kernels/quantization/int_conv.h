@@ -34,6 +34,14 @@ class IntConv {
   const char* Run(RuntimeContext& rt, const Tensor& x, const Tensor& w, int32_t x_zp, const std::vector<int32_t>& w_zp,
            const WindowGeometry& g, int32_t* out) const;
 
+  /// The same product handed to `block` piece by piece (int_conv_vnni.h): for a 2-D window
+  /// with group 1 and weights prepared for VNNI, band by band while each is in cache (kernel-usage
+  /// suffix "bands-u8s8-amx" or "bands-u8s8-vnni"); otherwise whole images through Run, then in
+  /// column blocks split over the threads. `block` may run on several threads at once, on
+  /// disjoint blocks.
+  const char* RunBlocks(RuntimeContext& rt, const Tensor& x, const Tensor& w, int32_t x_zp,
+                        const std::vector<int32_t>& w_zp, const WindowGeometry& g, IntConvBlock block) const;
+
   /// Reads a zero point of type `type` with one element, or (`per_channel`) M elements along a
   /// 1-D tensor; throws naming input `index` otherwise. Absent: {0}.
   static std::vector<int32_t> ReadZeroPoint(const RuntimeContext& rt, const Tensor* zp, size_t index, DataType type,

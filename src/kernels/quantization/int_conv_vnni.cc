@@ -1,6 +1,7 @@
 #include "kernels/quantization/int_conv_vnni.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/thread_pool.h"
 #include "onnx_light/runtime/tensor.h"
@@ -32,6 +33,95 @@ VnniConv::VnniConv(const Tensor& w, const int32_t* w_zp, bool per_channel, int64
     zero_point_nonzero_ = zero_point_nonzero_ || z != 0;
     row_s_[static_cast<size_t>(co)] =
         static_cast<int32_t>(sum - static_cast<uint32_t>(depth_) * static_cast<uint32_t>(z));
+  }
+}
+
+namespace {
+
+// A band's uint8 columns per thread: with its panels (about as many bytes), its int32 result
+// and the weights' rows, the working set stays within a 1 MB L2 cache.
+constexpr int64_t kBandColumnBytes = int64_t{128} << 10;
+
+}  // namespace
+
+int64_t VnniConv::BandRows(const WindowGeometry& g) const {
+  const int64_t oh = g.output[0], ow = std::max<int64_t>(g.output[1], 1);
+  const int64_t unit = 32 / std::gcd<int64_t>(ow, 32);  // rows whose positions fill whole panels
+  int64_t rows = unit;
+  while (rows + unit <= oh && depth_ * (rows + unit) * ow <= kBandColumnBytes) rows += unit;
+  return std::clamp<int64_t>(rows, 1, std::max<int64_t>(oh, 1));
+}
+
+void VnniConv::RunBands(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const WindowGeometry& g,
+                        IntConvBlock block) const {
+  const int64_t n = x.dim(0), c = x.dim(1), m = weight_shape_[0];
+  const int64_t in_size = g.input_size(), oh = g.output[0], ow = g.output[1];
+  const bool pointwise = IsPointwise(g);
+  const bool x_signed = x.dtype() == DataType::kInt8;
+  const int32_t x_zero = x_signed ? x_zp + 128 : x_zp;
+  const int64_t band_rows = BandRows(g);
+  const int64_t bands = (oh + band_rows - 1) / band_rows, band_cols = band_rows * ow;
+  ThreadPool* pool = rt.thread_pool();
+  const int64_t threads = pool == nullptr ? 1 : pool->num_threads();
+  // Enough bands: each thread takes whole bands. Otherwise the bands go one after another, each
+  // gathered and packed by all threads and multiplied in blocks of output channels (multiples
+  // of AMX's 32 rows), about two per thread.
+  const bool band_per_thread = threads == 1 || bands >= 2 * threads;
+  const int64_t slots = band_per_thread ? ParallelSlots(pool, bands) : 1;
+  const int64_t channel_block =
+      band_per_thread ? m : std::max<int64_t>(32, (m + 2 * threads - 1) / (2 * threads) + 31) / 32 * 32;
+  const int64_t rows_per_channel = depth_ / std::max<int64_t>(c, 1);
+  const int64_t col_bytes = pointwise ? 0 : depth_ * band_cols, panel_bytes = QuadPanelsSize(depth_, band_cols);
+  // Scratch from the run's allocator, which keeps freed blocks: no fresh pages on every run.
+  Tensor shifted_t = Tensor::Allocate(DataType::kUInt8, {x_signed ? c * in_size : 0}, rt.allocator());
+  Tensor col_t = Tensor::Allocate(DataType::kUInt8, {slots * col_bytes}, rt.allocator());
+  Tensor panels_t = Tensor::Allocate(DataType::kInt8, {slots * panel_bytes}, rt.allocator());
+  Tensor acc_t = Tensor::Allocate(DataType::kInt32, {slots * m * band_cols}, rt.allocator());
+  const std::vector<int32_t> col_u(static_cast<size_t>(band_cols), x_zero);
+  const uint8_t* image = nullptr;
+  int64_t b = 0;
+  // Band `band` in scratch `slot`; `inner` (or null) splits its steps over the threads.
+  auto run_band = [&](int64_t band, int64_t slot, ThreadPool* inner) {
+    const int64_t r0 = band * band_rows, r1 = std::min(oh, r0 + band_rows), cols = (r1 - r0) * ow;
+    const uint8_t* columns = image + r0 * ow;  // a pointwise window reads the image itself
+    int64_t ld = in_size;
+    if (!pointwise) {
+      uint8_t* col = col_t.data<uint8_t>() + slot * col_bytes;
+      const WindowGeometry band_g = OutputRowBand(g, r0, r1);
+      // Channels gather into disjoint blocks of rows.
+      ParallelFor(inner, c, 1, [&](int64_t first, int64_t last) {
+        Im2Col<uint8_t>(image + first * in_size, last - first, band_g, col + first * rows_per_channel * cols,
+                        static_cast<uint8_t>(x_zero));
+      });
+      columns = col;
+      ld = cols;
+    }
+    QuadPanels panels;
+    PackQuadPanels(columns, depth_, cols, ld, 0, zero_point_nonzero_, false, &panels,
+                   panels_t.data<int8_t>() + slot * panel_bytes, inner);
+    int32_t* acc = acc_t.data<int32_t>() + slot * m * band_cols;
+    ParallelFor(inner, (m + channel_block - 1) / channel_block, 1, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        const int64_t c0 = i * channel_block, count = std::min(channel_block, m - c0);
+        QuadGemm(count, rows_.data() + c0 * row_stride_, row_stride_, false, panels, row_s_.data() + c0, col_u.data(),
+                 zero_point_nonzero_ ? zero_point_.data() + c0 : nullptr, panels.column_sums.data(), acc + c0 * cols,
+                 cols, nullptr);
+        block(b, r0 * ow, cols, c0, count, acc + c0 * cols, cols);
+      }
+    });
+  };
+  for (; b < n; ++b) {
+    image = static_cast<const uint8_t*>(x.raw_data()) + b * c * in_size;
+    if (x_signed) {
+      uint8_t* dst = shifted_t.data<uint8_t>();
+      for (int64_t i = 0; i < c * in_size; ++i) dst[i] = static_cast<uint8_t>(image[i] ^ 0x80);
+      image = dst;
+    }
+    if (band_per_thread) {
+      ParallelForSlots(pool, bands, slots, [&](int64_t band, int64_t slot) { run_band(band, slot, nullptr); });
+    } else {
+      for (int64_t band = 0; band < bands; ++band) run_band(band, 0, pool);
+    }
   }
 }
 

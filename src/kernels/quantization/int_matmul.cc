@@ -138,7 +138,7 @@ namespace {
 // it), B packed per batch unless prepacked.
 const char* RunU8S8MatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& s,
                    const PerChannel& a_zp, const PerChannel& b_zp, const PackedU8S8B* prepacked, bool a_consecutive,
-                   int32_t* c) {
+                   int32_t* c, const QuadGemmDone* done) {
   const bool a_signed = a.dtype() == DataType::kInt8;
   const auto* a_bytes = static_cast<const uint8_t*>(a.raw_data());
   Tensor shifted;
@@ -164,13 +164,18 @@ const char* RunU8S8MatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, 
   };
   if (s.b_shared && a_consecutive && !a_zp.per_channel) {
     pack_b(0);
-    U8S8Gemm(s.batch_count * s.m, a_bytes, s.k, a_zero.data(), false, *packed, c, s.n, rt.thread_pool());
+    U8S8Gemm(s.batch_count * s.m, a_bytes, s.k, a_zero.data(), false, *packed, c, s.n, rt.thread_pool(), done);
     return U8S8ProductName(s.batch_count * s.m);
   }
   for (int64_t i = 0; i < s.batch_count; ++i) {
     pack_b(s.b_offsets[i]);
+    // The batch's blocks, numbered by rows of the whole result.
+    const auto batch_done = [&](int64_t row, int64_t rows, int64_t col, int64_t cols) {
+      (*done)(i * s.m + row, rows, col, cols);
+    };
+    const QuadGemmDone batch_ref(batch_done);
     U8S8Gemm(s.m, a_bytes + s.a_offsets[i], s.k, a_zero.data(), a_zp.per_channel, *packed, c + i * s.m * s.n, s.n,
-             rt.thread_pool());
+             rt.thread_pool(), done != nullptr ? &batch_ref : nullptr);
   }
   return U8S8ProductName(s.m);
 }
@@ -178,12 +183,14 @@ const char* RunU8S8MatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, 
 }  // namespace
 
 const char* RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& s,
-                         const PerChannel& a_zp, const PerChannel& b_zp, const PrepackedIntB* prepacked, int32_t* c) {
+                         const PerChannel& a_zp, const PerChannel& b_zp, const PrepackedIntB* prepacked, int32_t* c,
+                         const QuadGemmDone* done) {
   const char* int16 = IntGemmUsesAvx2() ? "int16-avx2" : "int16";
   const int64_t out_count = s.batch_count * s.m * s.n;
   if (out_count == 0) return int16;
   if (s.k == 0) {
     std::fill(c, c + out_count, 0);
+    if (done != nullptr) (*done)(0, s.batch_count * s.m, 0, s.n);
     return int16;
   }
   // A is read contiguously batch after batch when its batches are not broadcast: then all of it
@@ -192,7 +199,7 @@ const char* RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, c
   for (int64_t i = 0; i < s.batch_count; ++i) a_consecutive = a_consecutive && s.a_offsets[i] == i * s.m * s.k;
   if (U8S8GemmAvailable()) {
     return RunU8S8MatMul(rt, a, b, s, a_zp, b_zp, prepacked != nullptr ? prepacked->vnni.get() : nullptr,
-                         a_consecutive, c);
+                         a_consecutive, c, done);
   }
   const bool a_signed = a.dtype() == DataType::kInt8, b_signed = b.dtype() == DataType::kInt8;
   const int64_t kp = PaddedDepth(s.k);
@@ -213,6 +220,7 @@ const char* RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, c
     std::vector<int16_t> wide(static_cast<size_t>(rows * kp));
     WidenInt8A(a.raw_data(), a_signed, rows, s.k, s.k, a_zp.values.data(), false, wide.data());
     IntGemm(rows, wide.data(), *packed, c, s.n, rt.thread_pool());
+    if (done != nullptr) (*done)(0, rows, 0, s.n);
     return int16;
   }
   std::vector<int16_t> wide(static_cast<size_t>(s.m * kp));
@@ -227,6 +235,7 @@ const char* RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, c
                a_zp.values.data(), a_zp.per_channel, wide.data());
     IntGemm(s.m, wide.data(), *packed, c + i * s.m * s.n, s.n, rt.thread_pool());
   }
+  if (done != nullptr) (*done)(0, s.batch_count * s.m, 0, s.n);
   return int16;
 }
 

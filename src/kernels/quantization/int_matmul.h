@@ -55,9 +55,12 @@ PrepackedIntB PrepackConstantB(const KernelBuildInfo& info, size_t b_index, size
 /// C (int32, contiguous, shape.out_shape) = (A - a_zp) x (B - b_zp) for every batch.
 /// `a` and `b` must be contiguous. `prepacked` is used when non-null and not empty (2-D B).
 /// Returns the product that ran, for kernel-usage names: "u8s8-amx", "u8s8-vnni",
-/// "int16-avx2" or "int16".
+/// "int16-avx2" or "int16". `done`, when given, receives every finished block of C (rows of the
+/// [batch_count * M, N] result): on the VNNI product block by block on the thread that wrote it
+/// (u8s8_gemm.h), otherwise once for all of C.
 const char* RunIntMatMul(RuntimeContext& rt, const Tensor& a, const Tensor& b, const IntMatMulShape& shape,
-                  const PerChannel& a_zp, const PerChannel& b_zp, const PrepackedIntB* prepacked, int32_t* c);
+                         const PerChannel& a_zp, const PerChannel& b_zp, const PrepackedIntB* prepacked, int32_t* c,
+                         const QuadGemmDone* done = nullptr);
 
 /// The kernel-usage suffix: the product RunIntMatMul returned, plus "-prepacked" when B was
 /// packed at build.

@@ -2,9 +2,7 @@
 // (int_conv.h), plus the optional int32 bias, requantized per output channel with
 // x_scale * w_scale[m] / y_scale and y_zero_point (requantize.h), as onnx.reference computes
 // it. w_scale and w_zero_point are per tensor or per output channel; the others per tensor.
-#include "core/thread_pool.h"
 #include "kernels/quantization/int_conv.h"
-#include "kernels/quantization/int_gemm.h"
 #include "kernels/quantization/quant_params.h"
 #include "kernels/quantization/quantization_kernels.h"
 #include "kernels/quantization/requantize.h"
@@ -43,31 +41,28 @@ class QLinearConvKernel final : public KernelBase {
 
     Tensor& y = rt.AllocateOutput(0, out_type, out_shape);
     const int64_t out_size = g.output_size();
-    Tensor acc_t = Tensor::Allocate(DataType::kInt32, {y.size()}, rt.allocator());
-    int32_t* acc = acc_t.data<int32_t>();
-    const char* product = conv_.Run(rt, x, w, x_zp[0], w_zp, g, acc);
     std::vector<int32_t> bias_values;
     if (bias != nullptr) {
       const Tensor bc = bias->Contiguous(rt.allocator());
       bias_values.assign(bc.data<int32_t>(), bc.data<int32_t>() + m);
     }
+    std::vector<double> multipliers(static_cast<size_t>(m));
+    for (int64_t ch = 0; ch < m; ++ch) {
+      multipliers[static_cast<size_t>(ch)] = RequantMultiplier(DataType::kFloat, xs, ws[ws.size() > 1 ? ch : 0], ys);
+    }
     const bool is_signed = out_type == DataType::kInt8;
     auto* out = static_cast<uint8_t*>(y.raw_data());
-    // One output plane per (image, channel), split over the session's threads.
-    const int64_t planes = x.dim(0) * m;
-    ParallelFor(rt.thread_pool(), planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(out_size, 1)),
-                [&](int64_t first, int64_t last) {
-      for (int64_t p = first; p < last; ++p) {
-        const int64_t ch = p % m;
-        int32_t* plane = acc + p * out_size;
-        if (!bias_values.empty()) {
-          const auto add = static_cast<uint32_t>(bias_values[ch]);  // wraps like numpy's int32
-          for (int64_t i = 0; i < out_size; ++i) plane[i] = static_cast<int32_t>(static_cast<uint32_t>(plane[i]) + add);
-        }
-        const double multiplier = RequantMultiplier(DataType::kFloat, xs, ws[ws.size() > 1 ? ch : 0], ys);
-        RequantizeRow(plane, out_size, multiplier, y_zp, is_signed, out + p * out_size);
-      }
-    });
+    // Each block of the int32 product is requantized while it is in cache.
+    const char* product = conv_.RunBlocks(
+        rt, x, w, x_zp[0], w_zp, g,
+        [&](int64_t image, int64_t first, int64_t count, int64_t channel, int64_t channels, const int32_t* acc,
+            int64_t ld) {
+          for (int64_t ch = channel; ch < channel + channels; ++ch) {
+            RequantizeRow(acc + (ch - channel) * ld, count, multipliers[static_cast<size_t>(ch)], y_zp, is_signed,
+                          out + (image * m + ch) * out_size + first,
+                          bias_values.empty() ? 0 : bias_values[static_cast<size_t>(ch)]);
+          }
+        });
     if (rt.kernel_usage_enabled()) {
       rt.RecordKernelUsage(KernelUsageName("QLinearConv", x.dtype(), product));
     }

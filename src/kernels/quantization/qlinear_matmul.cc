@@ -40,25 +40,36 @@ class QLinearMatMulKernel final : public KernelBase {
     Tensor acc_t = Tensor::Allocate(DataType::kInt32, {rows * shape.n}, rt.allocator());
     int32_t* acc = acc_t.data<int32_t>();
     const bool use_packed = !packed_b_.empty() && b_in.rank() == 2;
-    const char* product = RunIntMatMul(rt, a_in.Contiguous(rt.allocator()), b_in.Contiguous(rt.allocator()), shape, a_zp, b_zp,
-                 use_packed ? &packed_b_ : nullptr, acc);
     const bool is_signed = out_type == DataType::kInt8;
     auto* out = static_cast<uint8_t*>(y.raw_data());
-    std::vector<double> multipliers(static_cast<size_t>(b_cols ? shape.n : 0));
-    double row_scale = -1;  // the A scale the multipliers were computed for
-    for (int64_t r = 0; r < rows; ++r) {
-      const double sa = as[a_rows ? r % shape.m : 0];
-      if (!b_cols) {
-        RequantizeRow(acc + r * shape.n, shape.n, RequantMultiplier(ts, sa, bs[0], ys), y_zp, is_signed,
-                      out + r * shape.n);
-        continue;
-      }
-      if (sa != row_scale) {
-        for (int64_t c = 0; c < shape.n; ++c) multipliers[c] = RequantMultiplier(ts, sa, bs[c], ys);
-        row_scale = sa;
-      }
-      RequantizeColumns(acc + r * shape.n, shape.n, multipliers.data(), y_zp, is_signed, out + r * shape.n);
+    // Per-column multipliers for a per-tensor A scale, computed once.
+    std::vector<double> multipliers(static_cast<size_t>(b_cols && !a_rows ? shape.n : 0));
+    for (int64_t c = 0; c < static_cast<int64_t>(multipliers.size()); ++c) {
+      multipliers[c] = RequantMultiplier(ts, as[0], bs[c], ys);
     }
+    // Each finished block of the product is requantized on the thread that computed it.
+    const auto requantize = [&](int64_t row, int64_t rows, int64_t col, int64_t cols) {
+      std::vector<double> row_multipliers;
+      for (int64_t r = row; r < row + rows; ++r) {
+        const double sa = as[a_rows ? r % shape.m : 0];
+        const int32_t* src = acc + r * shape.n + col;
+        uint8_t* dst = out + r * shape.n + col;
+        if (!b_cols) {
+          RequantizeRow(src, cols, RequantMultiplier(ts, sa, bs[0], ys), y_zp, is_signed, dst);
+          continue;
+        }
+        const double* m = multipliers.data() + col;
+        if (a_rows) {
+          row_multipliers.resize(static_cast<size_t>(cols));
+          for (int64_t c = 0; c < cols; ++c) row_multipliers[c] = RequantMultiplier(ts, sa, bs[col + c], ys);
+          m = row_multipliers.data();
+        }
+        RequantizeColumns(src, cols, m, y_zp, is_signed, dst);
+      }
+    };
+    const QuadGemmDone done(requantize);
+    const char* product = RunIntMatMul(rt, a_in.Contiguous(rt.allocator()), b_in.Contiguous(rt.allocator()), shape,
+                                       a_zp, b_zp, use_packed ? &packed_b_ : nullptr, acc, &done);
     if (rt.kernel_usage_enabled()) {
       rt.RecordKernelUsage(KernelUsageName("QLinearMatMul", a_in.dtype(), IntMatMulImplName(product, use_packed)));
     }

@@ -20,6 +20,8 @@
 // [4q..4q+3] are adjacent (128 bytes, two vector registers), zero past k and n. The groups are
 // counted up to a multiple of 16, so sixteen consecutive groups of 16 columns are one AMX tile.
 
+#include <absl/functional/function_ref.h>
+
 #include <cstdint>
 #include <vector>
 
@@ -66,14 +68,20 @@ void PackQuadPanels(const uint8_t* src, int64_t k, int64_t n, int64_t ld, uint8_
 /// k rounded up to a multiple of 64: the bytes an AMX block reads of each row.
 inline int64_t RoundUpToAmxDepth(int64_t k) { return (k + 63) / 64 * 64; }
 
+/// Called by QuadGemm for each block of C it has finished: rows [row, row + rows), columns
+/// [col, col + cols), on the thread that computed it, while the block is in that thread's cache
+/// (so a requantization after the product reads no other core's writes). Blocks are disjoint.
+using QuadGemmDone = absl::FunctionRef<void(int64_t row, int64_t rows, int64_t col, int64_t cols)>;
+
 /// C (row stride `ldc`) = rows x panels - row_s * col_u - row_t * col_v (see above). `rows`:
 /// m rows of b.k bytes, stride `lda` (when lda >= RoundUpToAmxDepth(b.k) every row must have
 /// that many readable bytes; otherwise AMX blocks copy the rows to pad them), uint8 when `rows_unsigned` (the panels then int8) or int8
 /// (the panels uint8). row_s and row_t have m entries, col_u and col_v b.n; row_t may be null
-/// (no second correction). Splits rows and panels over `pool`. Requires U8S8GemmAvailable().
+/// (no second correction). Splits rows and panels over `pool`; `done`, when given, is called for
+/// every finished block. Requires U8S8GemmAvailable().
 void QuadGemm(int64_t m, const uint8_t* rows, int64_t lda, bool rows_unsigned, const QuadPanels& b,
               const int32_t* row_s, const int32_t* col_u, const int32_t* row_t, const int32_t* col_v, int32_t* c,
-              int64_t ldc, ThreadPool* pool);
+              int64_t ldc, ThreadPool* pool, const QuadGemmDone* done = nullptr);
 
 /// A matmul's B ([k, n], int8 or uint8) packed as int8 panels, with what the correction needs.
 struct PackedU8S8B {
@@ -89,8 +97,8 @@ void PackU8S8B(const void* b, bool is_signed, int64_t k, int64_t n, int64_t ldb,
                bool per_column, PackedU8S8B* out, int8_t* storage = nullptr);
 
 /// C = (A - a_zp) x (B - b_zp) for m rows of uint8 A (row stride `lda`); `a_zp`: m values when
-/// `a_zp_per_row`, else one. Requires U8S8GemmAvailable().
+/// `a_zp_per_row`, else one. `done` as for QuadGemm. Requires U8S8GemmAvailable().
 void U8S8Gemm(int64_t m, const uint8_t* a, int64_t lda, const int32_t* a_zp, bool a_zp_per_row,
-              const PackedU8S8B& b, int32_t* c, int64_t ldc, ThreadPool* pool);
+              const PackedU8S8B& b, int32_t* c, int64_t ldc, ThreadPool* pool, const QuadGemmDone* done = nullptr);
 
 }  // namespace onnx_light::runtime
