@@ -3,10 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
-
 #include "core/checked_math.h"
 #include "kernels/registry/kernel_utils.h"
 
@@ -223,26 +219,6 @@ WindowGeometry ResolvePoolWindow(const RuntimeContext& rt, const WindowAttribute
   return g;
 }
 
-// dst[o] = src[2 * o] for o in [0, count). Bytes (quantized images) go 16 at a time with SSE2,
-// part of the x86-64 baseline: the even bytes of 32 loaded ones. A vector step reads up to
-// src[2 * o + 31], which stays below the last element read, src[2 * (count - 1)], while
-// o + 16 < count, so no read passes the caller's row.
-template <typename T>
-inline void GatherStride2(const T* src, int64_t count, T* dst) {
-  int64_t o = 0;
-#if defined(__x86_64__)
-  if constexpr (sizeof(T) == 1) {
-    const __m128i low_bytes = _mm_set1_epi16(0x00FF);
-    for (; o + 16 < count; o += 16) {
-      const __m128i a = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * o)), low_bytes);
-      const __m128i b = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * o + 16)), low_bytes);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + o), _mm_packus_epi16(a, b));
-    }
-  }
-#endif
-  for (; o < count; ++o) dst[o] = src[2 * o];
-}
-
 // The 2-D case without the generic index machinery: one output row of one kernel tap at a time,
 // a zero fill for the padding and a plain copy (stride 1) or strided gather for the rest.
 //
@@ -302,7 +278,7 @@ void Im2Col2d(const T* image, int64_t channels, const WindowGeometry& g, T* col,
           if (sw == 1) {
             for (int64_t o = lo; o < hi; ++o) col[o] = src[o - lo];
           } else if (sw == 2) {
-            GatherStride2(src, hi - lo, col + lo);
+            for (int64_t o = lo; o < hi; ++o) col[o] = src[(o - lo) * 2];
           } else {
             for (int64_t o = lo; o < hi; ++o) col[o] = src[(o - lo) * sw];
           }

@@ -38,6 +38,20 @@ VnniConv::VnniConv(const Tensor& w, const int32_t* w_zp, bool per_channel, int64
 
 namespace {
 
+// How X's bytes enter the product, which multiplies uint8 columns. An int8 X moves to uint8 by
+// adding 128 (XOR 0x80), and its zero point with it: the columns are gathered as stored, padded
+// with the zero point's stored byte, and flipped as they are packed, so X is not copied first.
+struct XBytes {
+  uint8_t flip;   // XOR applied while packing
+  uint8_t pad;    // what the padding reads, before the flip
+  int32_t zero;   // the zero point after the flip
+};
+
+XBytes ReadXBytes(const Tensor& x, int32_t x_zp) {
+  const bool x_signed = x.dtype() == DataType::kInt8;
+  return {static_cast<uint8_t>(x_signed ? 0x80 : 0), static_cast<uint8_t>(x_zp), x_signed ? x_zp + 128 : x_zp};
+}
+
 // A band's uint8 columns per thread: with its panels (about as many bytes), its int32 result
 // and the weights' rows, the working set stays within a 1 MB L2 cache.
 constexpr int64_t kBandColumnBytes = int64_t{128} << 10;
@@ -57,8 +71,7 @@ void VnniConv::RunBands(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const
   const int64_t n = x.dim(0), c = x.dim(1), m = weight_shape_[0];
   const int64_t in_size = g.input_size(), oh = g.output[0], ow = g.output[1];
   const bool pointwise = IsPointwise(g);
-  const bool x_signed = x.dtype() == DataType::kInt8;
-  const int32_t x_zero = x_signed ? x_zp + 128 : x_zp;
+  const XBytes bytes = ReadXBytes(x, x_zp);
   const int64_t band_rows = BandRows(g);
   const int64_t bands = (oh + band_rows - 1) / band_rows, band_cols = band_rows * ow;
   ThreadPool* pool = rt.thread_pool();
@@ -73,11 +86,10 @@ void VnniConv::RunBands(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const
   const int64_t rows_per_channel = depth_ / std::max<int64_t>(c, 1);
   const int64_t col_bytes = pointwise ? 0 : depth_ * band_cols, panel_bytes = QuadPanelsSize(depth_, band_cols);
   // Scratch from the run's allocator, which keeps freed blocks: no fresh pages on every run.
-  Tensor shifted_t = Tensor::Allocate(DataType::kUInt8, {x_signed ? c * in_size : 0}, rt.allocator());
   Tensor col_t = Tensor::Allocate(DataType::kUInt8, {slots * col_bytes}, rt.allocator());
   Tensor panels_t = Tensor::Allocate(DataType::kInt8, {slots * panel_bytes}, rt.allocator());
   Tensor acc_t = Tensor::Allocate(DataType::kInt32, {slots * m * band_cols}, rt.allocator());
-  const std::vector<int32_t> col_u(static_cast<size_t>(band_cols), x_zero);
+  const std::vector<int32_t> col_u(static_cast<size_t>(band_cols), bytes.zero);
   const uint8_t* image = nullptr;
   int64_t b = 0;
   // Band `band` in scratch `slot`; `inner` (or null) splits its steps over the threads.
@@ -91,13 +103,13 @@ void VnniConv::RunBands(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const
       // Channels gather into disjoint blocks of rows.
       ParallelFor(inner, c, 1, [&](int64_t first, int64_t last) {
         Im2Col<uint8_t>(image + first * in_size, last - first, band_g, col + first * rows_per_channel * cols,
-                        static_cast<uint8_t>(x_zero));
+                        bytes.pad);
       });
       columns = col;
       ld = cols;
     }
     QuadPanels panels;
-    PackQuadPanels(columns, depth_, cols, ld, 0, zero_point_nonzero_, false, &panels,
+    PackQuadPanels(columns, depth_, cols, ld, bytes.flip, zero_point_nonzero_, false, &panels,
                    panels_t.data<int8_t>() + slot * panel_bytes, inner);
     int32_t* acc = acc_t.data<int32_t>() + slot * m * band_cols;
     ParallelFor(inner, (m + channel_block - 1) / channel_block, 1, [&](int64_t first, int64_t last) {
@@ -112,11 +124,6 @@ void VnniConv::RunBands(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const
   };
   for (; b < n; ++b) {
     image = static_cast<const uint8_t*>(x.raw_data()) + b * c * in_size;
-    if (x_signed) {
-      uint8_t* dst = shifted_t.data<uint8_t>();
-      for (int64_t i = 0; i < c * in_size; ++i) dst[i] = static_cast<uint8_t>(image[i] ^ 0x80);
-      image = dst;
-    }
     if (band_per_thread) {
       ParallelForSlots(pool, bands, slots, [&](int64_t band, int64_t slot) { run_band(band, slot, nullptr); });
     } else {
@@ -130,23 +137,15 @@ void VnniConv::Run(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const Wind
   const int64_t cg = c / group_, mg = m / group_;
   const int64_t in_size = g.input_size(), out_size = g.output_size();
   const bool pointwise = IsPointwise(g);
-  // An int8 X moves to uint8 by adding 128 (XOR 0x80), and its zero point with it.
-  const bool x_signed = x.dtype() == DataType::kInt8;
-  const int32_t x_zero = x_signed ? x_zp + 128 : x_zp;
+  const XBytes bytes = ReadXBytes(x, x_zp);
   // Scratch from the run's allocator, which keeps freed blocks: no fresh pages on every run.
-  Tensor shifted_t = Tensor::Allocate(DataType::kUInt8, {x_signed ? cg * in_size : 0}, rt.allocator());
   Tensor col_t = Tensor::Allocate(DataType::kUInt8, {pointwise ? 0 : depth_ * out_size}, rt.allocator());
   Tensor panels_t = Tensor::Allocate(DataType::kInt8, {QuadPanelsSize(depth_, out_size)}, rt.allocator());
-  const std::vector<int32_t> col_u(static_cast<size_t>(out_size), x_zero);
+  const std::vector<int32_t> col_u(static_cast<size_t>(out_size), bytes.zero);
   QuadPanels panels;
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t gi = 0; gi < group_; ++gi) {
       const uint8_t* image = static_cast<const uint8_t*>(x.raw_data()) + (b * c + gi * cg) * in_size;
-      if (x_signed) {
-        uint8_t* dst = shifted_t.data<uint8_t>();
-        for (int64_t i = 0; i < cg * in_size; ++i) dst[i] = static_cast<uint8_t>(image[i] ^ 0x80);
-        image = dst;
-      }
       const uint8_t* columns = image;
       if (!pointwise) {
         // Channels gather into disjoint blocks of rows: split them over the threads.
@@ -154,11 +153,11 @@ void VnniConv::Run(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const Wind
         const int64_t rows_per_channel = depth_ / std::max<int64_t>(cg, 1);
         ParallelFor(rt.thread_pool(), cg, 1, [&](int64_t first, int64_t last) {
           Im2Col<uint8_t>(image + first * in_size, last - first, g, col + first * rows_per_channel * out_size,
-                          static_cast<uint8_t>(x_zero));
+                          bytes.pad);
         });
         columns = col;
       }
-      PackQuadPanels(columns, depth_, out_size, out_size, 0, zero_point_nonzero_, false, &panels,
+      PackQuadPanels(columns, depth_, out_size, out_size, bytes.flip, zero_point_nonzero_, false, &panels,
                      panels_t.data<int8_t>(), rt.thread_pool());
       const int64_t first = gi * mg;
       QuadGemm(mg, rows_.data() + first * row_stride_, row_stride_, false, panels, row_s_.data() + first, col_u.data(),

@@ -32,13 +32,9 @@ class VnniConv {
   /// out (int32 [N, M, out...]) = conv(X - x_zp, W - w_zp) for X int8 or uint8 [N, C, in...].
   void Run(RuntimeContext& rt, const Tensor& x, int32_t x_zp, const WindowGeometry& g, int32_t* out) const;
 
-  /// Output rows per band for RunBands: whole 32-pixel panels where the width allows, as many
-  /// rows as keep a band's columns within a per-thread budget that stays in the L2 cache.
-  int64_t BandRows(const WindowGeometry& g) const;
-
-  /// The same product for a 2-D window with group 1, band by band: each band of BandRows output
-  /// rows is gathered, packed and multiplied in scratch that stays in cache and handed to `block`
-  /// while it is still there, so no whole-image columns, panels or int32 result are written.
+  /// The same product for a 2-D window with group 1, band by band: each band of output rows is
+  /// gathered, packed and multiplied in scratch that stays in cache and handed to `block` while
+  /// it is still there, so no whole-image columns, panels or int32 result are written.
   /// With two bands or more per thread each thread takes whole bands; with fewer, each band is
   /// gathered and packed by all threads and multiplied in blocks of output channels. `block`
   /// runs on the session's threads, on disjoint blocks.
@@ -47,6 +43,10 @@ class VnniConv {
   const Shape& weight_shape() const { return weight_shape_; }
 
  private:
+  // Output rows per band for RunBands: whole 32-pixel panels where the width allows, as many
+  // rows as keep a band's columns within a per-thread budget that stays in the L2 cache.
+  int64_t BandRows(const WindowGeometry& g) const;
+
   Shape weight_shape_;
   int64_t group_;
   int64_t depth_;                 // C / group * kernel size
