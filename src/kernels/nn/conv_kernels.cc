@@ -358,7 +358,7 @@ class ConvKernel final : public KernelBase {
       const Tensor packed = PackedWeights(rt, w_in, w, m, c * g.kernel_size());
       ThreadPool* inner = images_in_parallel ? nullptr : pool;
       const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
-      const int64_t per_slot = lanes ? DirectLanesScratchSize(c, g, m, inner) : DirectConvScratchSize(c, g);
+      const int64_t per_slot = lanes ? DirectLanesScratchSize(c, g, m, inner) : DirectConvScratchSize(c, g, inner);
       const auto conv2d = lanes ? &DirectLanesConv2d : &DirectConv2d;
       Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
