@@ -18,7 +18,7 @@ namespace onnx_light::runtime {
 
 namespace {
 
-constexpr int64_t kBlock = 16;  // output channels per accumulator block, and floats per vector
+constexpr int64_t kBlock = kDirectConvPackedLanes;  // output channels per accumulator block, and floats per vector
 constexpr int64_t kMaxPhases = 4;              // horizontal strides DirectConvStridedApplies takes
 constexpr int64_t kMaxPhasedKernelWidth = 16;  // and kernel widths
 // A tile's channels go in halves of a packed block of 16 (8 accumulators per row), rows in threes.

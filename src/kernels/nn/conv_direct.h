@@ -32,6 +32,9 @@ bool DirectConvStridedApplies(const WindowGeometry& g);
 /// Floats PackDirectConvWeights writes for `m` output channels of `k` (= C * KH * KW) taps.
 int64_t DirectConvPackedSize(int64_t m, int64_t k);
 
+/// Output channels per block of the packed weights.
+inline constexpr int64_t kDirectConvPackedLanes = 16;
+
 /// Rearranges W [m, k] into blocks of 16 output channels, [ceil(m / 16)][k][16], zero-padded.
 void PackDirectConvWeights(const float* w, int64_t m, int64_t k, float* packed);
 
