@@ -8,6 +8,7 @@
 #include "passes/conv_activation_fusion.h"
 #include "passes/conv_add_fusion.h"
 #include "passes/conv_batchnorm_fusion.h"
+#include "passes/conv_concat_fusion.h"
 #include "passes/conv_scale_fusion.h"
 #include "passes/gelu_fusion.h"
 #include "passes/matmul_add_fusion.h"
@@ -41,6 +42,7 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   if (options.fuse_conv_activation) FuseConvActivation(work, context);
   // After them: the Conv a channel scale feeds may already carry its residual and activation.
   if (options.fuse_conv_scale) FuseConvScale(work, context);
+  if (options.fuse_conv_concat) FuseConvConcat(work, context);
   if (options.fuse_gelu) FuseGelu(work, context);
   if (options.fuse_attention) FuseAttention(work, context);
   if (options.fuse_quantized_matmul) FuseQuantizedMatMul(work, context);

@@ -19,6 +19,7 @@ struct PassOptions {
   bool fuse_conv_add = true;
   bool fuse_conv_activation = true;
   bool fuse_conv_scale = true;
+  bool fuse_conv_concat = true;
   bool fuse_gelu = true;
   bool fuse_attention = true;
   bool fuse_quantized_matmul = true;

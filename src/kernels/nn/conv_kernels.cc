@@ -41,6 +41,18 @@ struct ConvFusion {
   ConvEpilogue epilogue;
   std::string usage_suffix;  // appended to the path name: "+bn", "+bn+relu", "+hardswish", ...
   bool fused_op = false;     // FusedConv: float32 only, input 3 is the residual Z, input 4 a scale S of X
+  // The Concat along channels this FusedConv writes into (passes/conv_concat_fusion): its output
+  // has concat_channels channels, of which it computes [concat_offset, concat_offset + M); input 5,
+  // when given, is the same output with the channels earlier convolutions wrote.
+  int64_t concat_channels = 0;
+  int64_t concat_offset = 0;
+};
+
+// Where RunFloat writes: image i's output channel c at data + i * image_stride + c * output size.
+struct OutputView {
+  float* data;
+  int64_t image_stride;
+  bool empty;
 };
 
 // A run's weights: the node's W (whose constant the kernel packed at build), or W scaled per input
@@ -117,15 +129,55 @@ class ConvKernel final : public KernelBase {
         return RunBroadcastResidual(rt, x_in, w_in, b_in, *z_in, g, out_shape, weights);
       }
     }
+    if (fusion_.concat_channels > 0) {
+      if (z_in != nullptr || x_in.dtype() != DataType::kFloat) {
+        ThrowInvalid(rt, "a convolution writing into a Concat takes float32 X and no residual");
+      }
+      return RunFloat(rt, x_in, w_in, b_in, nullptr, g, ConcatOutput(rt, out_shape), fusion_.epilogue, weights);
+    }
     Tensor& y = rt.AllocateOutput(0, x_in.dtype(), out_shape);
     switch (x_in.dtype()) {
       case DataType::kFloat:
-        return RunFloat(rt, x_in, w_in, b_in, z_in, g, y, fusion_.epilogue, weights);
+        return RunFloat(rt, x_in, w_in, b_in, z_in, g, {y.data<float>(), y.size() / std::max<int64_t>(n, 1), y.size() == 0},
+                        fusion_.epilogue, weights);
       case DataType::kDouble:
         return RunIm2Col<double>(rt, x_in, w_in, b_in, g, y);
       default:
         ThrowUnsupportedType(rt, 0, x_in.dtype());
     }
+  }
+
+  // The Concat's output [N, concat_channels, spatial...] with this convolution's channels as the
+  // view to write: input 5 (the earlier convolutions' channels) taken over, or a new tensor when
+  // this is the first. `conv_shape` is what the convolution alone would output.
+  OutputView ConcatOutput(RuntimeContext& rt, const Shape& conv_shape) const {
+    Shape shape = conv_shape;
+    const int64_t m = conv_shape[1];
+    if (fusion_.concat_offset + m > fusion_.concat_channels) {
+      ThrowInvalid(rt, "W has {} output channels, more than channels [{}, {}) of the Concat this node writes",
+                   m, fusion_.concat_offset, fusion_.concat_channels);
+    }
+    shape[1] = fusion_.concat_channels;
+    Tensor* y = nullptr;
+    const Tensor* earlier = rt.num_inputs() > 5 ? rt.OptionalInput(5) : nullptr;
+    if (earlier != nullptr) {
+      if (earlier->dtype() != DataType::kFloat || earlier->shape() != shape) {
+        ThrowInvalid(rt, "the Concat this node covers joins inputs of different shapes: the convolution's output {} "
+                     "does not fit the Concat's {} of '{}' (an input {} {})", ShapeToString(conv_shape),
+                     ShapeToString(shape), rt.input_name(5), DataTypeName(earlier->dtype()),
+                     ShapeToString(earlier->shape()));
+      }
+      y = rt.ReuseInputForOutput(0, 5, DataType::kFloat, shape);
+      if (y == nullptr) {  // the earlier channels are shared: copied, never written over
+        const Tensor src = earlier->Contiguous(rt.allocator());
+        y = &rt.AllocateOutput(0, DataType::kFloat, shape);
+        std::copy_n(src.data<float>(), src.size(), y->data<float>());
+      }
+    } else {
+      y = &rt.AllocateOutput(0, DataType::kFloat, shape);
+    }
+    const int64_t plane = y->size() / std::max<int64_t>(shape[0] * shape[1], 1);
+    return {y->data<float>() + fusion_.concat_offset * plane, shape[1] * plane, y->size() == 0};
   }
 
   // X = Mul(A, S) folded into the convolution (passes/conv_scale_fusion): inputs 0 and 4 are Mul's
@@ -326,7 +378,9 @@ class ConvKernel final : public KernelBase {
                    rt.input_name(3), ShapeToString(z_shape), ShapeToString(conv_shape));
     }
     Tensor conv = Tensor::Allocate(DataType::kFloat, conv_shape, rt.allocator());
-    RunFloat(rt, x_in, w_in, b_in, nullptr, g, conv, ConvEpilogue{}, weights);
+    RunFloat(rt, x_in, w_in, b_in, nullptr, g,
+             {conv.data<float>(), conv.size() / std::max<int64_t>(conv_shape[0], 1), conv.size() == 0}, ConvEpilogue{},
+             weights);
     Tensor& y = rt.AllocateOutput(0, DataType::kFloat, *shape);
     const Tensor zc = z_in.Contiguous(rt.allocator());
     const float* a = conv.data<float>();
@@ -337,7 +391,7 @@ class ConvKernel final : public KernelBase {
   }
 
   void RunFloat(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
-                const Tensor* z_in, const WindowGeometry& g, Tensor& y, const ConvEpilogue& ep,
+                const Tensor* z_in, const WindowGeometry& g, OutputView y, const ConvEpilogue& ep,
                 RunWeights weights) const {
     const int64_t n = x_in.dim(0);
     const int64_t c = x_in.dim(1);
@@ -377,7 +431,7 @@ class ConvKernel final : public KernelBase {
                         : GemmPathName<float>(pointwise, g, cg, mg),
              weights);
     }
-    if (y.size() == 0) return;
+    if (y.empty) return;
     const Tensor xc = x_in.Contiguous(rt.allocator());
     const Tensor wc = w_in.Contiguous(rt.allocator());
     const Tensor bc = b_in != nullptr ? b_in->Contiguous(rt.allocator()) : Tensor();
@@ -386,7 +440,8 @@ class ConvKernel final : public KernelBase {
     const float* w = wc.data<float>();
     const float* bias = b_in != nullptr ? bc.data<float>() : nullptr;
     const float* z = z_in != nullptr ? zc.data<float>() : nullptr;
-    float* out = y.data<float>();
+    float* out = y.data;
+    const int64_t y_image = y.image_stride;
     const int64_t in_size = g.input_size();
     const int64_t out_size = g.output_size();
     ThreadPool* pool = rt.thread_pool();
@@ -403,11 +458,11 @@ class ConvKernel final : public KernelBase {
       ParallelForSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
         const int64_t img = unit / blocks;
         const int64_t c0 = unit % blocks * kDepthwiseLanes;
-        const int64_t y_offset = (img * m + c0) * out_size;
+        const int64_t z_offset = (img * m + c0) * out_size;
         DepthwiseLanesBlock(x + (img * c + c0) * in_size, std::min(kDepthwiseLanes, c - c0), g,
                             w + c0 * g.kernel_size(), bias != nullptr ? bias + c0 : nullptr, ep,
-                            z != nullptr ? z + y_offset : nullptr, scratch.data<float>() + slot * per_slot,
-                            out + y_offset);
+                            z != nullptr ? z + z_offset : nullptr, scratch.data<float>() + slot * per_slot,
+                            out + img * y_image + c0 * out_size);
       });
       return;
     }
@@ -421,10 +476,10 @@ class ConvKernel final : public KernelBase {
       ParallelForSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
         const int64_t img = unit / group_;
         const int64_t grp = unit % group_;
-        const int64_t y_offset = (img * m + grp * mg) * out_size;
+        const int64_t z_offset = (img * m + grp * mg) * out_size;
         GroupedConvGroup(*plan, x + (img * c + grp * cg) * in_size, w + grp * mg * cg * g.kernel_size(),
-                         bias != nullptr ? bias + grp * mg : nullptr, ep, z != nullptr ? z + y_offset : nullptr,
-                         scratch.data<float>() + slot * plan->scratch, out + y_offset);
+                         bias != nullptr ? bias + grp * mg : nullptr, ep, z != nullptr ? z + z_offset : nullptr,
+                         scratch.data<float>() + slot * plan->scratch, out + img * y_image + grp * mg * out_size);
       });
       return;
     }
@@ -441,7 +496,7 @@ class ConvKernel final : public KernelBase {
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
         ThreadPool* inner = images_in_parallel ? nullptr : pool;
         const float* image = x + img * c * in_size;
-        float* y_img = out + img * m * out_size;
+        float* y_img = out + img * y_image;
         const float* z_img = z != nullptr ? z + img * m * out_size : nullptr;
         if (pointwise) {
           PointwiseConv(image, k, out_size, packed.data<float>(), m, bias, ep, z_img, y_img, inner);
@@ -480,11 +535,11 @@ class ConvKernel final : public KernelBase {
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
         conv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, ep,
                z != nullptr ? z + img * m * out_size : nullptr, scratch.data<float>() + slot * per_slot,
-               out + img * m * out_size, inner);
+               out + img * y_image, inner);
       });
       return;
     }
-    RunGemm<float>(rt, x, w, g, n, c, m, pointwise, images_in_parallel, out,
+    RunGemm<float>(rt, x, w, g, n, c, m, pointwise, images_in_parallel, out, y_image,
                    [&](int64_t img, float* y_img) {
                      ApplyConvEpilogue(ep, y_img, z != nullptr ? z + img * m * out_size : nullptr, m, out_size,
                                        bias);
@@ -506,7 +561,7 @@ class ConvKernel final : public KernelBase {
     const T* bias = b_in != nullptr ? bc.data<T>() : nullptr;
     const int64_t out_size = g.output_size();
     RunGemm<T>(rt, xc.data<T>(), wc.data<T>(), g, n, c, m, pointwise,
-               ImagesInParallel(n, m * out_size * (c / group_) * g.kernel_size()), y.data<T>(),
+               ImagesInParallel(n, m * out_size * (c / group_) * g.kernel_size()), y.data<T>(), m * out_size,
                [&](int64_t, T* y_img) { AddBias<T>(y_img, m, out_size, bias); });
   }
 
@@ -515,7 +570,8 @@ class ConvKernel final : public KernelBase {
   // buffer; a single image splits its GEMMs over the pool instead.
   template <typename T, typename Epilogue>
   void RunGemm(RuntimeContext& rt, const T* x, const T* w, const WindowGeometry& g, int64_t n, int64_t c,
-               int64_t m, bool pointwise, bool images_in_parallel, T* out, Epilogue&& epilogue) const {
+               int64_t m, bool pointwise, bool images_in_parallel, T* out, int64_t y_image,
+               Epilogue&& epilogue) const {
     const int64_t cg = c / group_;
     const int64_t mg = m / group_;
     const int64_t in_size = g.input_size();
@@ -531,7 +587,7 @@ class ConvKernel final : public KernelBase {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const T* xg = x + (img * c + grp * cg) * in_size;
         const T* wg = w + grp * mg * cg * ksize;
-        T* yg = out + (img * m + grp * mg) * out_size;
+        T* yg = out + img * y_image + grp * mg * out_size;
         const T* rhs = xg;
         if (!pointwise) {
           T* slot_col = col.data<T>() + slot * col_size;
@@ -541,7 +597,7 @@ class ConvKernel final : public KernelBase {
         Gemm<T>(false, false, mg, out_size, cg * ksize, 1.0, wg, cg * ksize, rhs, out_size, 0.0, yg, out_size,
                 gemm_pool);
       }
-      epilogue(img, out + img * m * out_size);
+      epilogue(img, out + img * y_image);
     });
   }
 
@@ -569,8 +625,11 @@ void RegisterFusedConvKernels(KernelRegistry& registry) {
     fusion.epilogue = ConvEpilogue::Parse(info);
     fusion.usage_suffix = info.GetString("usage_suffix", "");
     fusion.fused_op = true;
-    if (info.num_inputs() > 5) {
-      ThrowInvalid(info, "FusedConv takes at most 5 inputs (X, W, B, Z, S), got {}", info.num_inputs());
+    fusion.concat_channels = info.GetIntInRange("concat_channels", 0, 0);
+    fusion.concat_offset = info.GetIntInRange("concat_offset", 0, 0);
+    if (info.num_inputs() > 6) {
+      ThrowInvalid(info, "FusedConv takes at most 6 inputs (X, W, B, Z, S, and the Concat output it writes into), "
+                   "got {}", info.num_inputs());
     }
     return std::make_unique<ConvKernel>(info, std::move(fusion));
   });
