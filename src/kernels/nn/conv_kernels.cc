@@ -447,7 +447,8 @@ class ConvKernel final : public KernelBase {
     ThreadPool* pool = rt.thread_pool();
 
     if (depthwise_lanes) {
-      // (image, block of 16 channels) units over the pool's threads, each slot with its scratch.
+      // (image, block of 16 channels) units in contiguous shares over the pool's threads, each
+      // slot with its scratch.
       const int64_t blocks = (c + kDepthwiseLanes - 1) / kDepthwiseLanes;
       const int64_t units = n * blocks;
       constexpr int64_t kMinParallelWork = int64_t{1} << 15;
@@ -455,7 +456,7 @@ class ConvKernel final : public KernelBase {
       const int64_t slots = parallel ? ParallelSlots(pool, units) : 1;
       const int64_t per_slot = DepthwiseLanesScratchSize(g);
       Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
-      ParallelForSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
+      ParallelForContiguousSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
         const int64_t img = unit / blocks;
         const int64_t c0 = unit % blocks * kDepthwiseLanes;
         const int64_t z_offset = (img * m + c0) * out_size;
@@ -467,13 +468,14 @@ class ConvKernel final : public KernelBase {
       return;
     }
     if (grouped) {
-      // (image, group) units over the pool's threads, each slot with its padded-input scratch.
+      // (image, group) units in contiguous shares over the pool's threads, each slot with its
+      // padded-input scratch.
       const int64_t units = n * group_;
       constexpr int64_t kMinParallelWork = int64_t{1} << 15;
       const bool parallel = m * out_size * cg * g.kernel_size() * n >= kMinParallelWork;
       const int64_t slots = parallel ? ParallelSlots(pool, units) : 1;
       Tensor scratch = Tensor::Allocate(DataType::kFloat, {plan->scratch * slots}, rt.allocator());
-      ParallelForSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
+      ParallelForContiguousSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
         const int64_t img = unit / group_;
         const int64_t grp = unit % group_;
         const int64_t z_offset = (img * m + grp * mg) * out_size;
