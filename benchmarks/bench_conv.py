@@ -60,6 +60,8 @@ def conv_case(rng, c, hw, m, k, stride=1, group=1, pad=None, name=None, bias=Tru
 
 def depthwise_cases(rng):
     yield conv_case(rng, 16, 112, 16, 3, 2, 16, name="dw 3x3 s2 C16 @112 (mnv3s)")
+    yield conv_case(rng, 72, 56, 72, 3, 2, 72, name="dw 3x3 s2 C72 @56 (mnv3s)")
+    yield conv_case(rng, 88, 28, 88, 3, 1, 88, name="dw 3x3 s1 C88 @28 (mnv3s)")
     yield conv_case(rng, 32, 112, 32, 3, 1, 32, name="dw 3x3 s1 C32 @112 (effnet)")
     yield conv_case(rng, 144, 56, 144, 3, 1, 144, name="dw 3x3 s1 C144 @56 (effnet)")
     yield conv_case(rng, 96, 28, 96, 5, 2, 96, name="dw 5x5 s2 C96 @28 (mnv3s)")

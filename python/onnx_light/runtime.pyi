@@ -376,7 +376,8 @@ class RuntimeSessionOptions:
                  fuse_attention: bool = True, fuse_quantized_matmul: bool = True, fuse_qdq: bool = True,
                  thread_pool: SharedThreadPool | None = None, fuse_conv_add: bool = True,
                  fuse_matmul_add: bool = True, fuse_matmul_integer_scale: bool = True,
-                 fuse_dequantize_gather: bool = True) -> None: ...
+                 fuse_dequantize_gather: bool = True, fuse_conv_scale: bool = True,
+                 fuse_conv_concat: bool = True) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -412,6 +413,18 @@ class RuntimeSessionOptions:
     """Add the other input of a residual Add that alone reads a float32 Conv's output in the
     convolution's epilogue, before a fused activation, with Add's broadcasting (one FusedConv
     node, kernel usage ".../<path>+add"; docs/graph-passes.md)."""
+    fuse_conv_scale: bool
+    """Fold a Mul that alone feeds a float32 Conv's input X into that Conv (one FusedConv node). When
+    one operand holds one factor per channel of the other (a squeeze-and-excitation block) and W is
+    small against X, W's input channels are scaled instead of X (kernel usage ".../<path>+scale");
+    otherwise the Mul runs inside the node (".../<path>+mul"). Results match the two nodes up to
+    one rounding per product (docs/graph-passes.md)."""
+    fuse_conv_concat: bool
+    """Let float32 convolutions whose outputs only a Concat along channels reads (squeezenet's fire
+    modules, inception blocks) write their channels straight into the Concat's output: the Concat
+    copies nothing, the convolutions run as a chain of FusedConv nodes whose last stands for the
+    Concat (kernel usage ".../<path>+concat"); results equal the unfused graph's
+    (docs/graph-passes.md)."""
     fold_constants: bool
     """Compute nodes whose inputs are all constants once, at build time; they are no longer
     dispatched and their results appear as initializers (docs/graph-passes.md)."""

@@ -549,7 +549,8 @@ void BindSession(py::module_& m) {
                        bool fold_constants, bool eliminate_noop_nodes, bool fuse_gelu,
                        bool fuse_conv_activation, bool fuse_attention, bool fuse_quantized_matmul,
                        bool fuse_qdq, std::shared_ptr<SharedThreadPool> thread_pool, bool fuse_conv_add,
-                       bool fuse_matmul_add, bool fuse_matmul_integer_scale, bool fuse_dequantize_gather) {
+                       bool fuse_matmul_add, bool fuse_matmul_integer_scale, bool fuse_dequantize_gather,
+                       bool fuse_conv_scale, bool fuse_conv_concat) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
                                            .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
@@ -558,6 +559,8 @@ void BindSession(py::module_& m) {
                                            .fuse_conv_batchnorm = fuse_conv_batchnorm,
                                            .fuse_conv_activation = fuse_conv_activation,
                                            .fuse_conv_add = fuse_conv_add,
+                                           .fuse_conv_scale = fuse_conv_scale,
+                                           .fuse_conv_concat = fuse_conv_concat,
                                            .fold_constants = fold_constants,
                                            .eliminate_noop_nodes = eliminate_noop_nodes,
                                            .fuse_gelu = fuse_gelu,
@@ -586,7 +589,8 @@ void BindSession(py::module_& m) {
            py::arg("fuse_attention") = true, py::arg("fuse_quantized_matmul") = true,
            py::arg("fuse_qdq") = true, py::arg("thread_pool") = py::none(), py::arg("fuse_conv_add") = true,
            py::arg("fuse_matmul_add") = true, py::arg("fuse_matmul_integer_scale") = true,
-           py::arg("fuse_dequantize_gather") = true,
+           py::arg("fuse_dequantize_gather") = true, py::arg("fuse_conv_scale") = true,
+           py::arg("fuse_conv_concat") = true,
            "Every option by keyword; a value out of range is a ValueError naming it.")
       .def_readwrite("thread_pool", &RuntimeSessionOptions::thread_pool,
                      "The SharedThreadPool whose workers run the session's parallel regions, shared "
@@ -609,6 +613,13 @@ void BindSession(py::module_& m) {
       .def_readwrite("fuse_conv_add", &RuntimeSessionOptions::fuse_conv_add,
                      "Add the other input of a residual Add that alone reads a float32 Conv's output "
                      "in the convolution's epilogue, with Add's broadcasting (docs/graph-passes.md).")
+      .def_readwrite("fuse_conv_scale", &RuntimeSessionOptions::fuse_conv_scale,
+                     "Fold a Mul that alone feeds a float32 Conv's input X into the Conv: a per-channel "
+                     "scale (squeeze-and-excitation) scales W's input channels instead of X "
+                     "(docs/graph-passes.md).")
+      .def_readwrite("fuse_conv_concat", &RuntimeSessionOptions::fuse_conv_concat,
+                     "Let float32 convolutions whose outputs only a Concat along channels reads write "
+                     "straight into the Concat's output, so the Concat copies nothing (docs/graph-passes.md).")
       .def_readwrite("fold_constants", &RuntimeSessionOptions::fold_constants,
                      "Compute nodes whose inputs are all constants once, at build time "
                      "(docs/graph-passes.md).")

@@ -18,12 +18,13 @@ std::string StringAttr(const Node& node, const char* name) {
 
 }  // namespace
 
-bool IsFusableConv(const WorkingGraph& graph, const PassContext& context, size_t i, bool with_residual) {
+bool IsFusableConv(const WorkingGraph& graph, const PassContext& context, size_t i, bool with_residual,
+                   bool with_activation) {
   if (!graph.live(i)) return false;
   const Node& node = graph.node(i);
   const bool fused = node.domain == kFusedDomain && node.op_type == "FusedConv";
   if (!fused && !context.IsBuiltin(node, "Conv")) return false;
-  if (fused && (!StringAttr(node, "activation").empty() ||
+  if (fused && ((!with_activation && !StringAttr(node, "activation").empty()) ||
                 (!with_residual && node.inputs.size() > 3 && !node.inputs[3].empty()))) {
     return false;
   }

@@ -9,10 +9,11 @@
 
 namespace onnx_light::runtime {
 
-/// Node `i` is a default-domain Conv or a FusedConv with no activation and (unless
-/// `with_residual`) no residual, with one output, a constant float32 weight and, when present, a
-/// constant float32 bias.
-bool IsFusableConv(const WorkingGraph& graph, const PassContext& context, size_t i, bool with_residual = false);
+/// Node `i` is a default-domain Conv or a FusedConv with (unless `with_activation`) no activation,
+/// (unless `with_residual`) no residual and no channel scale, with one output, a constant float32
+/// weight and, when present, a constant float32 bias.
+bool IsFusableConv(const WorkingGraph& graph, const PassContext& context, size_t i, bool with_residual = false,
+                   bool with_activation = false);
 
 /// A FusedConv node with `conv`'s name, attributes and inputs, writing `output`, its
 /// usage_suffix extended by `suffix` and its activation set when `activation` is not empty.

@@ -8,6 +8,8 @@
 #include "passes/conv_activation_fusion.h"
 #include "passes/conv_add_fusion.h"
 #include "passes/conv_batchnorm_fusion.h"
+#include "passes/conv_concat_fusion.h"
+#include "passes/conv_scale_fusion.h"
 #include "passes/gelu_fusion.h"
 #include "passes/matmul_add_fusion.h"
 #include "passes/matmul_integer_scale_fusion.h"
@@ -38,6 +40,9 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   // The residual before the activation: Relu(Conv + Z) becomes one node with both.
   if (options.fuse_conv_add) FuseConvAdd(work, context);
   if (options.fuse_conv_activation) FuseConvActivation(work, context);
+  // After them: the Conv a channel scale feeds may already carry its residual and activation.
+  if (options.fuse_conv_scale) FuseConvScale(work, context);
+  if (options.fuse_conv_concat) FuseConvConcat(work, context);
   if (options.fuse_gelu) FuseGelu(work, context);
   if (options.fuse_attention) FuseAttention(work, context);
   if (options.fuse_quantized_matmul) FuseQuantizedMatMul(work, context);

@@ -18,6 +18,8 @@ struct PassOptions {
   bool fuse_conv_batchnorm = true;
   bool fuse_conv_add = true;
   bool fuse_conv_activation = true;
+  bool fuse_conv_scale = true;
+  bool fuse_conv_concat = true;
   bool fuse_gelu = true;
   bool fuse_attention = true;
   bool fuse_quantized_matmul = true;

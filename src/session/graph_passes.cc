@@ -69,6 +69,8 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
                            .fuse_conv_batchnorm = options.fuse_conv_batchnorm && fused("FusedConv"),
                            .fuse_conv_add = options.fuse_conv_add && fused("FusedConv"),
                            .fuse_conv_activation = options.fuse_conv_activation && fused("FusedConv"),
+                           .fuse_conv_scale = options.fuse_conv_scale && fused("FusedConv"),
+                           .fuse_conv_concat = options.fuse_conv_concat && fused("FusedConv"),
                            .fuse_gelu = options.fuse_gelu && fused("Gelu"),
                            .fuse_attention = options.fuse_attention && fused("Attention") &&
                                              fused("RepeatedHeadsShape"),

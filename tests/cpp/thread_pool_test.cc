@@ -104,6 +104,33 @@ TEST(ThreadPool, SlotsClaimUnitsSoASlowSlotDoesNotHoldTheOthersBack) {
   for (int64_t u = 0; u < kUnits; ++u) EXPECT_EQ(hits[static_cast<size_t>(u)].load(), 1) << "unit " << u;
 }
 
+TEST(ThreadPool, ContiguousSlotsRunEachUnitOnceInTheSlotItWasDealtTo) {
+  ThreadPool pool(2);
+  for (const int64_t units : {1, 2, 7, 40}) {
+    for (const int64_t slots : {1, 2, 3}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(units));
+      std::vector<std::atomic<int64_t>> slot_of(static_cast<size_t>(units));
+      std::atomic<int64_t> last[3] = {-1, -1, -1};
+      std::atomic<bool> out_of_order{false};
+      ParallelForContiguousSlots(&pool, units, slots, [&](int64_t unit, int64_t slot) {
+        ASSERT_LT(slot, slots);
+        hits[static_cast<size_t>(unit)].fetch_add(1);
+        slot_of[static_cast<size_t>(unit)] = slot;
+        // A slot's units run one after another, in order.
+        if (last[slot].exchange(unit) >= unit) out_of_order = true;
+      });
+      EXPECT_FALSE(out_of_order.load());
+      const int64_t tasks = std::min(slots, units);
+      for (int64_t u = 0; u < units; ++u) {
+        EXPECT_EQ(hits[static_cast<size_t>(u)].load(), 1) << "unit " << u;
+        const int64_t t = slot_of[static_cast<size_t>(u)].load();
+        EXPECT_TRUE(units * t / tasks <= u && u < units * (t + 1) / tasks)
+            << "unit " << u << " of " << units << " ran in slot " << t << " of " << tasks;
+      }
+    }
+  }
+}
+
 TEST(ThreadPool, SingleThreadPoolRunsInline) {
   ThreadPool pool(1);
   const std::thread::id caller = std::this_thread::get_id();

@@ -64,6 +64,17 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// convolution's epilogue (before a fused activation): one FusedConv node, kernel usage
   /// "Conv/float32/<path>+add". Add's broadcasting is kept, so results are the unfused graph's.
   bool fuse_conv_add = true;
+  /// Fold a Mul that alone feeds a float32 Conv's input X into that Conv (one FusedConv node): when
+  /// one of its operands holds one factor per channel of the other (a squeeze-and-excitation
+  /// block's scale) and W is no larger than the feature map, W's input channels are scaled instead
+  /// of X (kernel usage "Conv/float32/<path>+scale"); otherwise the Mul runs inside the node
+  /// ("+mul"). Results match the two nodes up to one rounding per product.
+  bool fuse_conv_scale = true;
+  /// Let float32 convolutions whose outputs only a Concat along channels reads write their channels
+  /// straight into the Concat's output (squeezenet's fire modules, inception blocks): the Concat's
+  /// copy disappears and the convolutions run as a chain of FusedConv nodes, the last standing for
+  /// the Concat (kernel usage "Conv/float32/<path>+concat"). Results equal the unfused graph's.
+  bool fuse_conv_concat = true;
   /// Build-time graph passes (docs/graph-passes.md), each switched by its own field. They run on
   /// the main graph before kernels are resolved and never touch a node a custom kernel or a
   /// model-local function serves, a graph output's name, or a value a subgraph reads. Events

@@ -32,16 +32,21 @@ bool DirectConvStridedApplies(const WindowGeometry& g);
 /// Floats PackDirectConvWeights writes for `m` output channels of `k` (= C * KH * KW) taps.
 int64_t DirectConvPackedSize(int64_t m, int64_t k);
 
+/// Output channels per block of the packed weights.
+inline constexpr int64_t kDirectConvPackedLanes = 16;
+
 /// Rearranges W [m, k] into blocks of 16 output channels, [ceil(m / 16)][k][16], zero-padded.
 void PackDirectConvWeights(const float* w, int64_t m, int64_t k, float* packed);
 
-/// Floats of scratch DirectConv2d needs for one image of `channels` channels.
-int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g);
+/// Floats of scratch DirectConv2d needs for one image of `channels` channels, split over `pool`
+/// (null: the calling thread alone; pass the pool DirectConv2d will get).
+int64_t DirectConvScratchSize(int64_t channels, const WindowGeometry& g, const ThreadPool* pool);
 
 /// y[m, oh, ow] = epilogue(bias[m] + sum over c, kh, kw of W[m, c, kh, kw] * x[c, oh * sh + kh - pad, ow * sw + kw - pad]
 /// + z[m, oh, ow]) for one image x [channels, H, W] into y [m, OH, OW]; `bias` and `z` (laid out
-/// like y) may be null. Blocks of output channels are spread over `pool` (null: the calling
-/// thread). Requires DirectConvAvailable() and DirectConvStridedApplies(g).
+/// like y) may be null. Bands of output rows are spread over `pool` (null: the calling thread),
+/// each padded into its own part of `scratch` (DirectConvScratchSize floats for that pool).
+/// Requires DirectConvAvailable() and DirectConvStridedApplies(g).
 void DirectConv2d(const float* x, int64_t channels, const WindowGeometry& g, const float* packed_w, int64_t m,
                   const float* bias, const ConvEpilogue& epilogue, const float* z, float* scratch, float* y,
                   ThreadPool* pool = nullptr);

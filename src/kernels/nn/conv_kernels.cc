@@ -40,7 +40,28 @@ namespace {
 struct ConvFusion {
   ConvEpilogue epilogue;
   std::string usage_suffix;  // appended to the path name: "+bn", "+bn+relu", "+hardswish", ...
-  bool fused_op = false;     // FusedConv: float32 only, input 3 is the residual Z
+  bool fused_op = false;     // FusedConv: float32 only, input 3 is the residual Z, input 4 a scale S of X
+  // The Concat along channels this FusedConv writes into (passes/conv_concat_fusion): its output
+  // has concat_channels channels, of which it computes [concat_offset, concat_offset + M); input 5,
+  // when given, is the same output with the channels earlier convolutions wrote.
+  int64_t concat_channels = 0;
+  int64_t concat_offset = 0;
+};
+
+// Where RunFloat writes: image i's output channel c at data + i * image_stride + c * output size.
+struct OutputView {
+  float* data;
+  int64_t image_stride;
+  bool empty;
+};
+
+// A run's weights: the node's W (whose constant the kernel packed at build), or W scaled per input
+// channel for a channel scale S (`packed`: its packed copy; or, when null, packed on the run), named
+// by `usage` in the kernel-usage path.
+struct RunWeights {
+  bool node_w = true;
+  const Tensor* packed = nullptr;
+  std::string_view usage;
 };
 
 // y[c] += bias[c] over `channels` planes of `size` (the non-float32 types, which have no fusion).
@@ -64,8 +85,14 @@ class ConvKernel final : public KernelBase {
   }
 
   void Run(RuntimeContext& rt) const override {
-    const Tensor& x_in = rt.Input(0);
-    const Tensor& w_in = rt.Input(1);
+    const Tensor* s_in = fusion_.fused_op && rt.num_inputs() > 4 ? rt.OptionalInput(4) : nullptr;
+    if (s_in != nullptr) return RunScaled(rt, rt.Input(0), *s_in);
+    RunOn(rt, rt.Input(0), rt.Input(1), {});
+  }
+
+ private:
+  // Conv of x_in with w_in (X and W, or the stand-ins RunScaled made for them).
+  void RunOn(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, RunWeights weights) const {
     const Tensor* b_in = rt.OptionalInput(2);
     if (fusion_.fused_op && x_in.dtype() != DataType::kFloat) ThrowUnsupportedType(rt, 0, x_in.dtype());
     CheckConvOperands(rt, x_in, w_in, b_in);
@@ -99,13 +126,20 @@ class ConvKernel final : public KernelBase {
                      DataTypeName(z_in->dtype()));
       }
       if (!std::equal(z_in->shape().begin(), z_in->shape().end(), out_shape.begin(), out_shape.end())) {
-        return RunBroadcastResidual(rt, x_in, w_in, b_in, *z_in, g, out_shape);
+        return RunBroadcastResidual(rt, x_in, w_in, b_in, *z_in, g, out_shape, weights);
       }
+    }
+    if (fusion_.concat_channels > 0) {
+      if (z_in != nullptr || x_in.dtype() != DataType::kFloat) {
+        ThrowInvalid(rt, "a convolution writing into a Concat takes float32 X and no residual");
+      }
+      return RunFloat(rt, x_in, w_in, b_in, nullptr, g, ConcatOutput(rt, out_shape), fusion_.epilogue, weights);
     }
     Tensor& y = rt.AllocateOutput(0, x_in.dtype(), out_shape);
     switch (x_in.dtype()) {
       case DataType::kFloat:
-        return RunFloat(rt, x_in, w_in, b_in, z_in, g, y, fusion_.epilogue);
+        return RunFloat(rt, x_in, w_in, b_in, z_in, g, {y.data<float>(), y.size() / std::max<int64_t>(n, 1), y.size() == 0},
+                        fusion_.epilogue, weights);
       case DataType::kDouble:
         return RunIm2Col<double>(rt, x_in, w_in, b_in, g, y);
       default:
@@ -113,7 +147,135 @@ class ConvKernel final : public KernelBase {
     }
   }
 
- private:
+  // The Concat's output [N, concat_channels, spatial...] with this convolution's channels as the
+  // view to write: input 5 (the earlier convolutions' channels) taken over, or a new tensor when
+  // this is the first. `conv_shape` is what the convolution alone would output.
+  OutputView ConcatOutput(RuntimeContext& rt, const Shape& conv_shape) const {
+    Shape shape = conv_shape;
+    const int64_t m = conv_shape[1];
+    if (fusion_.concat_offset + m > fusion_.concat_channels) {
+      ThrowInvalid(rt, "W has {} output channels, more than channels [{}, {}) of the Concat this node writes",
+                   m, fusion_.concat_offset, fusion_.concat_channels);
+    }
+    shape[1] = fusion_.concat_channels;
+    Tensor* y = nullptr;
+    const Tensor* earlier = rt.num_inputs() > 5 ? rt.OptionalInput(5) : nullptr;
+    if (earlier != nullptr) {
+      if (earlier->dtype() != DataType::kFloat || earlier->shape() != shape) {
+        ThrowInvalid(rt, "the Concat this node covers joins inputs of different shapes: the convolution's output {} "
+                     "does not fit the Concat's {} of '{}' (an input {} {})", ShapeToString(conv_shape),
+                     ShapeToString(shape), rt.input_name(5), DataTypeName(earlier->dtype()),
+                     ShapeToString(earlier->shape()));
+      }
+      y = rt.ReuseInputForOutput(0, 5, DataType::kFloat, shape);
+      if (y == nullptr) {  // the earlier channels are shared: copied, never written over
+        const Tensor src = earlier->Contiguous(rt.allocator());
+        y = &rt.AllocateOutput(0, DataType::kFloat, shape);
+        std::copy_n(src.data<float>(), src.size(), y->data<float>());
+      }
+    } else {
+      y = &rt.AllocateOutput(0, DataType::kFloat, shape);
+    }
+    const int64_t plane = y->size() / std::max<int64_t>(shape[0] * shape[1], 1);
+    return {y->data<float>() + fusion_.concat_offset * plane, shape[1] * plane, y->size() == 0};
+  }
+
+  // X = Mul(A, S) folded into the convolution (passes/conv_scale_fusion): inputs 0 and 4 are Mul's
+  // operands. When one of them is a scale per channel of the other ([C], [C, 1, 1], [1, C, 1, 1],
+  // ... against [N, C, H, W]) and W is no larger than what the Mul would write, W's input channels
+  // are scaled instead of X (sum over c of W[m, c] * (x[c] * s[c]) as sum of (W[m, c] * s[c]) * x[c]:
+  // one rounding moves from the product to the weight). Otherwise the Mul runs first, with its
+  // broadcasting, into a scratch X.
+  void RunScaled(RuntimeContext& rt, const Tensor& a_in, const Tensor& s_in) const {
+    for (const auto& [index, t] : {std::pair<int, const Tensor*>{0, &a_in}, {4, &s_in}}) {
+      if (t->dtype() != DataType::kFloat) {
+        ThrowInvalid(rt, "input {} ('{}') must be float32 (the operands of the Mul this node covers), got {}", index,
+                     rt.input_name(index), DataTypeName(t->dtype()));
+      }
+    }
+    const Tensor& w_in = rt.Input(1);
+    const bool s_scales_a = ScalesChannels(s_in, a_in);
+    const bool a_scales_s = !s_scales_a && ScalesChannels(a_in, s_in);
+    if (s_scales_a || a_scales_s) {
+      const Tensor& x = s_scales_a ? a_in : s_in;
+      const Tensor& scale = s_scales_a ? s_in : a_in;
+      const int64_t c = x.dim(1);
+      // Scaling W is a pass over W on one thread, and the threads then read the scaled copy it
+      // wrote; the Mul a pass over X split over the threads. W is scaled when it is at most half
+      // of each thread's share of X (measured on the squeeze-and-excitation blocks of
+      // mobilenet_v3 and efficientnet_b0, docs/performance.md).
+      const Tensor sc = scale.Contiguous(rt.allocator());
+      const float* s = sc.data<float>();
+      const bool one_scale = sc.size() == 1;
+      const int64_t threads = rt.thread_pool() != nullptr ? rt.thread_pool()->num_threads() : 1;
+      if (group_ == 1 && w_in.rank() == x.rank() && w_in.dim(1) == c && 2 * threads * w_in.size() <= x.size()) {
+        const int64_t m = w_in.dim(0);
+        const int64_t taps = w_in.size() / std::max<int64_t>(m * c, 1);
+        if (prepacked_.defined() && w_in.shape() == prepacked_shape_) {
+          // The packed layout is [M / 16][C * taps][16]: row t of a block belongs to channel t / taps.
+          Tensor packed = Tensor::Allocate(DataType::kFloat, prepacked_.shape(), rt.allocator());
+          const float* src = prepacked_.data<float>();
+          float* dst = packed.data<float>();
+          const int64_t rows = prepacked_.size() / kDirectConvPackedLanes;
+          for (int64_t row = 0; row < rows; ++row) {
+            const float f = s[one_scale ? 0 : row % (c * taps) / taps];
+            for (int64_t j = 0; j < kDirectConvPackedLanes; ++j) dst[row * kDirectConvPackedLanes + j] = src[row * kDirectConvPackedLanes + j] * f;
+          }
+          return RunOn(rt, x, w_in, {.node_w = false, .packed = &packed, .usage = "+scale"});
+        }
+        const Tensor wc = w_in.Contiguous(rt.allocator());
+        Tensor scaled = Tensor::Allocate(DataType::kFloat, w_in.shape(), rt.allocator());
+        const float* src = wc.data<float>();
+        float* dst = scaled.data<float>();
+        for (int64_t row = 0; row < m * c; ++row) {
+          const float f = s[one_scale ? 0 : row % c];
+          for (int64_t t = 0; t < taps; ++t) dst[row * taps + t] = src[row * taps + t] * f;
+        }
+        return RunOn(rt, x, scaled, {.node_w = false, .usage = "+scale"});
+      }
+      // W is the larger: the Mul, one factor per plane.
+      Tensor scaled_x = Tensor::Allocate(DataType::kFloat, x.shape(), rt.allocator());
+      const Tensor xc = x.Contiguous(rt.allocator());
+      const int64_t plane = x.size() / std::max<int64_t>(x.dim(0) * c, 1);
+      const float* src = xc.data<float>();
+      float* dst = scaled_x.data<float>();
+      constexpr int64_t kMinParallelElements = int64_t{1} << 15;  // as the elementwise kernels' Mul
+      const int64_t min_planes = std::max<int64_t>(1, kMinParallelElements / std::max<int64_t>(plane, 1));
+      ParallelFor(rt.thread_pool(), x.dim(0) * c, min_planes, [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p) {
+          const float f = s[one_scale ? 0 : p % c];
+          for (int64_t i = 0; i < plane; ++i) dst[p * plane + i] = src[p * plane + i] * f;
+        }
+      });
+      return RunOn(rt, scaled_x, w_in, {.usage = "+mul"});
+    }
+    const std::optional<Shape> shape = TryBroadcastShapes(a_in.shape(), s_in.shape());
+    if (!shape) {
+      ThrowInvalid(rt, "inputs 0 ('{}') and 4 ('{}') of shapes {} and {} do not broadcast (the Mul this node covers)",
+                   rt.input_name(0), rt.input_name(4), ShapeToString(a_in.shape()), ShapeToString(s_in.shape()));
+    }
+    const Tensor ac = a_in.Contiguous(rt.allocator());
+    const Tensor sc = s_in.Contiguous(rt.allocator());
+    Tensor x = Tensor::Allocate(DataType::kFloat, *shape, rt.allocator());
+    const float* a = ac.data<float>();
+    const float* s = sc.data<float>();
+    float* out = x.data<float>();
+    ForEachBroadcastPair(a_in.shape(), s_in.shape(), *shape, [&](int64_t i, int64_t ia, int64_t is) { out[i] = a[ia] * s[is]; });
+    RunOn(rt, x, w_in, {.usage = "+mul"});
+  }
+
+  // `s` holds one factor per channel of `x` [N, C, spatial...] (or a single one): laid out against
+  // x's trailing dims, it is 1 everywhere but the channel dim, where it is C or 1.
+  static bool ScalesChannels(const Tensor& s, const Tensor& x) {
+    if (x.rank() < 3 || s.rank() > x.rank() || s.size() == 0) return false;
+    const int64_t lead = x.rank() - s.rank();
+    for (int64_t d = lead; d < x.rank(); ++d) {
+      const int64_t dim = s.dim(d - lead);
+      if (dim != 1 && !(d == 1 && dim == x.dim(1))) return false;
+    }
+    return true;
+  }
+
   // A constant float32 W of a one-group convolution, which the AVX-512 kernels (direct and
   // PointwiseConv) read in the same packed layout: packed once here instead of on every run. The
   // packed copy is the kernel's, from its own allocator, for the session's life.
@@ -134,8 +296,10 @@ class ConvKernel final : public KernelBase {
 
   // W packed for DirectConv2d / PointwiseConv: the copy packed at build time when W is the
   // constant it was packed from, else packed now.
-  Tensor PackedWeights(RuntimeContext& rt, const Tensor& w_in, const float* w, int64_t m, int64_t k) const {
-    if (prepacked_.defined() && w_in.shape() == prepacked_shape_) return prepacked_;  // constant_input(1)
+  Tensor PackedWeights(RuntimeContext& rt, const Tensor& w_in, const float* w, int64_t m, int64_t k,
+                       RunWeights weights) const {
+    if (weights.packed != nullptr) return *weights.packed;
+    if (weights.node_w && prepacked_.defined() && w_in.shape() == prepacked_shape_) return prepacked_;  // constant_input(1)
     Tensor packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
     PackDirectConvWeights(w, m, k, packed.data<float>());
     return packed;
@@ -188,9 +352,10 @@ class ConvKernel final : public KernelBase {
                        runtime::GemmPathName<T>(false, false, mg, g.output_size(), cg * g.kernel_size(), 1.0, 0.0));
   }
 
-  void Record(RuntimeContext& rt, DataType type, std::string_view path) const {
+  void Record(RuntimeContext& rt, DataType type, std::string_view path, RunWeights weights = {}) const {
     if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName("Conv", type, std::string(path) + fusion_.usage_suffix));
+      rt.RecordKernelUsage(
+          KernelUsageName("Conv", type, std::string(path) + std::string(weights.usage) + fusion_.usage_suffix));
     }
   }
 
@@ -204,7 +369,8 @@ class ConvKernel final : public KernelBase {
   // Y = activation(Conv + Z) with Add's broadcasting (Y takes the broadcast shape), in a second
   // pass over Y. Shapes that do not broadcast are an error naming Z and both shapes.
   void RunBroadcastResidual(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
-                            const Tensor& z_in, const WindowGeometry& g, const Shape& conv_shape) const {
+                            const Tensor& z_in, const WindowGeometry& g, const Shape& conv_shape,
+                            RunWeights weights) const {
     const Shape& z_shape = z_in.shape();
     const std::optional<Shape> shape = TryBroadcastShapes(conv_shape, z_shape);
     if (!shape) {
@@ -212,7 +378,9 @@ class ConvKernel final : public KernelBase {
                    rt.input_name(3), ShapeToString(z_shape), ShapeToString(conv_shape));
     }
     Tensor conv = Tensor::Allocate(DataType::kFloat, conv_shape, rt.allocator());
-    RunFloat(rt, x_in, w_in, b_in, nullptr, g, conv, ConvEpilogue{});
+    RunFloat(rt, x_in, w_in, b_in, nullptr, g,
+             {conv.data<float>(), conv.size() / std::max<int64_t>(conv_shape[0], 1), conv.size() == 0}, ConvEpilogue{},
+             weights);
     Tensor& y = rt.AllocateOutput(0, DataType::kFloat, *shape);
     const Tensor zc = z_in.Contiguous(rt.allocator());
     const float* a = conv.data<float>();
@@ -223,7 +391,8 @@ class ConvKernel final : public KernelBase {
   }
 
   void RunFloat(RuntimeContext& rt, const Tensor& x_in, const Tensor& w_in, const Tensor* b_in,
-                const Tensor* z_in, const WindowGeometry& g, Tensor& y, const ConvEpilogue& ep) const {
+                const Tensor* z_in, const WindowGeometry& g, OutputView y, const ConvEpilogue& ep,
+                RunWeights weights) const {
     const int64_t n = x_in.dim(0);
     const int64_t c = x_in.dim(1);
     const int64_t m = w_in.dim(0);
@@ -259,9 +428,10 @@ class ConvKernel final : public KernelBase {
              : lanes    ? std::string("direct-lanes-avx512")
              : direct   ? std::string(strided_stem ? "direct-strided-avx512" : "direct-avx512")
              : own_gemm ? std::string(pointwise ? "1x1-avx512" : "im2col-avx512")
-                        : GemmPathName<float>(pointwise, g, cg, mg));
+                        : GemmPathName<float>(pointwise, g, cg, mg),
+             weights);
     }
-    if (y.size() == 0) return;
+    if (y.empty) return;
     const Tensor xc = x_in.Contiguous(rt.allocator());
     const Tensor wc = w_in.Contiguous(rt.allocator());
     const Tensor bc = b_in != nullptr ? b_in->Contiguous(rt.allocator()) : Tensor();
@@ -270,13 +440,15 @@ class ConvKernel final : public KernelBase {
     const float* w = wc.data<float>();
     const float* bias = b_in != nullptr ? bc.data<float>() : nullptr;
     const float* z = z_in != nullptr ? zc.data<float>() : nullptr;
-    float* out = y.data<float>();
+    float* out = y.data;
+    const int64_t y_image = y.image_stride;
     const int64_t in_size = g.input_size();
     const int64_t out_size = g.output_size();
     ThreadPool* pool = rt.thread_pool();
 
     if (depthwise_lanes) {
-      // (image, block of 16 channels) units over the pool's threads, each slot with its scratch.
+      // (image, block of 16 channels) units in contiguous shares over the pool's threads, each
+      // slot with its scratch.
       const int64_t blocks = (c + kDepthwiseLanes - 1) / kDepthwiseLanes;
       const int64_t units = n * blocks;
       constexpr int64_t kMinParallelWork = int64_t{1} << 15;
@@ -284,38 +456,39 @@ class ConvKernel final : public KernelBase {
       const int64_t slots = parallel ? ParallelSlots(pool, units) : 1;
       const int64_t per_slot = DepthwiseLanesScratchSize(g);
       Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
-      ParallelForSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
+      ParallelForContiguousSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
         const int64_t img = unit / blocks;
         const int64_t c0 = unit % blocks * kDepthwiseLanes;
-        const int64_t y_offset = (img * m + c0) * out_size;
+        const int64_t z_offset = (img * m + c0) * out_size;
         DepthwiseLanesBlock(x + (img * c + c0) * in_size, std::min(kDepthwiseLanes, c - c0), g,
                             w + c0 * g.kernel_size(), bias != nullptr ? bias + c0 : nullptr, ep,
-                            z != nullptr ? z + y_offset : nullptr, scratch.data<float>() + slot * per_slot,
-                            out + y_offset);
+                            z != nullptr ? z + z_offset : nullptr, scratch.data<float>() + slot * per_slot,
+                            out + img * y_image + c0 * out_size);
       });
       return;
     }
     if (grouped) {
-      // (image, group) units over the pool's threads, each slot with its padded-input scratch.
+      // (image, group) units in contiguous shares over the pool's threads, each slot with its
+      // padded-input scratch.
       const int64_t units = n * group_;
       constexpr int64_t kMinParallelWork = int64_t{1} << 15;
       const bool parallel = m * out_size * cg * g.kernel_size() * n >= kMinParallelWork;
       const int64_t slots = parallel ? ParallelSlots(pool, units) : 1;
       Tensor scratch = Tensor::Allocate(DataType::kFloat, {plan->scratch * slots}, rt.allocator());
-      ParallelForSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
+      ParallelForContiguousSlots(pool, units, slots, [&](int64_t unit, int64_t slot) {
         const int64_t img = unit / group_;
         const int64_t grp = unit % group_;
-        const int64_t y_offset = (img * m + grp * mg) * out_size;
+        const int64_t z_offset = (img * m + grp * mg) * out_size;
         GroupedConvGroup(*plan, x + (img * c + grp * cg) * in_size, w + grp * mg * cg * g.kernel_size(),
-                         bias != nullptr ? bias + grp * mg : nullptr, ep, z != nullptr ? z + y_offset : nullptr,
-                         scratch.data<float>() + slot * plan->scratch, out + y_offset);
+                         bias != nullptr ? bias + grp * mg : nullptr, ep, z != nullptr ? z + z_offset : nullptr,
+                         scratch.data<float>() + slot * plan->scratch, out + img * y_image + grp * mg * out_size);
       });
       return;
     }
     const bool images_in_parallel = ImagesInParallel(n, m * out_size * cg * g.kernel_size());
     if (own_gemm) {
       const int64_t k = c * g.kernel_size();
-      const Tensor packed = PackedWeights(rt, w_in, w, m, k);
+      const Tensor packed = PackedWeights(rt, w_in, w, m, k, weights);
       const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
       const int64_t band_rows = pointwise ? 0 : Im2ColBandRows(g, k);
       const int64_t row_pixels = pointwise ? 0 : out_size / std::max<int64_t>(g.output[0], 1);
@@ -325,7 +498,7 @@ class ConvKernel final : public KernelBase {
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
         ThreadPool* inner = images_in_parallel ? nullptr : pool;
         const float* image = x + img * c * in_size;
-        float* y_img = out + img * m * out_size;
+        float* y_img = out + img * y_image;
         const float* z_img = z != nullptr ? z + img * m * out_size : nullptr;
         if (pointwise) {
           PointwiseConv(image, k, out_size, packed.data<float>(), m, bias, ep, z_img, y_img, inner);
@@ -355,20 +528,20 @@ class ConvKernel final : public KernelBase {
     if (lanes || direct) {
       // The two direct kernels share their packed weights, their signature and their split:
       // images over the pool, or one image's output channels.
-      const Tensor packed = PackedWeights(rt, w_in, w, m, c * g.kernel_size());
+      const Tensor packed = PackedWeights(rt, w_in, w, m, c * g.kernel_size(), weights);
       ThreadPool* inner = images_in_parallel ? nullptr : pool;
       const int64_t slots = images_in_parallel ? ParallelSlots(pool, n) : 1;
-      const int64_t per_slot = lanes ? DirectLanesScratchSize(c, g, m, inner) : DirectConvScratchSize(c, g);
+      const int64_t per_slot = lanes ? DirectLanesScratchSize(c, g, m, inner) : DirectConvScratchSize(c, g, inner);
       const auto conv2d = lanes ? &DirectLanesConv2d : &DirectConv2d;
       Tensor scratch = Tensor::Allocate(DataType::kFloat, {per_slot * slots}, rt.allocator());
       ParallelForSlots(pool, n, slots, [&](int64_t img, int64_t slot) {
         conv2d(x + img * c * in_size, c, g, packed.data<float>(), m, bias, ep,
                z != nullptr ? z + img * m * out_size : nullptr, scratch.data<float>() + slot * per_slot,
-               out + img * m * out_size, inner);
+               out + img * y_image, inner);
       });
       return;
     }
-    RunGemm<float>(rt, x, w, g, n, c, m, pointwise, images_in_parallel, out,
+    RunGemm<float>(rt, x, w, g, n, c, m, pointwise, images_in_parallel, out, y_image,
                    [&](int64_t img, float* y_img) {
                      ApplyConvEpilogue(ep, y_img, z != nullptr ? z + img * m * out_size : nullptr, m, out_size,
                                        bias);
@@ -390,7 +563,7 @@ class ConvKernel final : public KernelBase {
     const T* bias = b_in != nullptr ? bc.data<T>() : nullptr;
     const int64_t out_size = g.output_size();
     RunGemm<T>(rt, xc.data<T>(), wc.data<T>(), g, n, c, m, pointwise,
-               ImagesInParallel(n, m * out_size * (c / group_) * g.kernel_size()), y.data<T>(),
+               ImagesInParallel(n, m * out_size * (c / group_) * g.kernel_size()), y.data<T>(), m * out_size,
                [&](int64_t, T* y_img) { AddBias<T>(y_img, m, out_size, bias); });
   }
 
@@ -399,7 +572,8 @@ class ConvKernel final : public KernelBase {
   // buffer; a single image splits its GEMMs over the pool instead.
   template <typename T, typename Epilogue>
   void RunGemm(RuntimeContext& rt, const T* x, const T* w, const WindowGeometry& g, int64_t n, int64_t c,
-               int64_t m, bool pointwise, bool images_in_parallel, T* out, Epilogue&& epilogue) const {
+               int64_t m, bool pointwise, bool images_in_parallel, T* out, int64_t y_image,
+               Epilogue&& epilogue) const {
     const int64_t cg = c / group_;
     const int64_t mg = m / group_;
     const int64_t in_size = g.input_size();
@@ -415,7 +589,7 @@ class ConvKernel final : public KernelBase {
       for (int64_t grp = 0; grp < group_; ++grp) {
         const T* xg = x + (img * c + grp * cg) * in_size;
         const T* wg = w + grp * mg * cg * ksize;
-        T* yg = out + (img * m + grp * mg) * out_size;
+        T* yg = out + img * y_image + grp * mg * out_size;
         const T* rhs = xg;
         if (!pointwise) {
           T* slot_col = col.data<T>() + slot * col_size;
@@ -425,7 +599,7 @@ class ConvKernel final : public KernelBase {
         Gemm<T>(false, false, mg, out_size, cg * ksize, 1.0, wg, cg * ksize, rhs, out_size, 0.0, yg, out_size,
                 gemm_pool);
       }
-      epilogue(img, out + img * m * out_size);
+      epilogue(img, out + img * y_image);
     });
   }
 
@@ -453,8 +627,11 @@ void RegisterFusedConvKernels(KernelRegistry& registry) {
     fusion.epilogue = ConvEpilogue::Parse(info);
     fusion.usage_suffix = info.GetString("usage_suffix", "");
     fusion.fused_op = true;
-    if (info.num_inputs() > 4) {
-      ThrowInvalid(info, "FusedConv takes at most 4 inputs (X, W, B, Z), got {}", info.num_inputs());
+    fusion.concat_channels = info.GetIntInRange("concat_channels", 0, 0);
+    fusion.concat_offset = info.GetIntInRange("concat_offset", 0, 0);
+    if (info.num_inputs() > 6) {
+      ThrowInvalid(info, "FusedConv takes at most 6 inputs (X, W, B, Z, S, and the Concat output it writes into), "
+                   "got {}", info.num_inputs());
     }
     return std::make_unique<ConvKernel>(info, std::move(fusion));
   });

@@ -14,8 +14,10 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 /// Every fused operator, at version 1:
 /// - Gelu: the Gelu-20 kernel, whatever opset the model imports; a pass emits it for the
 ///   decomposed forms exporters write;
-/// - FusedConv: Conv with a folded BatchNormalization, a residual and an activation in its
-///   epilogue (kernels/nn/conv_kernels.h);
+/// - FusedConv: Conv with a folded BatchNormalization, a residual (input 3) and an activation in
+///   its epilogue, the Mul that produced X (inputs 0 and 4 are its operands), and the Concat along
+///   channels it writes its output into (attributes concat_channels, concat_offset; input 5 the
+///   Concat's output so far) (kernels/nn/conv_kernels.h);
 /// - Attention: scaled dot-product attention over 4-D Q, K, V with an optional mask added to the
 ///   scores (Add's broadcasting) and attribute `probabilities` = "softmax" (rows softmax cannot
 ///   normalise are NaN) or "softmax_nan_to_zero" (they are zeros), as the decomposed graph it
