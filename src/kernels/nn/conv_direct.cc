@@ -86,7 +86,9 @@ __attribute__((target("avx512f"), always_inline)) inline void DirectTile(
   float* yt = y + oh * ow_n + ow0;
   if (live == kChannels) {
 #pragma GCC unroll 16
-    for (int j = 0; j < kChannels; ++j) StoreTileRows<kRows>(acc[0] + j, kChannels, relu, mask, ow_n, yt + j * out_size);
+    for (int j = 0; j < kChannels; ++j) {
+      StoreTileRows<kRows>(acc[0] + j, kChannels, relu, mask, ow_n, yt + j * out_size);
+    }
     return;
   }
 #pragma GCC unroll 16

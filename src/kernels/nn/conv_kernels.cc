@@ -55,6 +55,11 @@ struct OutputView {
   bool empty;
 };
 
+// All of a float32 [N, M, spatial...] tensor.
+OutputView WholeOutput(Tensor& y) {
+  return {y.data<float>(), y.size() / std::max<int64_t>(y.dim(0), 1), y.size() == 0};
+}
+
 // A run's weights: the node's W (whose constant the kernel packed at build), or W scaled per input
 // channel for a channel scale S (`packed`: its packed copy; or, when null, packed on the run), named
 // by `usage` in the kernel-usage path.
@@ -138,8 +143,7 @@ class ConvKernel final : public KernelBase {
     Tensor& y = rt.AllocateOutput(0, x_in.dtype(), out_shape);
     switch (x_in.dtype()) {
       case DataType::kFloat:
-        return RunFloat(rt, x_in, w_in, b_in, z_in, g, {y.data<float>(), y.size() / std::max<int64_t>(n, 1), y.size() == 0},
-                        fusion_.epilogue, weights);
+        return RunFloat(rt, x_in, w_in, b_in, z_in, g, WholeOutput(y), fusion_.epilogue, weights);
       case DataType::kDouble:
         return RunIm2Col<double>(rt, x_in, w_in, b_in, g, y);
       default:
@@ -209,29 +213,12 @@ class ConvKernel final : public KernelBase {
       const bool one_scale = sc.size() == 1;
       const int64_t threads = rt.thread_pool() != nullptr ? rt.thread_pool()->num_threads() : 1;
       if (group_ == 1 && w_in.rank() == x.rank() && w_in.dim(1) == c && 2 * threads * w_in.size() <= x.size()) {
-        const int64_t m = w_in.dim(0);
-        const int64_t taps = w_in.size() / std::max<int64_t>(m * c, 1);
         if (prepacked_.defined() && w_in.shape() == prepacked_shape_) {
-          // The packed layout is [M / 16][C * taps][16]: row t of a block belongs to channel t / taps.
-          Tensor packed = Tensor::Allocate(DataType::kFloat, prepacked_.shape(), rt.allocator());
-          const float* src = prepacked_.data<float>();
-          float* dst = packed.data<float>();
-          const int64_t rows = prepacked_.size() / kDirectConvPackedLanes;
-          for (int64_t row = 0; row < rows; ++row) {
-            const float f = s[one_scale ? 0 : row % (c * taps) / taps];
-            for (int64_t j = 0; j < kDirectConvPackedLanes; ++j) dst[row * kDirectConvPackedLanes + j] = src[row * kDirectConvPackedLanes + j] * f;
-          }
+          const int64_t taps = w_in.size() / std::max<int64_t>(w_in.dim(0) * c, 1);
+          const Tensor packed = ScaledPackedWeights(rt, s, one_scale, c, taps);
           return RunOn(rt, x, w_in, {.node_w = false, .packed = &packed, .usage = "+scale"});
         }
-        const Tensor wc = w_in.Contiguous(rt.allocator());
-        Tensor scaled = Tensor::Allocate(DataType::kFloat, w_in.shape(), rt.allocator());
-        const float* src = wc.data<float>();
-        float* dst = scaled.data<float>();
-        for (int64_t row = 0; row < m * c; ++row) {
-          const float f = s[one_scale ? 0 : row % c];
-          for (int64_t t = 0; t < taps; ++t) dst[row * taps + t] = src[row * taps + t] * f;
-        }
-        return RunOn(rt, x, scaled, {.node_w = false, .usage = "+scale"});
+        return RunOn(rt, x, ScaledWeights(rt, w_in, s, one_scale), {.node_w = false, .usage = "+scale"});
       }
       // W is the larger: the Mul, one factor per plane.
       Tensor scaled_x = Tensor::Allocate(DataType::kFloat, x.shape(), rt.allocator());
@@ -260,8 +247,39 @@ class ConvKernel final : public KernelBase {
     const float* a = ac.data<float>();
     const float* s = sc.data<float>();
     float* out = x.data<float>();
-    ForEachBroadcastPair(a_in.shape(), s_in.shape(), *shape, [&](int64_t i, int64_t ia, int64_t is) { out[i] = a[ia] * s[is]; });
+    ForEachBroadcastPair(a_in.shape(), s_in.shape(), *shape,
+                         [&](int64_t i, int64_t ia, int64_t is) { out[i] = a[ia] * s[is]; });
     RunOn(rt, x, w_in, {.usage = "+mul"});
+  }
+
+  // The build-time packed W ([M / 16][C * taps][16]) with row t of every block, which belongs to
+  // input channel t / taps, times that channel's factor s[c] (s[0] for all when `one_scale`).
+  Tensor ScaledPackedWeights(RuntimeContext& rt, const float* s, bool one_scale, int64_t c, int64_t taps) const {
+    Tensor packed = Tensor::Allocate(DataType::kFloat, prepacked_.shape(), rt.allocator());
+    const float* src = prepacked_.data<float>();
+    float* dst = packed.data<float>();
+    constexpr int64_t kLanes = kDirectConvPackedLanes;
+    for (int64_t row = 0; row < prepacked_.size() / kLanes; ++row) {
+      const float f = s[one_scale ? 0 : row % (c * taps) / taps];
+      for (int64_t j = 0; j < kLanes; ++j) dst[row * kLanes + j] = src[row * kLanes + j] * f;
+    }
+    return packed;
+  }
+
+  // W [M, C, taps...] with every input channel's weights times its factor s[c].
+  static Tensor ScaledWeights(RuntimeContext& rt, const Tensor& w_in, const float* s, bool one_scale) {
+    const Tensor wc = w_in.Contiguous(rt.allocator());
+    Tensor scaled = Tensor::Allocate(DataType::kFloat, w_in.shape(), rt.allocator());
+    const int64_t c = w_in.dim(1);
+    const int64_t rows = w_in.dim(0) * c;
+    const int64_t taps = w_in.size() / std::max<int64_t>(rows, 1);
+    const float* src = wc.data<float>();
+    float* dst = scaled.data<float>();
+    for (int64_t row = 0; row < rows; ++row) {
+      const float f = s[one_scale ? 0 : row % c];
+      for (int64_t t = 0; t < taps; ++t) dst[row * taps + t] = src[row * taps + t] * f;
+    }
+    return scaled;
   }
 
   // `s` holds one factor per channel of `x` [N, C, spatial...] (or a single one): laid out against
@@ -299,7 +317,8 @@ class ConvKernel final : public KernelBase {
   Tensor PackedWeights(RuntimeContext& rt, const Tensor& w_in, const float* w, int64_t m, int64_t k,
                        RunWeights weights) const {
     if (weights.packed != nullptr) return *weights.packed;
-    if (weights.node_w && prepacked_.defined() && w_in.shape() == prepacked_shape_) return prepacked_;  // constant_input(1)
+    // constant_input(1), packed at build time.
+    if (weights.node_w && prepacked_.defined() && w_in.shape() == prepacked_shape_) return prepacked_;
     Tensor packed = Tensor::Allocate(DataType::kFloat, {DirectConvPackedSize(m, k)}, rt.allocator());
     PackDirectConvWeights(w, m, k, packed.data<float>());
     return packed;
@@ -378,9 +397,7 @@ class ConvKernel final : public KernelBase {
                    rt.input_name(3), ShapeToString(z_shape), ShapeToString(conv_shape));
     }
     Tensor conv = Tensor::Allocate(DataType::kFloat, conv_shape, rt.allocator());
-    RunFloat(rt, x_in, w_in, b_in, nullptr, g,
-             {conv.data<float>(), conv.size() / std::max<int64_t>(conv_shape[0], 1), conv.size() == 0}, ConvEpilogue{},
-             weights);
+    RunFloat(rt, x_in, w_in, b_in, nullptr, g, WholeOutput(conv), ConvEpilogue{}, weights);
     Tensor& y = rt.AllocateOutput(0, DataType::kFloat, *shape);
     const Tensor zc = z_in.Contiguous(rt.allocator());
     const float* a = conv.data<float>();
@@ -419,6 +436,11 @@ class ConvKernel final : public KernelBase {
                              : SimdLevelSupported(SimdLevel::kAvx2) ? SimdLevel::kAvx2
                                                                     : SimdLevel::kScalar;
       plan = MakeGroupedConvPlan(g, cg, mg, best);
+    }
+    if (weights.packed != nullptr && !(own_gemm || lanes || direct)) {
+      // RunScaled hands packed weights only to one-group convolutions, which these paths serve.
+      throw Error(ErrorCode::kInternal, fmt::format("{}: scaled packed weights reached a path that reads W itself",
+                                                    rt.DescribeNode()));
     }
     if (rt.kernel_usage_enabled()) {
       Record(rt, DataType::kFloat,
