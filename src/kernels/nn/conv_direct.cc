@@ -103,7 +103,6 @@ inline __mmask16 ColumnMask(int64_t remaining) {
   return static_cast<__mmask16>(remaining >= kBlock ? 0xFFFF : (1u << remaining) - 1);
 }
 
-
 // Output channels [m_begin, m_end) (m_begin a multiple of 8) of the window `g` (which may be a band
 // of a larger output: its planes, and z's, lie `y_plane` floats apart).
 template <bool kPhased>
