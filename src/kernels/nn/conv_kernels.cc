@@ -22,6 +22,7 @@
 #include "kernels/nn/conv_grouped.h"
 #include "kernels/nn/conv_grouped_shifted.h"
 #include "kernels/nn/conv_kernels.h"
+#include "kernels/elementwise/elementwise_loops.h"
 #include "kernels/nn/conv_pointwise.h"
 #include "kernels/registry/broadcast_walk.h"
 #include "kernels/registry/fused_kernels.h"
@@ -220,35 +221,30 @@ class ConvKernel final : public KernelBase {
         }
         return RunOn(rt, x, ScaledWeights(rt, w_in, s, one_scale), {.node_w = false, .usage = "+scale"});
       }
-      // W is the larger: the Mul, one factor per plane.
-      Tensor scaled_x = Tensor::Allocate(DataType::kFloat, x.shape(), rt.allocator());
-      const Tensor xc = x.Contiguous(rt.allocator());
-      const int64_t plane = x.size() / std::max<int64_t>(x.dim(0) * c, 1);
-      const float* src = xc.data<float>();
-      float* dst = scaled_x.data<float>();
-      constexpr int64_t kMinParallelElements = int64_t{1} << 15;  // as the elementwise kernels' Mul
-      const int64_t min_planes = std::max<int64_t>(1, kMinParallelElements / std::max<int64_t>(plane, 1));
-      ParallelFor(rt.thread_pool(), x.dim(0) * c, min_planes, [&](int64_t begin, int64_t end) {
-        for (int64_t p = begin; p < end; ++p) {
-          const float f = s[one_scale ? 0 : p % c];
-          for (int64_t i = 0; i < plane; ++i) dst[p * plane + i] = src[p * plane + i] * f;
-        }
-      });
-      return RunOn(rt, scaled_x, w_in, {.usage = "+mul"});
     }
+    // Otherwise the Mul itself, with its broadcasting, into a scratch X split over the threads.
     const std::optional<Shape> shape = TryBroadcastShapes(a_in.shape(), s_in.shape());
     if (!shape) {
       ThrowInvalid(rt, "inputs 0 ('{}') and 4 ('{}') of shapes {} and {} do not broadcast (the Mul this node covers)",
                    rt.input_name(0), rt.input_name(4), ShapeToString(a_in.shape()), ShapeToString(s_in.shape()));
     }
-    const Tensor ac = a_in.Contiguous(rt.allocator());
-    const Tensor sc = s_in.Contiguous(rt.allocator());
+    const Tensor* operands[] = {&a_in, &s_in};
+    const BroadcastPlan plan(operands, *shape);
     Tensor x = Tensor::Allocate(DataType::kFloat, *shape, rt.allocator());
-    const float* a = ac.data<float>();
-    const float* s = sc.data<float>();
+    const float* a = a_in.data<float>();
+    const float* s = s_in.data<float>();
     float* out = x.data<float>();
-    ForEachBroadcastPair(a_in.shape(), s_in.shape(), *shape,
-                         [&](int64_t i, int64_t ia, int64_t is) { out[i] = a[ia] * s[is]; });
+    const int64_t sa = plan.inner_stride(0), ss = plan.inner_stride(1);
+    ParallelFor(rt.thread_pool(), plan.output_size(), kMinParallelElements, [&](int64_t begin, int64_t end) {
+      plan.ForEachRunIn(begin, end, [&](int64_t o, const int64_t* off, int64_t n) {
+        if (sa == 1 && ss == 0) {  // a plane times its channel's factor: a loop the compiler vectorises
+          const float f = s[off[1]];
+          for (int64_t i = 0; i < n; ++i) out[o + i] = a[off[0] + i] * f;
+          return;
+        }
+        for (int64_t i = 0; i < n; ++i) out[o + i] = a[off[0] + i * sa] * s[off[1] + i * ss];
+      });
+    });
     RunOn(rt, x, w_in, {.usage = "+mul"});
   }
 
