@@ -37,16 +37,47 @@ void CpuAllocator::CountAllocation(size_t bytes) noexcept {
   }
 }
 
+void* CpuAllocator::TakeCached(size_t rounded, size_t* capacity) {
+  // Below the size classes only the request's own size; from them on, classes up to twice it.
+  const size_t largest = rounded < kSizeClassThreshold || rounded > std::numeric_limits<size_t>::max() / 2
+                             ? rounded
+                             : 2 * rounded;
+  std::vector<CachedBlock>* best = nullptr;
+  size_t best_class = 0;
+  for (size_t c = rounded; c <= largest;) {
+    auto it = cache_.find(c);
+    if (it != cache_.end() && !it->second.empty() &&
+        (best == nullptr || it->second.back().freed > best->back().freed)) {
+      best = &it->second;
+      best_class = c;
+    }
+    const size_t next = RoundedSize(c + 1);
+    if (next <= c) break;
+    c = next;
+  }
+  if (best == nullptr) return nullptr;
+  void* block = best->back().block;
+  best->pop_back();
+  cached_bytes_ -= best_class;
+  *capacity = best_class;
+  return block;
+}
+
 void* CpuAllocator::Allocate(size_t bytes) {
   const size_t rounded = RoundedSize(bytes);
   void* block = nullptr;
   if (max_cached_bytes_ > 0) {
     std::lock_guard lock(cache_mutex_);
-    auto it = cache_.find(rounded);
-    if (it != cache_.end() && !it->second.empty()) {
-      block = it->second.back();
-      it->second.pop_back();
-      cached_bytes_ -= rounded;
+    size_t capacity = 0;
+    block = TakeCached(rounded, &capacity);
+    if (block != nullptr && capacity != rounded) {
+      try {
+        larger_class_[block] = capacity;
+      } catch (...) {  // no memory for the bookkeeping: put the block back, map a fresh one
+        cache_[capacity].push_back({block, ++free_clock_});
+        cached_bytes_ += capacity;
+        block = nullptr;
+      }
     }
   }
   if (block == nullptr) {
@@ -60,13 +91,20 @@ void* CpuAllocator::Allocate(size_t bytes) {
 void CpuAllocator::Free(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
   live_.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
-  const size_t rounded = RoundedSize(bytes);
-  if (rounded <= max_cached_bytes_) {
+  size_t capacity = RoundedSize(bytes);
+  if (max_cached_bytes_ > 0) {
     std::lock_guard lock(cache_mutex_);
-    if (cached_bytes_ + rounded <= max_cached_bytes_) {
+    if (capacity >= kSizeClassThreshold) {
+      const auto it = larger_class_.find(block);
+      if (it != larger_class_.end()) {
+        capacity = it->second;
+        larger_class_.erase(it);
+      }
+    }
+    if (capacity <= max_cached_bytes_ && cached_bytes_ + capacity <= max_cached_bytes_) {
       try {
-        cache_[rounded].push_back(block);
-        cached_bytes_ += rounded;
+        cache_[capacity].push_back({block, ++free_clock_});
+        cached_bytes_ += capacity;
         return;
       } catch (...) {  // no memory for the bookkeeping: give the block back instead
       }
@@ -83,7 +121,7 @@ size_t CpuAllocator::cached_bytes() const {
 void CpuAllocator::ReleaseCache() noexcept {
   std::lock_guard lock(cache_mutex_);
   for (auto& [size, blocks] : cache_) {
-    for (void* block : blocks) std::free(block);
+    for (const CachedBlock& cached : blocks) std::free(cached.block);
   }
   cache_.clear();
   cached_bytes_ = 0;

@@ -149,6 +149,49 @@ TEST(CpuAllocatorCache, LargeBlocksAreCachedBySizeClass) {
   EXPECT_EQ(allocator.cached_bytes(), 65024u);
 }
 
+// A large request takes the most recently freed block among its class and the classes up to
+// twice its size (its lines are the likeliest to be cached); the block keeps its class when it
+// comes back, whatever the request that held it asked for.
+TEST(CpuAllocatorCache, LargeRequestsTakeTheMostRecentlyFreedBlockUpToTwiceTheirSize) {
+  CpuAllocator allocator(size_t{64} << 20);
+  constexpr size_t kKiB = size_t{1} << 10;
+  void* older = allocator.Allocate(256 * kKiB);  // class 256 KiB
+  void* newer = allocator.Allocate(384 * kKiB);  // class 384 KiB
+  void* too_large = allocator.Allocate(1024 * kKiB);
+  allocator.Free(too_large, 1024 * kKiB);
+  allocator.Free(older, 256 * kKiB);
+  allocator.Free(newer, 384 * kKiB);
+  EXPECT_EQ(allocator.cached_bytes(), (1024 + 256 + 384) * kKiB);
+
+  void* first = allocator.Allocate(200 * kKiB);  // class 208 KiB: 256 and 384 KiB fit, not 1 MiB
+  EXPECT_EQ(first, newer);
+  EXPECT_EQ(allocator.live_bytes(), static_cast<int64_t>(200 * kKiB));
+  void* second = allocator.Allocate(200 * kKiB);
+  EXPECT_EQ(second, older);
+  void* third = allocator.Allocate(200 * kKiB);  // only 1 MiB is left: more than twice
+  EXPECT_NE(third, too_large);
+  EXPECT_EQ(allocator.cached_bytes(), 1024 * kKiB);
+
+  // Back in their own classes: a 384 KiB request finds the block a 200 KiB request held.
+  allocator.Free(first, 200 * kKiB);
+  allocator.Free(second, 200 * kKiB);
+  EXPECT_EQ(allocator.cached_bytes(), (1024 + 256 + 384) * kKiB);
+  EXPECT_EQ(allocator.Allocate(384 * kKiB), newer);
+  EXPECT_EQ(allocator.live_bytes(), static_cast<int64_t>(584 * kKiB));
+  allocator.Free(newer, 384 * kKiB);
+  allocator.Free(third, 200 * kKiB);
+  EXPECT_EQ(allocator.live_bytes(), 0);
+
+  // Below 64 KiB a request takes its own size only.
+  void* small = allocator.Allocate(4096);
+  allocator.Free(small, 4096);
+  void* smaller = allocator.Allocate(2048);
+  EXPECT_NE(smaller, small);
+  allocator.Free(smaller, 2048);
+  EXPECT_EQ(allocator.Allocate(4096), small);
+  allocator.Free(small, 4096);
+}
+
 TEST(CpuAllocatorCache, KeepsAtMostTheCap) {
   CpuAllocator allocator(4096);
   std::vector<void*> blocks;

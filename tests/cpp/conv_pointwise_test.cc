@@ -88,6 +88,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PointwiseConvTest,
                                            Case{7, 64, 17},      // a tile and a vector
                                            Case{20, 200, 9},     // several tiles, an 8-pixel tail
                                            Case{300, 1000, 24},  // chunks of fewer tiles (wide k)
+                                           // 17 chunks of pixels (a short last one): with the pool,
+                                           // each thread's contiguous run of them.
+                                           Case{24, 3136, 144},
                                            Case{4, 3, 40},       // 3 pixels, 3 channel blocks
                                            // Depth in passes of 128 rows: a packed panel (more than 16
                                            // channels), the tail's blocks taken 8, 4 or 2 at once plus

@@ -89,6 +89,30 @@ def test_a_wider_kernel_scales_every_tap_of_a_channel(threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    "case",
+    [
+        # W (1024 x 64) too large to scale against x (64 x 45 x 45, 130K floats): x is scaled plane by
+        # plane, in two shares of planes at two threads.
+        dict(channels=64, out_channels=1024, size=45),
+        dict(channels=64, out_channels=1024, size=45, scale_first=True, residual=True),
+        dict(channels=64, out_channels=1024, size=45, s_shape=(64, 1, 1)),
+        dict(channels=64, out_channels=1024, size=45, s_shape=(1, 1, 1, 1)),
+        dict(channels=16, out_channels=512, size=20, batch=2, s_shape=(1, 16, 1, 1)),
+    ],
+    ids=["per channel", "factor first, residual", "rank-3 factor", "one factor", "two images"],
+)
+def test_a_large_w_scales_x_plane_by_plane_with_the_unfused_bits(threads, case):
+    model, feeds = se_block(**case)
+    (fused,), usage, nodes = run_traced(model, feeds, options(threads=threads))
+    (unfused,), _, _ = run_traced(model, feeds, options(False, threads))
+    assert any(u.startswith("Conv/float32/") and "+mul" in u for u in usage), usage
+    assert [op for name, op, _ in nodes if name == "project"] == ["FusedConv"]
+    np.testing.assert_array_equal(fused, unfused)
+    assert_close(fused, run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("case", ["weights larger than x", "full-size factor", "factor per image", "x broadcast up"])
 def test_other_products_run_the_mul_first_and_equal_the_unfused_graph(threads, case):
     kwargs = {

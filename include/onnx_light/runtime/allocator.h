@@ -36,11 +36,14 @@ class ONNX_LIGHT_API Allocator {
 /// Heap allocator with atomic live/peak tracking. Thread-safe.
 ///
 /// Freed blocks are kept, keyed by size class, up to `max_cached_bytes` in total, and handed out
-/// again to the next request of the same class: repeated runs of one model then allocate nothing
-/// from the system (fresh large blocks would otherwise be mapped and page-faulted on every run).
-/// Below 64 KiB a class is the size rounded up to 64 bytes; from 64 KiB on there are eight
-/// classes per power of two, so temporaries that grow slightly from run to run (over a growing
-/// KV cache) still find a block. Cached blocks do not count as live bytes.
+/// again: repeated runs of one model then allocate nothing from the system (fresh large blocks
+/// would otherwise be mapped and page-faulted on every run). Below 64 KiB a class is the size
+/// rounded up to 64 bytes and a request takes a block of its own class; from 64 KiB on there are
+/// eight classes per power of two, so temporaries that grow slightly from run to run (over a
+/// growing KV cache) still find a block, and a request takes the most recently freed block of
+/// its class or of a larger one up to twice its size: that block's lines are the likeliest to be
+/// in cache still, where a block of the request's own class may not have been touched since the
+/// previous run. Cached blocks do not count as live bytes.
 class ONNX_LIGHT_API CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kDefaultMaxCachedBytes = size_t{256} << 20;
@@ -64,11 +67,21 @@ class ONNX_LIGHT_API CpuAllocator final : public Allocator {
  private:
   void CountAllocation(size_t bytes) noexcept;
 
+  struct CachedBlock {
+    void* block;
+    uint64_t freed;  // free_clock_ when it was freed
+  };
+  // The cached block to hand out for a request of `rounded` bytes, removed from the cache, and
+  // its size class; null when none fits. cache_mutex_ held.
+  void* TakeCached(size_t rounded, size_t* capacity);
+
   const size_t max_cached_bytes_;
   std::atomic<int64_t> live_{0};
   std::atomic<int64_t> peak_{0};
   mutable std::mutex cache_mutex_;
-  std::unordered_map<size_t, std::vector<void*>> cache_;  // rounded size -> free blocks
+  std::unordered_map<size_t, std::vector<CachedBlock>> cache_;  // size class -> free blocks, oldest first
+  std::unordered_map<void*, size_t> larger_class_;  // live blocks handed out from a larger class than asked
+  uint64_t free_clock_ = 0;
   size_t cached_bytes_ = 0;
 };
 

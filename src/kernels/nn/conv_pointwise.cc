@@ -393,8 +393,14 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
   if (run_epilogue) EpilogueOnRows(o, epilogue, m_begin, m_end, p0, p_end);
 }
 
+// How RunTiles hands its units to the pool's threads when they are chunks of pixels only.
+enum class PixelShares {
+  kClaimed,     // ranges claimed one at a time (ParallelForBalanced)
+  kContiguous,  // thread t takes the t-th run of chunks (ParallelForContiguousSlots)
+};
+
 // Every tile of the product, over `pool`.
-void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, ThreadPool* pool) {
+void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, ThreadPool* pool, PixelShares shares) {
   if (o.pixels <= 0 || m <= 0) return;
   const int64_t pass_rows = PassRows(o.k);
   const int64_t panel_tile_bytes = pass_rows * kTilePixels * int64_t{sizeof(float)};
@@ -413,6 +419,12 @@ void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, Thread
   const int64_t unit_work =
       std::max<int64_t>(blocks_per_part * kLanes * o.k * std::min(chunk_pixels, o.pixels), 1);
   const int64_t min_units = std::max<int64_t>(1, kMinTaskWork / unit_work);
+  if (shares == PixelShares::kContiguous && parts == 1 && threads > 1 && chunks >= threads * min_units) {
+    ParallelForContiguousSlots(pool, chunks, threads, [&](int64_t chunk, int64_t) {
+      PointwiseChunk(o, epilogue, 0, m, chunk_pixels, chunk);
+    });
+    return;
+  }
   ParallelForBalanced(pool, units, min_units, [&](int64_t begin, int64_t end) {
     // Channel-part-major, so that a thread's consecutive units share weights and the image's
     // short last chunk does not make up a whole task.
@@ -433,7 +445,10 @@ void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packe
 #if ONNX_LIGHT_POINTWISE_CONV
   const Operands o{x, pixels, nullptr, k, pixels, packed_w, nullptr, 0, bias, nullptr, z, y,
                    y_stride > 0 ? y_stride : pixels, false};
-  RunTiles(o, m, epilogue, pool);
+  // A convolution's image split in runs of pixels, the same runs every layer: the 1x1 layer
+  // after another (squeezenet's fire modules, a projection and the next expansion) then reads
+  // mostly rows its own core wrote (docs/performance.md).
+  RunTiles(o, m, epilogue, pool, PixelShares::kContiguous);
 #else
   (void)x, (void)k, (void)pixels, (void)packed_w, (void)m, (void)bias, (void)epilogue, (void)z, (void)y,
       (void)pool, (void)y_stride;
@@ -475,7 +490,7 @@ void RunTiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
   }
   const Operands o{b, ldb, packed_b, k, n, nullptr, a, lda, nullptr, accumulate ? nullptr : column_bias,
                    nullptr, c, ldc, accumulate};
-  RunTiles(o, m, ConvEpilogue{}, pool);
+  RunTiles(o, m, ConvEpilogue{}, pool, PixelShares::kClaimed);
 }
 
 }  // namespace

@@ -22,7 +22,9 @@ class ThreadPool;
 /// [m, k] packed by PackDirectConvWeights; `bias` and `z` (laid out like y) may be null. Row c
 /// of y (and of z) starts at c * y_stride (0: y_stride = pixels), so a band of an image's pixels
 /// can be written into the whole image's output. Tiles of pixels are spread over `pool` (null:
-/// the calling thread). Requires DirectConvAvailable().
+/// the calling thread): when there are enough of them, thread t computes the t-th of equal runs
+/// of pixels, so consecutive 1x1 layers give each thread the same pixels. Requires
+/// DirectConvAvailable().
 void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packed_w, int64_t m, const float* bias,
                    const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool, int64_t y_stride = 0);
 
