@@ -113,7 +113,6 @@ inline void ParallelForSlots(ThreadPool* pool, int64_t units, int64_t slots,
     for (int64_t u = 0; u < units; ++u) fn(u, 0);
     return;
   }
-
   std::atomic<int64_t> next{0};
   ParallelFor(pool, tasks, 1, [&](int64_t first, int64_t last) {
     for (int64_t t = first; t < last; ++t) {

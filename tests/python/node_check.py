@@ -107,6 +107,16 @@ def run_traced(model, feeds, options):
     return outputs, ctx.get_kernel_usage(), nodes
 
 
+def assert_pass_option_defaults_on_and_round_trips(name):
+    """A graph pass's RuntimeSessionOptions flag `name`: on by default, settable in the constructor
+    and as an attribute."""
+    assert getattr(runtime.RuntimeSessionOptions(), name) is True
+    opts = runtime.RuntimeSessionOptions(**{name: False})
+    assert getattr(opts, name) is False
+    setattr(opts, name, True)
+    assert getattr(opts, name) is True
+
+
 def expect_error(model, feeds, *needles, exc=Exception):
     """Runs `model` expecting `exc` whose message contains every needle; returns the message."""
     with pytest.raises(exc) as info:

@@ -6,7 +6,10 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import IM2COL_CONV_PATH, assert_close, make_model, random, run_ort, run_traced
+from node_check import (
+    IM2COL_CONV_PATH, assert_close, assert_pass_option_defaults_on_and_round_trips, make_model, random, run_ort,
+    run_traced,
+)
 
 ON = runtime.RuntimeSessionOptions()
 OFF = runtime.RuntimeSessionOptions(fuse_conv_add=False)
@@ -31,11 +34,7 @@ def residual_block(z_shape=(1, 4, 6, 6), conv_first=True, relu=True, bn=True, x_
 
 
 def test_option_defaults_on_and_round_trips():
-    assert runtime.RuntimeSessionOptions().fuse_conv_add is True
-    opts = runtime.RuntimeSessionOptions(fuse_conv_add=False)
-    assert opts.fuse_conv_add is False
-    opts.fuse_conv_add = True
-    assert opts.fuse_conv_add is True
+    assert_pass_option_defaults_on_and_round_trips("fuse_conv_add")
 
 
 @pytest.mark.parametrize("conv_first", [True, False])

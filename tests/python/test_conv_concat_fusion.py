@@ -6,7 +6,9 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, make_model, random, run_ort, run_traced
+from node_check import (
+    assert_close, assert_pass_option_defaults_on_and_round_trips, make_model, random, run_ort, run_traced,
+)
 
 
 def options(fuse=True, threads=1):
@@ -33,11 +35,7 @@ def branches_model(branches, order=None, axis=1, batch=1, channels=6, size=12, r
 
 
 def test_option_defaults_on_and_round_trips():
-    assert runtime.RuntimeSessionOptions().fuse_conv_concat is True
-    opts = runtime.RuntimeSessionOptions(fuse_conv_concat=False)
-    assert opts.fuse_conv_concat is False
-    opts.fuse_conv_concat = True
-    assert opts.fuse_conv_concat is True
+    assert_pass_option_defaults_on_and_round_trips("fuse_conv_concat")
 
 
 @pytest.mark.parametrize("threads", [1, 2])

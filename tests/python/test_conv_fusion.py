@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
 from node_check import (DIRECT_CONV_PATH, IM2COL_CONV_PATH, LANES_CONV_PATH, POINTWISE_CONV_PATH,
-                        STRIDED_STEM_CONV_PATH, assert_close,
+                        STRIDED_STEM_CONV_PATH, assert_close, assert_pass_option_defaults_on_and_round_trips,
                         dense_conv_path, depthwise_conv_path, grouped_conv_isa, make_model, random, run_ort, run_ours)
 from onnx_light.cnn_model import build_cnn
 
@@ -85,11 +85,7 @@ def check_fused(model, feeds, expected_usage, rtol=1e-4, atol=1e-4):
 
 
 def test_option_defaults_on_and_round_trips():
-    assert runtime.RuntimeSessionOptions().fuse_conv_batchnorm is True
-    opts = runtime.RuntimeSessionOptions(fuse_conv_batchnorm=False)
-    assert opts.fuse_conv_batchnorm is False
-    opts.fuse_conv_batchnorm = True
-    assert opts.fuse_conv_batchnorm is True
+    assert_pass_option_defaults_on_and_round_trips("fuse_conv_batchnorm")
 
 
 def test_cnn_fused_matches_unfused_and_onnxruntime():

@@ -8,7 +8,10 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import POINTWISE_CONV_PATH, assert_close, make_model, random, run_ort, run_traced
+from node_check import (
+    POINTWISE_CONV_PATH, assert_close, assert_pass_option_defaults_on_and_round_trips, make_model, random, run_ort,
+    run_traced,
+)
 
 
 def options(fuse=True, threads=1):
@@ -42,11 +45,7 @@ def se_block(channels=8, size=12, out_channels=6, scale_first=False, residual=Fa
 
 
 def test_option_defaults_on_and_round_trips():
-    assert runtime.RuntimeSessionOptions().fuse_conv_scale is True
-    opts = runtime.RuntimeSessionOptions(fuse_conv_scale=False)
-    assert opts.fuse_conv_scale is False
-    opts.fuse_conv_scale = True
-    assert opts.fuse_conv_scale is True
+    assert_pass_option_defaults_on_and_round_trips("fuse_conv_scale")
 
 
 @pytest.mark.parametrize("threads", [1, 2])

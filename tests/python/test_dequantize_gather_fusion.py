@@ -8,7 +8,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import expect_error, make_model, run_reference, run_traced
+from node_check import (
+    assert_pass_option_defaults_on_and_round_trips, expect_error, make_model, run_reference, run_traced,
+)
 
 ON = runtime.RuntimeSessionOptions()
 OFF = runtime.RuntimeSessionOptions(fuse_dequantize_gather=False)
@@ -32,11 +34,7 @@ def lookup(table_shape, indices, table_type=np.int8, axis=0, zero_point=True, op
 
 
 def test_option_defaults_on_and_round_trips():
-    assert runtime.RuntimeSessionOptions().fuse_dequantize_gather is True
-    opts = runtime.RuntimeSessionOptions(fuse_dequantize_gather=False)
-    assert opts.fuse_dequantize_gather is False
-    opts.fuse_dequantize_gather = True
-    assert opts.fuse_dequantize_gather is True
+    assert_pass_option_defaults_on_and_round_trips("fuse_dequantize_gather")
 
 
 CASES = [

@@ -7,7 +7,10 @@ import pytest
 from onnx import helper
 
 import onnx_light.runtime as runtime
-from node_check import TILED_GEMM_PATH, assert_close, make_model, random, run_ort, run_ours, run_traced
+from node_check import (
+    TILED_GEMM_PATH, assert_close, assert_pass_option_defaults_on_and_round_trips, make_model, random, run_ort,
+    run_ours, run_traced,
+)
 
 ON = runtime.RuntimeSessionOptions()
 OFF = runtime.RuntimeSessionOptions(fuse_matmul_add=False)
@@ -29,11 +32,7 @@ def linear(x_shape, n, bias_first=False, bias_shape=None, weights_as_input=False
 
 
 def test_option_defaults_on_and_round_trips():
-    assert runtime.RuntimeSessionOptions().fuse_matmul_add is True
-    opts = runtime.RuntimeSessionOptions(fuse_matmul_add=False)
-    assert opts.fuse_matmul_add is False
-    opts.fuse_matmul_add = True
-    assert opts.fuse_matmul_add is True
+    assert_pass_option_defaults_on_and_round_trips("fuse_matmul_add")
 
 
 # 3-D activations as transformers have them (one folded product), 2-D, a single row (a decode

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnx_light.runtime as runtime
-from node_check import make_model, run_ours, run_reference, run_traced
+from node_check import assert_pass_option_defaults_on_and_round_trips, make_model, run_ours, run_reference, run_traced
 
 ON = runtime.RuntimeSessionOptions()
 OFF = runtime.RuntimeSessionOptions(fuse_matmul_integer_scale=False)
@@ -48,11 +48,7 @@ def ops(nodes):
 
 
 def test_option_defaults_on_and_round_trips():
-    assert runtime.RuntimeSessionOptions().fuse_matmul_integer_scale is True
-    opts = runtime.RuntimeSessionOptions(fuse_matmul_integer_scale=False)
-    assert opts.fuse_matmul_integer_scale is False
-    opts.fuse_matmul_integer_scale = True
-    assert opts.fuse_matmul_integer_scale is True
+    assert_pass_option_defaults_on_and_round_trips("fuse_matmul_integer_scale")
 
 
 # 2-D and 3-D activations, a single row (a decode step), a 1-D A, a column count off the tiles.
