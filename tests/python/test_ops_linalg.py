@@ -1089,7 +1089,7 @@ def test_maxpool_3x3_stride_2_skips_nan_like_the_general_loop(width):
     ([1, 4], [3, 1], [0, 0, 0, 3], 1),     # a vertical stride the slide does not see
     ([2, 2], [2, 1], [0, 0, 0, 0], 0),     # 2x2 with a horizontal stride of 1
 ])
-@pytest.mark.parametrize("width", [1, 15, 16, 17, 33, 50])
+@pytest.mark.parametrize("width", [1, 15, 16, 17, 27, 32, 33, 50])  # up to 32: one or two vectors in registers
 def test_maxpool_rows_equal_the_general_loop(kernel, strides, pads, ceil_mode, width):
     # The row kernel (AVX-512 where the CPU has it) against the general tap-by-tap loop, bit for
     # bit: row tails of every length, windows clipped by padding and ceil_mode, NaN (skipped),
