@@ -76,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{16, 9, 31, 33, 3, 3, 1, 2, 1, 1, 1, 1},   // strides (1, 2); 32 + 1 channels
                       Case{3, 40, 44, 16, 7, 7, 2, 2, 3, 3, 3, 3},   // a stem: 147 taps, one block of 16
                       Case{48, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1},    // 7-pixel rows in pairs + one, two tiles of 32
-                      Case{40, 13, 12, 16, 3, 3, 2, 2, 1, 1, 1, 1},  // stride 2: 6-pixel rows in pairs + one, 16 channels
+                      Case{40, 13, 12, 16, 3, 3, 2, 2, 1, 1, 1, 1},  // stride 2: 6-pixel rows, pairs + one, 16 chans
                       Case{72, 8, 4, 20, 3, 3, 1, 1, 1, 1, 1, 1},    // 4-pixel rows in pairs, 4 passes; 16 + 4 channels
                       Case{8, 3, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1},      // 3-pixel rows, too narrow to pair
                       Case{24, 5, 1, 20, 3, 3, 1, 1, 1, 1, 1, 1},    // one output column

@@ -310,8 +310,6 @@ bool DirectLanesApplies(const WindowGeometry& g) {
 
 int64_t DirectLanesScratchSize(int64_t channels, const WindowGeometry& g, int64_t m, const ThreadPool* pool) {
 #if ONNX_LIGHT_DIRECT_LANES
-  const int64_t units = (m + kTileVectors * kLanes - 1) / (kTileVectors * kLanes);
-  (void)units;
   return channels * PaddedImage::Of(g).plane + kPaddedImageSlack +
          PlanSplit(pool, channels, g, m).slots * PartialSize(channels, g);
 #else

@@ -82,10 +82,10 @@ __attribute__((target("avx512f"))) void SlideRow(const float* row, int64_t ow_n,
   }
 }
 
-// Planes at most two vectors wide whose output rows fit in one vector (squeezenet's 27x27 -> 13x13):
-// each output row is computed in registers, the window's input rows reduced into two vectors and
-// every tap's sixteen columns picked from those by one permute, where the row buffer path paid
-// two calls, a store and reloads for each 13-output row.
+// Planes at most two vectors wide whose output rows fit in one vector (squeezenet's 27x27 ->
+// 13x13): each output row is computed in registers, the window's input rows reduced into two
+// vectors and every tap's sixteen columns picked from those by one permute, where the row buffer
+// path paid two calls, a store and reloads for each 13-output row.
 constexpr int64_t kMaxNarrowTaps = 16;
 
 bool NarrowApplies(const WindowGeometry& g) {
