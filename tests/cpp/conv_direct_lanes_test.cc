@@ -1,6 +1,7 @@
 // The AVX-512 channels-in-lanes direct convolution (kernels/nn/conv_direct_lanes) against a plain
 // loop: strides 1 and 2, padding, pixel and channel tails, several passes of input channels, bias,
-// Relu in registers, other activations and a residual after the block, and a thread pool.
+// Relu in registers, other activations and a residual after the block, rows narrow enough to be
+// taken two at a time, and a thread pool splitting output channels or output rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -74,7 +75,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{8, 17, 23, 37, 3, 3, 2, 2, 1, 0, 2, 1},   // stride 2, asymmetric pads; 32 + 5 channels
                       Case{16, 9, 31, 33, 3, 3, 1, 2, 1, 1, 1, 1},   // strides (1, 2); 32 + 1 channels
                       Case{3, 40, 44, 16, 7, 7, 2, 2, 3, 3, 3, 3},   // a stem: 147 taps, one block of 16
-                      Case{48, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1},    // 7-pixel rows, two tiles of 32
+                      Case{48, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1},    // 7-pixel rows in pairs + one, two tiles of 32
+                      Case{40, 13, 12, 16, 3, 3, 2, 2, 1, 1, 1, 1},  // stride 2: 6-pixel rows, pairs + one, 16 chans
+                      Case{72, 8, 4, 20, 3, 3, 1, 1, 1, 1, 1, 1},    // 4-pixel rows in pairs, 4 passes; 16 + 4 channels
+                      Case{8, 3, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1},      // 3-pixel rows, too narrow to pair
                       Case{24, 5, 1, 20, 3, 3, 1, 1, 1, 1, 1, 1},    // one output column
                       Case{40, 7, 9, 32, 2, 3, 2, 1, 0, 0, 0, 0},    // no padding, the last input row unread
                       Case{30, 3, 15, 17, 1, 5, 1, 1, 0, 2, 0, 2},   // a 1x5 kernel, 15-pixel rows
@@ -99,6 +103,43 @@ TEST(DirectLanesTest, ThreadPoolGivesTheSameBits) {
   DirectLanesConv2d(x.data(), k.c, g, packed.data(), k.m, nullptr, ConvEpilogue::Relu(), nullptr, scratch.data(),
                     three.data(), &pool);
   EXPECT_EQ(one, three);
+}
+
+// An image larger than its weights is split over the threads by output rows (each thread pads its
+// own rows): with 29 rows of 2 units over 3 threads a thread's share ends within a row of units,
+// and the epilogue runs on row ranges of the planes.
+TEST(DirectLanesTest, RowSplitGivesTheSameBits) {
+  if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
+  ThreadPool pool(3);
+  for (const Case& k : {Case{8, 29, 30, 40, 3, 3, 1, 1, 1, 1, 1, 1}, Case{8, 58, 61, 40, 3, 3, 2, 2, 1, 1, 0, 1}}) {
+    const WindowGeometry g = Geometry(k);
+    const int64_t taps = k.c * k.kh * k.kw;
+    const int64_t out_size = g.output_size();
+    ASSERT_GT(k.c * (g.output[0] * k.sh + 2) * (g.output[1] * k.sw + 2), DirectConvPackedSize(k.m, taps));
+    const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(k.c * k.h * k.w), 1);
+    const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(k.m * taps), 2);
+    const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(k.m), 3);
+    const std::vector<float> z = testing::RandomFloats(static_cast<size_t>(k.m * out_size), 4);
+    std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(k.m, taps)));
+    PackDirectConvWeights(w.data(), k.m, taps, packed.data());
+    const ConvEpilogue hard_swish{ConvActivation::kHardSwish, 0.0f, 0.0f};
+    for (const ConvEpilogue& epilogue : {ConvEpilogue::Relu(), hard_swish}) {
+      for (const float* zp : {static_cast<const float*>(nullptr), z.data()}) {
+        std::vector<float> expected = testing::ReferenceConv2d(x, k.c, w, k.m, g, bias.data());
+        ApplyConvEpilogue(epilogue, expected.data(), zp, k.m, out_size, nullptr);
+        std::vector<float> one(expected.size(), NAN);
+        std::vector<float> three(expected.size(), NAN);
+        std::vector<float> scratch(static_cast<size_t>(DirectLanesScratchSize(k.c, g, k.m, nullptr)));
+        DirectLanesConv2d(x.data(), k.c, g, packed.data(), k.m, bias.data(), epilogue, zp, scratch.data(),
+                          one.data());
+        scratch.assign(static_cast<size_t>(DirectLanesScratchSize(k.c, g, k.m, &pool)), NAN);
+        DirectLanesConv2d(x.data(), k.c, g, packed.data(), k.m, bias.data(), epilogue, zp, scratch.data(),
+                          three.data(), &pool);
+        EXPECT_EQ(one, three) << "stride " << k.sh << (zp ? " residual" : "");
+        for (size_t i = 0; i < one.size(); ++i) ASSERT_NEAR(one[i], expected[i], 1e-4f) << "element " << i;
+      }
+    }
+  }
 }
 
 TEST(DirectLanesTest, Applicability) {

@@ -96,9 +96,11 @@ void PadPhasedPlanes(const float* x, int64_t channels, const WindowGeometry& g, 
   }
 }
 
-// PadImage without the slack: planes [0, channels) only.
-void PadPlanes(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out) {
+// PadImage without the slack: planes [0, channels) only, padded rows [row_begin, row_end) of each.
+void PadPlanes(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out,
+               int64_t row_begin = 0, int64_t row_end = -1) {
   if (p.phases > 1) return PadPhasedPlanes(x, channels, g, p, out);
+  if (row_end < 0) row_end = p.rows;
   const int64_t ih_n = g.input[0];
   const int64_t iw_n = g.input[1];
   // Columns [pad_begin, pad_begin + iw_n) of a padded row hold the input row, clipped to the
@@ -107,7 +109,7 @@ void PadPlanes(const float* x, int64_t channels, const WindowGeometry& g, const 
   const int64_t hi = std::max(lo, std::min(g.pad_begin[1] + iw_n, p.pitch));
   for (int64_t c = 0; c < channels; ++c) {
     float* plane = out + c * p.plane;
-    for (int64_t r = 0; r < p.rows; ++r) {
+    for (int64_t r = row_begin; r < row_end; ++r) {
       float* row = plane + r * p.pitch;
       const int64_t ih = r - g.pad_begin[0];
       if (ih < 0 || ih >= ih_n) {
@@ -133,6 +135,12 @@ void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const P
     PadPlanes(x + begin * g.input[0] * g.input[1], end - begin, g, p, out + begin * p.plane);
   });
   std::fill(out + channels * p.plane, out + channels * p.plane + kPaddedImageSlack, 0.0f);
+}
+
+void PadImageRows(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p,
+                  int64_t row_begin, int64_t row_end, float* out) {
+  PadPlanes(x, channels, g, p, out, row_begin, row_end);
+  if (row_end == p.rows) std::fill(out + channels * p.plane, out + channels * p.plane + kPaddedImageSlack, 0.0f);
 }
 
 }  // namespace onnx_light::runtime

@@ -38,4 +38,10 @@ inline constexpr int64_t kPaddedImageSlack = 16;
 void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out,
               ThreadPool* pool = nullptr);
 
+/// PadImage's padded rows [row_begin, row_end) of every plane, on the calling thread, and the
+/// slack when row_end is p.rows: calls over ranges that cover [0, p.rows) write all of `out`.
+/// Requires p.phases == 1 (PaddedImage::Of).
+void PadImageRows(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p,
+                  int64_t row_begin, int64_t row_end, float* out);
+
 }  // namespace onnx_light::runtime

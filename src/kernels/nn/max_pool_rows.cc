@@ -81,6 +81,59 @@ __attribute__((target("avx512f"))) void SlideRow(const float* row, int64_t ow_n,
     }
   }
 }
+
+// Planes at most two vectors wide whose output rows fit in one vector (squeezenet's 27x27 ->
+// 13x13): each output row is computed in registers, the window's input rows reduced into two
+// vectors and every tap's sixteen columns picked from those by one permute, where the row buffer
+// path paid two calls, a store and reloads for each 13-output row.
+constexpr int64_t kMaxNarrowTaps = 16;
+
+bool NarrowApplies(const WindowGeometry& g) {
+  return g.input[1] <= 2 * kLanes && g.output[1] <= kLanes && g.kernel[1] <= kMaxNarrowTaps;
+}
+
+__attribute__((target("avx512f"))) void MaxPoolNarrow(const float* x, int64_t planes, const WindowGeometry& g,
+                                                      float* y) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const int64_t h = g.input[0];
+  const int64_t w = g.input[1];
+  const int64_t oh_n = g.output[0];
+  const int64_t ow_n = g.output[1];
+  const int64_t kw_n = g.kernel[1];
+  // Tap k of output column o reads input column o * stride + k - pad: its lane of the pair of
+  // vectors, when that column exists (else -inf, like the row buffer's padding).
+  __m512i index[kMaxNarrowTaps];
+  __mmask16 valid[kMaxNarrowTaps];
+  const __m512i columns = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __mmask16 outputs = static_cast<__mmask16>((1u << ow_n) - 1u);
+  for (int64_t k = 0; k < kw_n; ++k) {
+    index[k] = _mm512_add_epi32(_mm512_mullo_epi32(columns, _mm512_set1_epi32(static_cast<int>(g.stride[1]))),
+                                _mm512_set1_epi32(static_cast<int>(k - g.pad_begin[1])));
+    valid[k] = outputs & _mm512_cmpge_epi32_mask(index[k], _mm512_setzero_si512()) &
+               _mm512_cmplt_epi32_mask(index[k], _mm512_set1_epi32(static_cast<int>(w)));
+  }
+  const __mmask16 low = w >= kLanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << w) - 1u);
+  const __mmask16 high = w > kLanes ? static_cast<__mmask16>((1u << (w - kLanes)) - 1u) : __mmask16(0);
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    const float* xp = x + plane * h * w;
+    for (int64_t oh = 0; oh < oh_n; ++oh, y += ow_n) {
+      const int64_t start = oh * g.stride[0] - g.pad_begin[0];
+      const int64_t r_hi = std::min(start + g.kernel[0], h);
+      __m512 v0 = lowest;
+      __m512 v1 = lowest;
+      for (int64_t r = std::max<int64_t>(start, 0); r < r_hi; ++r) {
+        v0 = _mm512_max_ps(_mm512_mask_loadu_ps(lowest, low, xp + r * w), v0);
+        if (high != 0) v1 = _mm512_max_ps(_mm512_mask_loadu_ps(lowest, high, xp + r * w + kLanes), v1);
+      }
+      __m512 acc = lowest;
+      for (int64_t k = 0; k < kw_n; ++k) {
+        const __m512 taps = _mm512_mask_blend_ps(valid[k], lowest, _mm512_permutex2var_ps(v0, index[k], v1));
+        acc = _mm512_max_ps(taps, acc);
+      }
+      _mm512_mask_storeu_ps(y, outputs, acc);
+    }
+  }
+}
 #endif
 
 }  // namespace
@@ -103,6 +156,7 @@ void MaxPoolRows(const float* x, int64_t planes, const WindowGeometry& g, float*
   const int64_t w = g.input[1];
   const int64_t oh_n = g.output[0];
   const int64_t ow_n = g.output[1];
+  if (NarrowApplies(g)) return MaxPoolNarrow(x, planes, g, y);
   std::fill(scratch, scratch + RowBufferSize(g), -std::numeric_limits<float>::infinity());
   float* mid = scratch + g.pad_begin[1];
   for (int64_t plane = 0; plane < planes; ++plane) {

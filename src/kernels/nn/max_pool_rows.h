@@ -3,9 +3,11 @@
 // input rows are reduced into one row buffer 16 columns at a time, then sixteen outputs are
 // taken at once from that buffer, one load per kernel tap (stride 1) or two loads and a permute
 // that keeps every other column (stride 2). The buffer carries the horizontal padding as -inf,
-// so border and ceil_mode windows take the same loads as interior ones. The taps are combined
-// in the order of the general loops of pool_kernels.cc (rows first, then columns, starting from
-// -inf, a NaN tap skipped), so the results are the same bits.
+// so border and ceil_mode windows take the same loads as interior ones. Planes at most 32 columns
+// wide with at most 16 outputs per row skip the buffer: both vectors of reduced columns stay in
+// registers and each tap's columns are picked by a permute. The taps are combined in the order
+// of the general loops of pool_kernels.cc (rows first, then columns, starting from -inf, a NaN
+// tap skipped), so the results are the same bits.
 
 #include <cstdint>
 
