@@ -27,6 +27,11 @@ constexpr int64_t kTilePixels = kLanes * kTileVectors;
 // input panel (one pass's rows of the chunk's pixels) should stay in L2 while every channel block reads it.
 constexpr int64_t kMaxChunkTiles = 4;
 constexpr int64_t kChunkPanelBytes = int64_t{256} << 10;
+// Output channels from which a deep product copies each pass's rows of x into a panel: below it
+// the copy cost more than the tiles' loads from x in place saved (squeezenet's 512->64 at 13x13:
+// 96 -> 68 us without it; efficientnet_b0's 672->112 at 14x14: 202 -> 180 us), at 256 and more
+// the two are even or the panel wins (512->1000 at 13x13: 1100 against 1117 us).
+constexpr int64_t kMinPanelChannels = 256;
 // Tails of this many pixels or fewer take PointwiseTail.
 constexpr int64_t kMaxTailPixels = 8;
 
@@ -312,6 +317,11 @@ void EpilogueOnRows(const Operands& o, const ConvEpilogue& epilogue, int64_t m_b
   }
 }
 
+// The panel's threshold for a product: kMinPanelChannels for a 1x1 convolution (packed weights);
+// TiledGemm's products (A's rows in place, B unpacked: attention's) keep it from two blocks of
+// 16 rows, where it was measured.
+inline int64_t MinPanelChannels(const Operands& o) { return o.packed_w != nullptr ? kMinPanelChannels : kLanes + 1; }
+
 // One chunk of `chunk_pixels` pixels (the image's last chunk may be shorter) for output
 // channels [m_begin, m_end), m_begin a multiple of 16, then the epilogue on those rows.
 __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const ConvEpilogue& epilogue,
@@ -353,9 +363,9 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
   }
 
   // A deep product: passes of PassRows rows, each running every block of 8 channels over one
-  // tile (its rows copied into a contiguous panel unless a single block reads them) before the
-  // next tile; the epilogue once the last pass is done.
-  const bool pack = o.packed_x == nullptr && m_end - m_begin > kLanes;
+  // tile (its rows copied into a contiguous panel when enough blocks read them) before the next
+  // tile; the epilogue once the last pass is done.
+  const bool pack = o.packed_x == nullptr && m_end - m_begin >= MinPanelChannels(o);
   thread_local std::vector<float> panel;
   if (pack && panel.size() < static_cast<size_t>(kDepthBlock * chunk_pixels)) {
     panel.resize(static_cast<size_t>(kDepthBlock * chunk_pixels));
