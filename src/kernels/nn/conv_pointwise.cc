@@ -27,6 +27,11 @@ constexpr int64_t kTilePixels = kLanes * kTileVectors;
 // input panel (one pass's rows of the chunk's pixels) should stay in L2 while every channel block reads it.
 constexpr int64_t kMaxChunkTiles = 4;
 constexpr int64_t kChunkPanelBytes = int64_t{256} << 10;
+// Output channels from which a deep product copies each pass's rows of x into a panel: below it
+// the copy cost more than the tiles' loads from x in place saved (squeezenet's 512->64 at 13x13:
+// 96 -> 68 us without it; efficientnet_b0's 672->112 at 14x14: 202 -> 180 us), at 256 and more
+// the two are even or the panel wins (512->1000 at 13x13: 1100 against 1117 us).
+constexpr int64_t kMinPanelChannels = 256;
 // Tails of this many pixels or fewer take PointwiseTail.
 constexpr int64_t kMaxTailPixels = 8;
 
@@ -77,6 +82,7 @@ struct TilePass {
   const float* column_bias;  // the tile's first pixel's bias, used when !load_y, or null
   bool load_y;       // start from y (a later pass, or an accumulating product)
   bool relu;         // the last pass of a Relu-fused product
+  const float* prefetch_w = nullptr;  // packed weights to prefetch into L2, one line per row, or null
 };
 
 // kVecs vectors of pixels x 8 output channels, accumulated over one pass's rows; `last` masks
@@ -127,6 +133,9 @@ __attribute__((target("avx512f"), always_inline)) inline void PointwiseTile(cons
     }
   } else {
     for (int64_t t = 0; t < p.kn; ++t, row += p.x_stride) {
+      if (!kRowMajor && p.prefetch_w != nullptr) {
+        _mm_prefetch(reinterpret_cast<const char*>(p.prefetch_w + t * kLanes), _MM_HINT_T1);
+      }
       __m512 xv[kVecs];
 #pragma GCC unroll 3
       for (int v = 0; v < kVecs; ++v) {
@@ -312,6 +321,20 @@ void EpilogueOnRows(const Operands& o, const ConvEpilogue& epilogue, int64_t m_b
   }
 }
 
+// The panel's threshold for a product: kMinPanelChannels for a 1x1 convolution (packed weights);
+// TiledGemm's products (A's rows in place, B unpacked: attention's) keep it from two blocks of
+// 16 rows, where it was measured.
+inline int64_t MinPanelChannels(const Operands& o) { return o.packed_w != nullptr ? kMinPanelChannels : kLanes + 1; }
+
+// The packed weights of the block of 16 channels after m0's, from row t, for the first half of
+// each block to prefetch while it runs (in the model a layer's weights come from memory: 885 KB
+// for efficientnet_b0's 192->1152 expansions); null for the second half, the last block, or
+// weights not packed.
+inline const float* NextBlockWeights(const Operands& o, int64_t m0, int64_t m_end, int64_t t) {
+  if (o.packed_w == nullptr || m0 % kLanes != 0 || m0 + kLanes >= m_end) return nullptr;
+  return TileWeights(o, m0 + kLanes, t);
+}
+
 // One chunk of `chunk_pixels` pixels (the image's last chunk may be shorter) for output
 // channels [m_begin, m_end), m_begin a multiple of 16, then the epilogue on those rows.
 __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const ConvEpilogue& epilogue,
@@ -341,11 +364,13 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
                  .load_y = o.accumulate,
                  .relu = relu};
       const int64_t live = std::min<int64_t>(kTileChannels, m_end - m0);
+      p.prefetch_w = NextBlockWeights(o, m0, m_end, 0);
       for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
         p.x = o.packed_x != nullptr ? o.packed_x + t0 / kTilePixels * o.k * kTilePixels : o.x + t0;
         p.column_bias = o.column_bias != nullptr ? o.column_bias + t0 : nullptr;
         const int64_t vecs = TileVectors(t0, tiles_end, &last);
         RunTile(p, vecs, live, last, o.y + m0 * o.y_stride + t0, o.y_stride);
+        p.prefetch_w = nullptr;
       }
       if (run_epilogue) EpilogueOnRows(o, epilogue, m0, m0 + live, p0, p_end);
     }
@@ -353,9 +378,9 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
   }
 
   // A deep product: passes of PassRows rows, each running every block of 8 channels over one
-  // tile (its rows copied into a contiguous panel unless a single block reads them) before the
-  // next tile; the epilogue once the last pass is done.
-  const bool pack = o.packed_x == nullptr && m_end - m_begin > kLanes;
+  // tile (its rows copied into a contiguous panel when enough blocks read them) before the next
+  // tile; the epilogue once the last pass is done.
+  const bool pack = o.packed_x == nullptr && m_end - m_begin >= MinPanelChannels(o);
   thread_local std::vector<float> panel;
   if (pack && panel.size() < static_cast<size_t>(kDepthBlock * chunk_pixels)) {
     panel.resize(static_cast<size_t>(kDepthBlock * chunk_pixels));
@@ -382,6 +407,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
       for (int64_t m0 = m_begin; m0 < m_end; m0 += kTileChannels) {
         p.wb = TileWeights(o, m0, t_begin);
         p.bias = o.bias != nullptr ? o.bias + m0 : nullptr;
+        p.prefetch_w = NextBlockWeights(o, m0, m_end, t_begin);
         RunTile(p, vecs, std::min<int64_t>(kTileChannels, m_end - m0), last, o.y + m0 * o.y_stride + t0,
                 o.y_stride);
       }

@@ -6,8 +6,9 @@
 // computed: the bias and Relu are applied in registers, any other activation and the residual on
 // the tile while it is still in L1. The weights are the blocks PackDirectConvWeights writes,
 // which the Conv kernel packs once when W is a constant. A product deeper than 128 input rows
-// runs in passes of 128 rows, each copying its rows of a chunk of pixels into a contiguous panel
-// that every block of output channels reads from L1 (docs/performance.md).
+// runs in passes of 128 rows; with 256 output channels or more each pass copies its rows of a
+// chunk of pixels into a contiguous panel that every block of output channels reads from L1
+// (docs/performance.md); with fewer the tiles read x in place.
 
 #include <cstdint>
 
