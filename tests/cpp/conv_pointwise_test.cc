@@ -98,7 +98,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PointwiseConvTest,
                                            Case{300, 49, 130},   // 3 passes, 1-pixel tail, 9 blocks
                                            Case{129, 98, 70},    // a 1-row last pass, 2-pixel tail
                                            Case{257, 51, 40},    // 3-pixel tail, 3 blocks
-                                          Case{200, 60, 260}));  // 2 passes through the panel, channel tail
+                                           Case{200, 60, 260}));  // 2 passes through the panel, channel tail
 
 TEST(PointwiseConvTest, NaNAndInfinityPropagate) {
   if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
