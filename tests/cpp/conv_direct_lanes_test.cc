@@ -32,6 +32,19 @@ WindowGeometry Geometry(const Case& k) {
   return g;
 }
 
+// Random X, W (also packed), bias and residual Z for a case.
+struct Operands {
+  Operands(const Case& k, const WindowGeometry& g)
+      : x(testing::RandomFloats(static_cast<size_t>(k.c * k.h * k.w), 1)),
+        w(testing::RandomFloats(static_cast<size_t>(k.m * k.c * k.kh * k.kw), 2)),
+        bias(testing::RandomFloats(static_cast<size_t>(k.m), 3)),
+        z(testing::RandomFloats(static_cast<size_t>(k.m * g.output_size()), 4)),
+        packed(static_cast<size_t>(DirectConvPackedSize(k.m, k.c * k.kh * k.kw))) {
+    PackDirectConvWeights(w.data(), k.m, k.c * k.kh * k.kw, packed.data());
+  }
+  std::vector<float> x, w, bias, z, packed;
+};
+
 class DirectLanesTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DirectLanesTest, MatchesPlainLoop) {
@@ -41,14 +54,9 @@ TEST_P(DirectLanesTest, MatchesPlainLoop) {
   const Case k = GetParam();
   const WindowGeometry g = Geometry(k);
   ASSERT_TRUE(DirectLanesApplies(g));
-  const int64_t taps = k.c * k.kh * k.kw;
   const int64_t out_size = g.output_size();
-  const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(k.c * k.h * k.w), 1);
-  const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(k.m * taps), 2);
-  const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(k.m), 3);
-  const std::vector<float> z = testing::RandomFloats(static_cast<size_t>(k.m * out_size), 4);
-  std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(k.m, taps)));
-  PackDirectConvWeights(w.data(), k.m, taps, packed.data());
+  const Operands ops(k, g);
+  const auto& [x, w, bias, z, packed] = ops;
   std::vector<float> scratch(static_cast<size_t>(DirectLanesScratchSize(k.c, g, k.m, nullptr)));
   const ConvEpilogue hard_swish{ConvActivation::kHardSwish, 0.0f, 0.0f};
   for (const ConvEpilogue& epilogue : {ConvEpilogue{}, ConvEpilogue::Relu(), hard_swish}) {
@@ -116,12 +124,8 @@ TEST(DirectLanesTest, RowSplitGivesTheSameBits) {
     const int64_t taps = k.c * k.kh * k.kw;
     const int64_t out_size = g.output_size();
     ASSERT_GT(k.c * (g.output[0] * k.sh + 2) * (g.output[1] * k.sw + 2), DirectConvPackedSize(k.m, taps));
-    const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(k.c * k.h * k.w), 1);
-    const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(k.m * taps), 2);
-    const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(k.m), 3);
-    const std::vector<float> z = testing::RandomFloats(static_cast<size_t>(k.m * out_size), 4);
-    std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(k.m, taps)));
-    PackDirectConvWeights(w.data(), k.m, taps, packed.data());
+    const Operands ops(k, g);
+    const auto& [x, w, bias, z, packed] = ops;
     const ConvEpilogue hard_swish{ConvActivation::kHardSwish, 0.0f, 0.0f};
     for (const ConvEpilogue& epilogue : {ConvEpilogue::Relu(), hard_swish}) {
       for (const float* zp : {static_cast<const float*>(nullptr), z.data()}) {
