@@ -125,6 +125,11 @@ void PadPlanes(const float* x, int64_t channels, const WindowGeometry& g, const 
   }
 }
 
+// The zeros after the last plane.
+void FillSlack(int64_t channels, const PaddedImage& p, float* out) {
+  std::fill(out + channels * p.plane, out + channels * p.plane + kPaddedImageSlack, 0.0f);
+}
+
 }  // namespace
 
 void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p, float* out,
@@ -134,13 +139,13 @@ void PadImage(const float* x, int64_t channels, const WindowGeometry& g, const P
   ParallelForBalanced(pool, channels, min_planes, [&](int64_t begin, int64_t end) {
     PadPlanes(x + begin * g.input[0] * g.input[1], end - begin, g, p, out + begin * p.plane);
   });
-  std::fill(out + channels * p.plane, out + channels * p.plane + kPaddedImageSlack, 0.0f);
+  FillSlack(channels, p, out);
 }
 
 void PadImageRows(const float* x, int64_t channels, const WindowGeometry& g, const PaddedImage& p,
                   int64_t row_begin, int64_t row_end, float* out) {
   PadPlanes(x, channels, g, p, out, row_begin, row_end);
-  if (row_end == p.rows) std::fill(out + channels * p.plane, out + channels * p.plane + kPaddedImageSlack, 0.0f);
+  if (row_end == p.rows) FillSlack(channels, p, out);
 }
 
 }  // namespace onnx_light::runtime
