@@ -323,7 +323,19 @@ INSTANTIATE_TEST_SUITE_P(StridedCache, AttentionCoreTest,
                                                 .head = 16,
                                                 .v_head = 16,
                                                 .q_3d = true,
-                                                .qk_mode = 1}),
+                                                .qk_mode = 1},
+                                           // Whisper's heads: Kᵀ packed in three panels (the last
+                                           // 34 keys wide) and V in two (48 + 16 columns).
+                                           Case{.name = "mha_3d_head_64_packed_keys_and_values",
+                                                .batch = 1,
+                                                .q_heads = 2,
+                                                .kv_heads = 2,
+                                                .q_seq = 96,
+                                                .kv_seq = 130,
+                                                .capacity = 136,
+                                                .head = 64,
+                                                .v_head = 64,
+                                                .q_3d = true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return info.param.name;
                          });

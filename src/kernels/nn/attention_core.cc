@@ -301,8 +301,10 @@ int64_t ScoreBlockRows(const AttentionDims& d) {
 
 int64_t AttentionScratchSize(const AttentionDims& d) {
   const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
-  // A block of score rows (a decode step's group of single rows), and Kᵀ of one key/value head.
-  return std::max(ScoreBlockRows(d), group) * d.kv_seq + d.head_size * d.kv_seq;
+  // A block of score rows (a decode step's group of single rows), and Kᵀ and V of one key/value
+  // head packed for the tiles.
+  return std::max(ScoreBlockRows(d), group) * d.kv_seq + TiledGemmPackedBSize(d.head_size, d.kv_seq) +
+         TiledGemmPackedBSize(d.kv_seq, d.v_head_size);
 }
 
 int64_t AttentionScratchSlots(const AttentionDims& d, const ThreadPool* pool) {
@@ -338,10 +340,14 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
       const T* k = args.k.Row(b, kh, lo);
       const T* v = args.v.Row(b, kh, c.used.begin);
       T* scores = scratch;
-      // float32: Kᵀ copied once per head so that Q·Kᵀ runs on our tiles, which take neither a
-      // transposed operand nor alpha (the scale is applied to the block's rows instead).
+      // float32: Kᵀ and V packed once per head as our tiles read a constant B (48 columns at a
+      // time, each panel contiguous), so that the products of every block of rows stream them
+      // instead of gathering rows 3 KB apart (Kᵀ) or copying V's rows again for each block. The
+      // tiles take no alpha: the scale is applied to the block's rows instead.
       T* kt = scratch + std::max(block_rows, group) * n;
+      T* packed_v = kt + TiledGemmPackedBSize(d.head_size, d.kv_seq);
       bool kt_ready = false;
+      bool v_ready = false;
       // `rows` query rows at q (row stride q_stride) of heads h0 + first_row / q_seq onwards,
       // their outputs at y (row stride y_stride).
       auto run_rows = [&](int64_t rows, const T* q, int64_t q_stride, T* y, int64_t y_stride, int64_t first_head) {
@@ -351,16 +357,12 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
           if constexpr (std::is_same_v<T, float>) {
             tiled = TiledGemmApplies(rb, width, d.head_size);
             if (tiled && !kt_ready) {
-              for (int64_t j = 0; j < width; ++j) {
-                const T* key = k + j * args.k.row_stride;
-                for (int64_t e = 0; e < d.head_size; ++e) kt[e * width + j] = key[e];
-              }
+              PackTiledGemmBTransposed(d.head_size, width, k, args.k.row_stride, kt);
               kt_ready = true;
               any_tiles.store(true, std::memory_order_relaxed);
             }
             if (tiled) {
-              TiledGemm(rb, width, d.head_size, q + r0 * q_stride, q_stride, kt, width, false, scores + lo, n,
-                        nullptr);
+              TiledGemmPackedB(rb, width, d.head_size, q + r0 * q_stride, q_stride, kt, scores + lo, n, nullptr);
               for (int64_t r = 0; r < rb; ++r) ScaleRow(scores + r * n + lo, width, alpha);
             }
           }
@@ -369,8 +371,22 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
                     scores + lo, n);
           }
           ScoresToProbabilities(args, b, first_head, r0, r0 + rb, c, scores);
-          Gemm<T>(false, rb, d.v_head_size, used, T(1), scores + c.used.begin, n, v, args.v.row_stride,
-                  y + r0 * y_stride, y_stride);
+          bool tiled_v = false;
+          if constexpr (std::is_same_v<T, float>) {
+            tiled_v = TiledGemmApplies(rb, d.v_head_size, used);
+            if (tiled_v && !v_ready) {
+              PackTiledGemmB(used, d.v_head_size, v, args.v.row_stride, packed_v);
+              v_ready = true;
+            }
+            if (tiled_v) {
+              TiledGemmPackedB(rb, d.v_head_size, used, scores + c.used.begin, n, packed_v, y + r0 * y_stride,
+                               y_stride, nullptr);
+            }
+          }
+          if (!tiled_v) {
+            Gemm<T>(false, rb, d.v_head_size, used, T(1), scores + c.used.begin, n, v, args.v.row_stride,
+                    y + r0 * y_stride, y_stride);
+          }
         }
       };
       if (grouped) {

@@ -547,6 +547,18 @@ void PackTiledGemmB(int64_t k, int64_t n, const float* b, int64_t ldb, float* pa
   }
 }
 
+void PackTiledGemmBTransposed(int64_t k, int64_t n, const float* bt, int64_t ldbt, float* packed) {
+  for (int64_t t0 = 0; t0 < n; t0 += kTilePixels) {
+    const int64_t width = std::min(kTilePixels, n - t0);
+    float* tile = packed + t0 / kTilePixels * k * kTilePixels;
+    for (int64_t j = 0; j < width; ++j) {
+      const float* column = bt + (t0 + j) * ldbt;
+      for (int64_t t = 0; t < k; ++t) tile[t * kTilePixels + j] = column[t];
+    }
+    for (int64_t t = 0; t < k; ++t) std::fill(tile + t * kTilePixels + width, tile + (t + 1) * kTilePixels, 0.0f);
+  }
+}
+
 Tensor PackConstantTiledGemmB(const Tensor* b, bool transposed) {
   if (b == nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 || b->size() == 0 || !DirectConvAvailable()) {
     return Tensor();
@@ -554,17 +566,12 @@ Tensor PackConstantTiledGemmB(const Tensor* b, bool transposed) {
   const auto allocator = std::make_shared<CpuAllocator>(0);
   const Tensor bc = b->Contiguous(allocator);
   const int64_t k = transposed ? b->dim(1) : b->dim(0), n = transposed ? b->dim(0) : b->dim(1);
-  Tensor rows = bc;
-  if (transposed) {  // B is [n, k]: the panels are cut from [k, n] rows
-    rows = Tensor::Allocate(DataType::kFloat, {k, n}, allocator);
-    const float* src = bc.data<float>();
-    float* dst = rows.data<float>();
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < k; ++j) dst[j * n + i] = src[i * k + j];
-    }
-  }
   Tensor packed = Tensor::Allocate(DataType::kFloat, {TiledGemmPackedBSize(k, n)}, allocator);
-  PackTiledGemmB(k, n, rows.data<float>(), n, packed.data<float>());
+  if (transposed) {
+    PackTiledGemmBTransposed(k, n, bc.data<float>(), k, packed.data<float>());
+  } else {
+    PackTiledGemmB(k, n, bc.data<float>(), n, packed.data<float>());
+  }
   return packed.AsReadOnly();
 }
 
