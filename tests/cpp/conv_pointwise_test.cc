@@ -185,7 +185,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TiledGemmTest,
                                            GemmCase{27, 96, 512, 0, 0, 0},     // a 2 KiB row stride: A copied apart
                                            GemmCase{13, 40, 1000, 24, 0, 0},   // a 4 KiB stride from padding
                                            GemmCase{87, 64, 750, 0, 0, 0},     // attention's P·V, head size 64
-                                           GemmCase{11, 60, 20, 0, 4, 0}));    // one pass, a 12-column tail
+                                           GemmCase{11, 60, 20, 0, 4, 0},      // one pass, a 12-column tail
+                                           GemmCase{197, 150, 64, 0, 0, 0},    // 13 row blocks in 4 parts
+                                           GemmCase{400, 300, 200, 1, 2, 3},   // wide chunks: all columns in one
+                                           GemmCase{384, 1160, 129, 0, 0, 0},  // two wide chunks, the last 8 columns
+                                           GemmCase{20, 520, 512, 0, 0, 0}));  // packed B wide enough to copy A apart
 
 TEST(TiledGemmPacking, FromTheTransposeGivesTheSamePanels) {
   // B [k, n] packed from its rows and from the rows of Bᵀ (with a row stride past k): the same
