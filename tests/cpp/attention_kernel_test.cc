@@ -4,13 +4,19 @@
 // qk_matmul_output mode.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/elementwise/fast_math.h"
 #include "kernels/nn/attention_core.h"
+#include "kernels/registry/cpu_features.h"
 #include "test_util.h"
 
 namespace onnx_light::runtime::attention {
@@ -432,6 +438,47 @@ TEST(AttentionCore, ExpShiftedSumMatchesStdExp) {
   float nan = std::numeric_limits<float>::quiet_NaN();
   ExpShiftedSum(&nan, 1, 0.0f);
   EXPECT_TRUE(std::isnan(nan));
+}
+
+TEST(AttentionCore, ExpShiftedSumFollowsTheScalarExpAndLaneOrder) {
+  // Each element is fast_math::ExpNonPositive's value: its bits on the compiler's loop, within an
+  // ulp on the AVX-512 path (whose multiply-adds are fused), 0 below -87.5 on both. The sum is
+  // that of 16 lanes added in a fixed tree. The lengths cover the 64-element steps and every kind
+  // of masked last vector; the dense sweep, the whole reduced range.
+  const int64_t max_ulps = UseAvx512() ? 1 : 0;
+  const auto ulps = [](float a, float b) {
+    return std::abs(int64_t{std::bit_cast<int32_t>(a)} - int64_t{std::bit_cast<int32_t>(b)});
+  };
+  std::vector<float> sweep;
+  for (float v = -88.0f; v <= 0.0f; v += 0.000517f) sweep.push_back(v);
+  const std::vector<float> random = testing::RandomFloats(800, 9, -95.0f, 0.0f);
+  const float edges[] = {-87.5f, std::nextafter(-87.5f, 0.0f), std::nextafter(-87.5f, -100.0f), 0.0f, -0.0f,
+                         -std::numeric_limits<float>::infinity(), -1e-30f, -88.7f};
+  std::vector<std::vector<float>> rows = {sweep};
+  for (const int64_t n : {1, 15, 16, 17, 63, 64, 65, 130, 750}) {
+    std::vector<float> x(random.begin(), random.begin() + n);
+    for (size_t e = 0; e < std::size(edges) && e < x.size(); ++e) x[e * 7 % x.size()] = edges[e];
+    rows.push_back(x);
+  }
+  for (const std::vector<float>& x : rows) {
+    const auto n = static_cast<int64_t>(x.size());
+    std::vector<float> y = x;
+    const float sum = ExpShiftedSum(y.data(), n, 0.25f);
+    float lanes[16] = {};
+    for (int64_t j = 0; j < n; ++j) {
+      const float e = fast_math::ExpNonPositive(x[j] - 0.25f);
+      if (e == 0.0f) {
+        ASSERT_EQ(y[j], 0.0f) << "n " << n << ", x " << x[j];
+      } else {
+        ASSERT_LE(ulps(y[j], e), max_ulps) << "n " << n << ", x " << x[j] << ": " << y[j] << " against " << e;
+      }
+      lanes[j % 16] += y[j];
+    }
+    for (int width = 8; width > 0; width /= 2) {
+      for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+    }
+    EXPECT_EQ(std::bit_cast<uint32_t>(sum), std::bit_cast<uint32_t>(lanes[0])) << "n " << n;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/elementwise/fast_math.h"
+#include "kernels/elementwise/fast_math_avx512.h"
 #include "kernels/math/linalg_util.h"
 #include "kernels/math/row_products.h"
 #include "kernels/nn/conv_pointwise.h"
@@ -17,35 +18,79 @@
 
 namespace onnx_light::runtime::attention {
 
-// Compiled for the widest vector instructions the CPU has; the arithmetic and its order do not
-// depend on which one runs. The exponentials are Softmax's (0 below e^-87.5, where they would
-// be subnormal), so a fused Attention normalises its scores as the Softmax node it replaced.
-ONNX_LIGHT_CPU_CLONES float ExpShiftedSum(float* x, int64_t n, float shift) {
-  // One pass: the sum is an omp simd reduction (partial sums per lane, which the compiler may
-  // not form on its own without reassociation flags). The last n % 16 values go through the
-  // same vector loop in a block padded with -inf (whose exponential is 0): element by element
-  // they cost a quarter of a 750-key row.
-  constexpr int64_t kBlock = 16;
-  const int64_t body = n - n % kBlock;
-  float sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < body; ++j) {
-    const float e = fast_math::ExpNonPositive(x[j] - shift);
-    x[j] = e;
-    sum += e;
+// The exponentials are Softmax's approximation (0 below e^-87.5, where they would be subnormal),
+// so a fused Attention normalises its scores as the Softmax node it replaced, within an ulp where
+// AVX-512 fuses its multiply-adds. Their sum is kept in 16 fixed lanes (element j in lane j % 16)
+// and added in a fixed tree at the end.
+namespace {
+
+constexpr int kSumLanes = 16;
+
+float AddLanes(float* lanes) {
+  for (int width = kSumLanes / 2; width > 0; width /= 2) {
+    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
   }
-  if (body == n) return sum;
-  float tail[kBlock];
-  std::fill_n(tail, kBlock, -std::numeric_limits<float>::infinity());
-  std::copy(x + body, x + n, tail);
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < kBlock; ++j) {
-    const float e = fast_math::ExpNonPositive(tail[j] - shift);
-    tail[j] = e;
-    sum += e;
+  return lanes[0];
+}
+
+ONNX_LIGHT_CPU_CLONES float ExpShiftedSumLanes(float* x, int64_t n, float shift) {
+  float lanes[kSumLanes] = {};
+  int64_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (int j = 0; j < kSumLanes; ++j) {
+      const float e = fast_math::ExpNonPositive(x[i + j] - shift);
+      x[i + j] = e;
+      lanes[j] += e;
+    }
   }
-  std::copy(tail, tail + (n - body), x + body);
-  return sum;
+  for (int j = 0; i + j < n; ++j) {
+    const float e = fast_math::ExpNonPositive(x[i + j] - shift);
+    x[i + j] = e;
+    lanes[j] += e;
+  }
+  return AddLanes(lanes);
+}
+
+#if ONNX_LIGHT_FAST_MATH_AVX512
+// Four vectors per step with fused multiply-adds: ~11 cycles per vector on 750-key rows in L2,
+// against ~24 for the loop above (31 unfused operations per vector, and a last partial vector
+// done lane by lane). The last vector is masked.
+__attribute__((target("avx512f,fma"))) float ExpShiftedSumAvx512(float* x, int64_t n, float shift) {
+  constexpr int64_t kStep = 4 * kSumLanes;
+  const __m512 s = _mm512_set1_ps(shift);
+  __m512 sum = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep) {
+    const __m512 e0 = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
+    const __m512 e1 = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), s));
+    const __m512 e2 = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 32), s));
+    const __m512 e3 = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 48), s));
+    _mm512_storeu_ps(x + i, e0);
+    _mm512_storeu_ps(x + i + 16, e1);
+    _mm512_storeu_ps(x + i + 32, e2);
+    _mm512_storeu_ps(x + i + 48, e3);
+    // In element order, as the lanes of the loop above add them.
+    sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(sum, e0), e1), e2), e3);
+  }
+  for (; i < n; i += kSumLanes) {
+    const __mmask16 live = n - i >= kSumLanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 e = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, x + i), s));
+    _mm512_mask_storeu_ps(x + i, live, e);
+    sum = _mm512_mask_add_ps(sum, live, sum, e);
+  }
+  alignas(64) float lanes[kSumLanes];
+  _mm512_store_ps(lanes, sum);
+  return AddLanes(lanes);
+}
+#endif
+
+}  // namespace
+
+float ExpShiftedSum(float* x, int64_t n, float shift) {
+#if ONNX_LIGHT_FAST_MATH_AVX512
+  if (UseAvx512()) return ExpShiftedSumAvx512(x, n, shift);
+#endif
+  return ExpShiftedSumLanes(x, n, shift);
 }
 
 // A max reduction (`v > m ? v : m`, what vmaxps computes, so it vectorizes without fast-math)
