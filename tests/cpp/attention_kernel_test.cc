@@ -175,6 +175,18 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
       }
     }
   }
+
+  // Without qk_output, rows that attend every key take the path that scales P·V's rows instead
+  // of the probabilities: the same outputs within rounding, serial and on the pool.
+  const std::vector<float> with_qk = y;
+  args.qk_output = nullptr;
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    std::fill(y.begin(), y.end(), kNaN);
+    EXPECT_EQ(RunAttention<float>(args, scratch.data(), p), path);
+    for (size_t i = 0; i < y.size(); ++i) {
+      ASSERT_NEAR(y[i], with_qk[i], 1e-5 * (1 + std::abs(with_qk[i]))) << "no qk_output, element " << i;
+    }
+  }
 }
 
 using M = Case::Mask;
@@ -368,6 +380,41 @@ TEST(AttentionCore, FullyMaskedRowsAreZero) {
   EXPECT_FLOAT_EQ(y[3], 6.0f);
   EXPECT_FLOAT_EQ(qk[2], 1.0f);
   EXPECT_EQ(qk[3], 0.0f);
+}
+
+TEST(AttentionCore, UnnormalisableRowsWithoutAMaskAsWithQkOutput) {
+  // 16 query rows over 40 keys on the tiles, every key allowed: row 3's query holds a NaN (all
+  // its scores NaN), key 5 overflows to +inf for rows whose query is positive there. Those rows
+  // go through the full normalisation; the output equals the run that asks for qk_output.
+  const AttentionDims dims{1, 1, 1, 16, 40, 8, 16};
+  std::vector<float> q = Random(16 * 8, 11), k = Random(40 * 8, 12), v = Random(40 * 16, 13);
+  q[3 * 8 + 2] = kNaN;
+  k[5 * 8 + 0] = 3e38f;
+  for (const auto rows : {UnnormalisableRows::kZeroWhenNoKey, UnnormalisableRows::kNaN, UnnormalisableRows::kZero}) {
+    AttentionArgs<float> args{.dims = dims,
+                              .options = {.scale = 0.5, .unnormalisable_rows = rows},
+                              .q = {q.data(), 16 * 8, 16 * 8, 8},
+                              .k = {k.data(), 40 * 8, 40 * 8, 8},
+                              .v = {v.data(), 40 * 16, 40 * 16, 16}};
+    std::vector<float> scratch(static_cast<size_t>(AttentionScratchSize(dims)));
+    std::vector<float> plain(16 * 16, 7.0f), with_qk(16 * 16, 7.0f), qk(16 * 40);
+    args.y = {plain.data(), 16 * 16, 16 * 16, 16};
+    RunAttention<float>(args, scratch.data());
+    args.y = {with_qk.data(), 16 * 16, 16 * 16, 16};
+    args.qk_output = qk.data();
+    args.options.qk_mode = 3;
+    RunAttention<float>(args, scratch.data());
+    int unusual = 0;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      if (std::isnan(with_qk[i])) {
+        EXPECT_TRUE(std::isnan(plain[i])) << i;
+      } else {
+        EXPECT_NEAR(plain[i], with_qk[i], 1e-5 * (1 + std::abs(with_qk[i]))) << i;
+      }
+      unusual += std::isnan(with_qk[i]) || with_qk[i] == 0.0f;
+    }
+    EXPECT_GT(unusual, 0) << "no row was unnormalisable";
+  }
 }
 
 TEST(AttentionCore, NoKeysGivesZeroOutput) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/elementwise/fast_math.h"
@@ -33,18 +34,19 @@ float AddLanes(float* lanes) {
   return lanes[0];
 }
 
-ONNX_LIGHT_CPU_CLONES float ExpShiftedSumLanes(float* x, int64_t n, float shift) {
+// x[j] = exp(x[j] * scale - shift); scale 1 leaves x[j] - shift as it was.
+ONNX_LIGHT_CPU_CLONES float ExpShiftedSumLanes(float* x, int64_t n, float scale, float shift) {
   float lanes[kSumLanes] = {};
   int64_t i = 0;
   for (; i + kSumLanes <= n; i += kSumLanes) {
     for (int j = 0; j < kSumLanes; ++j) {
-      const float e = fast_math::ExpNonPositive(x[i + j] - shift);
+      const float e = fast_math::ExpNonPositive(x[i + j] * scale - shift);
       x[i + j] = e;
       lanes[j] += e;
     }
   }
   for (int j = 0; i + j < n; ++j) {
-    const float e = fast_math::ExpNonPositive(x[i + j] - shift);
+    const float e = fast_math::ExpNonPositive(x[i + j] * scale - shift);
     x[i + j] = e;
     lanes[j] += e;
   }
@@ -52,19 +54,26 @@ ONNX_LIGHT_CPU_CLONES float ExpShiftedSumLanes(float* x, int64_t n, float shift)
 }
 
 #if ONNX_LIGHT_FAST_MATH_AVX512
+// exp(v * scale - shift) on 16 lanes.
+__attribute__((target("avx512f,fma"), always_inline)) inline __m512 ExpScaledShifted(__m512 v, __m512 scale,
+                                                                                   __m512 shift) {
+  return fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_mul_ps(v, scale), shift));
+}
+
 // Four vectors per step with fused multiply-adds: ~11 cycles per vector on 750-key rows in L2,
 // against ~24 for the loop above (31 unfused operations per vector, and a last partial vector
 // done lane by lane). The last vector is masked.
-__attribute__((target("avx512f,fma"))) float ExpShiftedSumAvx512(float* x, int64_t n, float shift) {
+__attribute__((target("avx512f,fma"))) float ExpShiftedSumAvx512(float* x, int64_t n, float scale, float shift) {
   constexpr int64_t kStep = 4 * kSumLanes;
   const __m512 s = _mm512_set1_ps(shift);
+  const __m512 a = _mm512_set1_ps(scale);
   __m512 sum = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + kStep <= n; i += kStep) {
-    const __m512 e0 = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + i), s));
-    const __m512 e1 = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), s));
-    const __m512 e2 = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 32), s));
-    const __m512 e3 = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_loadu_ps(x + i + 48), s));
+    const __m512 e0 = ExpScaledShifted(_mm512_loadu_ps(x + i), a, s);
+    const __m512 e1 = ExpScaledShifted(_mm512_loadu_ps(x + i + 16), a, s);
+    const __m512 e2 = ExpScaledShifted(_mm512_loadu_ps(x + i + 32), a, s);
+    const __m512 e3 = ExpScaledShifted(_mm512_loadu_ps(x + i + 48), a, s);
     _mm512_storeu_ps(x + i, e0);
     _mm512_storeu_ps(x + i + 16, e1);
     _mm512_storeu_ps(x + i + 32, e2);
@@ -74,7 +83,7 @@ __attribute__((target("avx512f,fma"))) float ExpShiftedSumAvx512(float* x, int64
   }
   for (; i < n; i += kSumLanes) {
     const __mmask16 live = n - i >= kSumLanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
-    const __m512 e = fast_math::ExpNonPositiveFmaAvx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, x + i), s));
+    const __m512 e = ExpScaledShifted(_mm512_maskz_loadu_ps(live, x + i), a, s);
     _mm512_mask_storeu_ps(x + i, live, e);
     sum = _mm512_mask_add_ps(sum, live, sum, e);
   }
@@ -84,14 +93,27 @@ __attribute__((target("avx512f,fma"))) float ExpShiftedSumAvx512(float* x, int64
 }
 #endif
 
+// x[j] = exp(x[j] * scale - shift) for j < n; returns the sum.
+float ExpScaledShiftedSum(float* x, int64_t n, float scale, float shift) {
+#if ONNX_LIGHT_FAST_MATH_AVX512
+  if (UseAvx512()) return ExpShiftedSumAvx512(x, n, scale, shift);
+#endif
+  return ExpShiftedSumLanes(x, n, scale, shift);
+}
+
+// One row of unscaled scores s becomes exp(s * scale - max), left unnormalised; returns 1 / the
+// row's sum, or 0 (the row untouched) when it holds a NaN or an infinity. The largest unscaled
+// score gives the largest scaled one: rounding preserves order for a positive scale.
+float UnnormalisedRow(float* s, int64_t n, float scale) {
+  const float max = RowMax(s, n);
+  const float shift = max * scale;
+  if (!std::isfinite(shift)) return 0.0f;
+  return 1.0f / ExpScaledShiftedSum(s, n, scale, shift);
+}
+
 }  // namespace
 
-float ExpShiftedSum(float* x, int64_t n, float shift) {
-#if ONNX_LIGHT_FAST_MATH_AVX512
-  if (UseAvx512()) return ExpShiftedSumAvx512(x, n, shift);
-#endif
-  return ExpShiftedSumLanes(x, n, shift);
-}
+float ExpShiftedSum(float* x, int64_t n, float shift) { return ExpScaledShiftedSum(x, n, 1.0f, shift); }
 
 // A max reduction (`v > m ? v : m`, what vmaxps computes, so it vectorizes without fast-math)
 // beside NaN flags taken from the bits: a NaN anywhere makes the result NaN, as Softmax's max.
@@ -376,6 +398,14 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
   // used ones (all of them unless valid-key counts or windows exclude keys from every row). The
   // rows of a head (or of a whole group) go through in blocks of ScoreBlockRows.
   const int64_t block_rows = ScoreBlockRows(d);
+  // Every key allowed to every row, nothing but probabilities asked for: the tiled path then
+  // leaves each row's exponentials unnormalised and scales the row of P·V instead (v_head_size
+  // multiplications rather than kv_seq), and finds the maximum on the unscaled scores (for a
+  // positive scale the same key), saving two passes over every row of scores.
+  const AttentionOptions& o = args.options;
+  const bool unmasked = std::is_same_v<T, float> && args.qk_output == nullptr && !(o.softcap > 0) && !o.is_causal &&
+                        o.kv_valid == nullptr && o.left_window < 0 && o.right_window < 0 && !args.mask.present() &&
+                        alpha > T(0) && std::isfinite(alpha);
   std::atomic<bool> any_tiles{false};
   ForEachKvHead(d, pool, scratch, [&](int64_t b, int64_t kh, T* scratch) {
       const int64_t h0 = kh * group;
@@ -393,6 +423,7 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
       T* packed_v = kt + TiledGemmPackedBSize(d.head_size, d.kv_seq);
       bool kt_ready = false;
       bool v_ready = false;
+      std::vector<float> row_scales(unmasked ? static_cast<size_t>(block_rows) : 0);
       // `rows` query rows at q (row stride q_stride) of heads h0 + first_row / q_seq onwards,
       // their outputs at y (row stride y_stride).
       auto run_rows = [&](int64_t rows, const T* q, int64_t q_stride, T* y, int64_t y_stride, int64_t first_head) {
@@ -408,14 +439,32 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
             }
             if (tiled) {
               TiledGemmPackedB(rb, width, d.head_size, q + r0 * q_stride, q_stride, kt, scores + lo, n, nullptr);
-              for (int64_t r = 0; r < rb; ++r) ScaleRow(scores + r * n + lo, width, alpha);
+              if (!unmasked) {
+                for (int64_t r = 0; r < rb; ++r) ScaleRow(scores + r * n + lo, width, alpha);
+              }
             }
           }
           if (!tiled) {
             Gemm<T>(true, rb, width, d.head_size, alpha, q + r0 * q_stride, q_stride, k, args.k.row_stride,
                     scores + lo, n);
           }
-          ScoresToProbabilities(args, b, first_head, r0, r0 + rb, c, scores);
+          const bool deferred = tiled && unmasked;
+          if (deferred) {
+            if constexpr (std::is_same_v<T, float>) {
+              for (int64_t r = 0; r < rb; ++r) {
+                T* row = scores + r * n;
+                float inv_sum = UnnormalisedRow(row, n, alpha);
+                if (inv_sum == 0.0f) {  // NaN or infinite scores: normalised in full
+                  ScaleRow(row, n, alpha);
+                  ScoresToProbabilities(args, b, first_head, r0 + r, r0 + r + 1, c, row);
+                  inv_sum = 1.0f;
+                }
+                row_scales[static_cast<size_t>(r)] = inv_sum;
+              }
+            }
+          } else {
+            ScoresToProbabilities(args, b, first_head, r0, r0 + rb, c, scores);
+          }
           bool tiled_v = false;
           if constexpr (std::is_same_v<T, float>) {
             tiled_v = TiledGemmApplies(rb, d.v_head_size, used);
@@ -431,6 +480,13 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
           if (!tiled_v) {
             Gemm<T>(false, rb, d.v_head_size, used, T(1), scores + c.used.begin, n, v, args.v.row_stride,
                     y + r0 * y_stride, y_stride);
+          }
+          if constexpr (std::is_same_v<T, float>) {
+            if (deferred) {
+              for (int64_t r = 0; r < rb; ++r) {
+                ScaleRow(y + (r0 + r) * y_stride, d.v_head_size, row_scales[static_cast<size_t>(r)]);
+              }
+            }
           }
         }
       };
