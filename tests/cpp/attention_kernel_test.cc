@@ -4,13 +4,19 @@
 // qk_matmul_output mode.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/elementwise/fast_math.h"
 #include "kernels/nn/attention_core.h"
+#include "kernels/registry/cpu_features.h"
 #include "test_util.h"
 
 namespace onnx_light::runtime::attention {
@@ -169,6 +175,18 @@ TEST_P(AttentionCoreTest, MatchesReferenceLoop) {
       }
     }
   }
+
+  // Without qk_output, rows that attend every key take the path that scales P·V's rows instead
+  // of the probabilities: the same outputs within rounding, serial and on the pool.
+  const std::vector<float> with_qk = y;
+  args.qk_output = nullptr;
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    std::fill(y.begin(), y.end(), kNaN);
+    EXPECT_EQ(RunAttention<float>(args, scratch.data(), p), path);
+    for (size_t i = 0; i < y.size(); ++i) {
+      ASSERT_NEAR(y[i], with_qk[i], 1e-5 * (1 + std::abs(with_qk[i]))) << "no qk_output, element " << i;
+    }
+  }
 }
 
 using M = Case::Mask;
@@ -323,7 +341,19 @@ INSTANTIATE_TEST_SUITE_P(StridedCache, AttentionCoreTest,
                                                 .head = 16,
                                                 .v_head = 16,
                                                 .q_3d = true,
-                                                .qk_mode = 1}),
+                                                .qk_mode = 1},
+                                           // Whisper's heads: Kᵀ packed in three panels (the last
+                                           // 34 keys wide) and V in two (48 + 16 columns).
+                                           Case{.name = "mha_3d_head_64_packed_keys_and_values",
+                                                .batch = 1,
+                                                .q_heads = 2,
+                                                .kv_heads = 2,
+                                                .q_seq = 96,
+                                                .kv_seq = 130,
+                                                .capacity = 136,
+                                                .head = 64,
+                                                .v_head = 64,
+                                                .q_3d = true}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return info.param.name;
                          });
@@ -350,6 +380,41 @@ TEST(AttentionCore, FullyMaskedRowsAreZero) {
   EXPECT_FLOAT_EQ(y[3], 6.0f);
   EXPECT_FLOAT_EQ(qk[2], 1.0f);
   EXPECT_EQ(qk[3], 0.0f);
+}
+
+TEST(AttentionCore, UnnormalisableRowsWithoutAMaskAsWithQkOutput) {
+  // 16 query rows over 40 keys on the tiles, every key allowed: row 3's query holds a NaN (all
+  // its scores NaN), key 5 overflows to +inf for rows whose query is positive there. Those rows
+  // go through the full normalisation; the output equals the run that asks for qk_output.
+  const AttentionDims dims{1, 1, 1, 16, 40, 8, 16};
+  std::vector<float> q = Random(16 * 8, 11), k = Random(40 * 8, 12), v = Random(40 * 16, 13);
+  q[3 * 8 + 2] = kNaN;
+  k[5 * 8 + 0] = 3e38f;
+  for (const auto rows : {UnnormalisableRows::kZeroWhenNoKey, UnnormalisableRows::kNaN, UnnormalisableRows::kZero}) {
+    AttentionArgs<float> args{.dims = dims,
+                              .options = {.scale = 0.5, .unnormalisable_rows = rows},
+                              .q = {q.data(), 16 * 8, 16 * 8, 8},
+                              .k = {k.data(), 40 * 8, 40 * 8, 8},
+                              .v = {v.data(), 40 * 16, 40 * 16, 16}};
+    std::vector<float> scratch(static_cast<size_t>(AttentionScratchSize(dims)));
+    std::vector<float> plain(16 * 16, 7.0f), with_qk(16 * 16, 7.0f), qk(16 * 40);
+    args.y = {plain.data(), 16 * 16, 16 * 16, 16};
+    RunAttention<float>(args, scratch.data());
+    args.y = {with_qk.data(), 16 * 16, 16 * 16, 16};
+    args.qk_output = qk.data();
+    args.options.qk_mode = 3;
+    RunAttention<float>(args, scratch.data());
+    int unusual = 0;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      if (std::isnan(with_qk[i])) {
+        EXPECT_TRUE(std::isnan(plain[i])) << i;
+      } else {
+        EXPECT_NEAR(plain[i], with_qk[i], 1e-5 * (1 + std::abs(with_qk[i]))) << i;
+      }
+      unusual += std::isnan(with_qk[i]) || with_qk[i] == 0.0f;
+    }
+    EXPECT_GT(unusual, 0) << "no row was unnormalisable";
+  }
 }
 
 TEST(AttentionCore, NoKeysGivesZeroOutput) {
@@ -420,6 +485,47 @@ TEST(AttentionCore, ExpShiftedSumMatchesStdExp) {
   float nan = std::numeric_limits<float>::quiet_NaN();
   ExpShiftedSum(&nan, 1, 0.0f);
   EXPECT_TRUE(std::isnan(nan));
+}
+
+TEST(AttentionCore, ExpShiftedSumFollowsTheScalarExpAndLaneOrder) {
+  // Each element is fast_math::ExpNonPositive's value: its bits on the compiler's loop, within an
+  // ulp on the AVX-512 path (whose multiply-adds are fused), 0 below -87.5 on both. The sum is
+  // that of 16 lanes added in a fixed tree. The lengths cover the 64-element steps and every kind
+  // of masked last vector; the dense sweep, the whole reduced range.
+  const int64_t max_ulps = UseAvx512() ? 1 : 0;
+  const auto ulps = [](float a, float b) {
+    return std::abs(int64_t{std::bit_cast<int32_t>(a)} - int64_t{std::bit_cast<int32_t>(b)});
+  };
+  std::vector<float> sweep;
+  for (float v = -88.0f; v <= 0.0f; v += 0.000517f) sweep.push_back(v);
+  const std::vector<float> random = testing::RandomFloats(800, 9, -95.0f, 0.0f);
+  const float edges[] = {-87.5f, std::nextafter(-87.5f, 0.0f), std::nextafter(-87.5f, -100.0f), 0.0f, -0.0f,
+                         -std::numeric_limits<float>::infinity(), -1e-30f, -88.7f};
+  std::vector<std::vector<float>> rows = {sweep};
+  for (const int64_t n : {1, 15, 16, 17, 63, 64, 65, 130, 750}) {
+    std::vector<float> x(random.begin(), random.begin() + n);
+    for (size_t e = 0; e < std::size(edges) && e < x.size(); ++e) x[e * 7 % x.size()] = edges[e];
+    rows.push_back(x);
+  }
+  for (const std::vector<float>& x : rows) {
+    const auto n = static_cast<int64_t>(x.size());
+    std::vector<float> y = x;
+    const float sum = ExpShiftedSum(y.data(), n, 0.25f);
+    float lanes[16] = {};
+    for (int64_t j = 0; j < n; ++j) {
+      const float e = fast_math::ExpNonPositive(x[j] - 0.25f);
+      if (e == 0.0f) {
+        ASSERT_EQ(y[j], 0.0f) << "n " << n << ", x " << x[j];
+      } else {
+        ASSERT_LE(ulps(y[j], e), max_ulps) << "n " << n << ", x " << x[j] << ": " << y[j] << " against " << e;
+      }
+      lanes[j % 16] += y[j];
+    }
+    for (int width = 8; width > 0; width /= 2) {
+      for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+    }
+    EXPECT_EQ(std::bit_cast<uint32_t>(sum), std::bit_cast<uint32_t>(lanes[0])) << "n " << n;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -184,7 +185,29 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TiledGemmTest,
                                            GemmCase{27, 96, 512, 0, 0, 0},     // a 2 KiB row stride: A copied apart
                                            GemmCase{13, 40, 1000, 24, 0, 0},   // a 4 KiB stride from padding
                                            GemmCase{87, 64, 750, 0, 0, 0},     // attention's P·V, head size 64
-                                           GemmCase{11, 60, 20, 0, 4, 0}));    // one pass, a 12-column tail
+                                           GemmCase{11, 60, 20, 0, 4, 0},      // one pass, a 12-column tail
+                                           GemmCase{197, 150, 64, 0, 0, 0},    // 13 row blocks in 4 parts
+                                           GemmCase{400, 300, 200, 1, 2, 3},   // wide chunks: all columns in one
+                                           GemmCase{384, 1160, 129, 0, 0, 0},  // two wide chunks, the last 8 columns
+                                           GemmCase{20, 520, 512, 0, 0, 0}));  // packed B wide enough to copy A apart
+
+TEST(TiledGemmPacking, FromTheTransposeGivesTheSamePanels) {
+  // B [k, n] packed from its rows and from the rows of Bᵀ (with a row stride past k): the same
+  // floats, the unused columns of the last panel zero in both.
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{5, 3}, {64, 48}, {33, 130}}) {
+    const int64_t ldbt = k + 7;
+    const std::vector<float> bt = testing::RandomFloats(static_cast<size_t>(n * ldbt), 5);
+    std::vector<float> b(static_cast<size_t>(k * n));
+    for (int64_t t = 0; t < k; ++t) {
+      for (int64_t j = 0; j < n; ++j) b[static_cast<size_t>(t * n + j)] = bt[static_cast<size_t>(j * ldbt + t)];
+    }
+    const auto size = static_cast<size_t>(TiledGemmPackedBSize(k, n));
+    std::vector<float> from_rows(size, -1.0f), from_transpose(size, -2.0f);
+    PackTiledGemmB(k, n, b.data(), n, from_rows.data());
+    PackTiledGemmBTransposed(k, n, bt.data(), ldbt, from_transpose.data());
+    EXPECT_EQ(from_transpose, from_rows) << k << " x " << n;
+  }
+}
 
 }  // namespace
 }  // namespace onnx_light::runtime

@@ -27,6 +27,14 @@ constexpr int64_t kTilePixels = kLanes * kTileVectors;
 // input panel (one pass's rows of the chunk's pixels) should stay in L2 while every channel block reads it.
 constexpr int64_t kMaxChunkTiles = 4;
 constexpr int64_t kChunkPanelBytes = int64_t{256} << 10;
+// A TiledGemm on a packed B deeper than one pass has no panel to keep in L2. When A has many
+// rows its chunks take up to kMaxWideChunkTiles tiles (1152 columns): narrow chunks read all of A
+// once per 192 columns (3 MB per chunk for whisper's 750 x 1024 A), wide ones B once per range
+// of rows. Whisper's 750 x 1024 x 256 product: 2790 / 1320 -> 2440 / 1140 us at 1 / 2 threads;
+// its 750 x 256 x 1024 one 2610 / 1420 -> 2280 / 1100. With a few hundred rows or fewer B is
+// the larger operand and the narrow chunks stay (ViT's 197-row products were even or better).
+constexpr int64_t kMaxWideChunkTiles = 24;
+constexpr int64_t kMinWideChunkRows = 384;
 // Output channels from which a deep product copies each pass's rows of x into a panel: below it
 // the copy cost more than the tiles' loads from x in place saved (squeezenet's 512->64 at 13x13:
 // 96 -> 68 us without it; efficientnet_b0's 672->112 at 14x14: 202 -> 180 us), at 256 and more
@@ -430,7 +438,9 @@ void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, Thread
   if (o.pixels <= 0 || m <= 0) return;
   const int64_t pass_rows = PassRows(o.k);
   const int64_t panel_tile_bytes = pass_rows * kTilePixels * int64_t{sizeof(float)};
-  const int64_t chunk_tiles = std::clamp<int64_t>(kChunkPanelBytes / panel_tile_bytes, 1, kMaxChunkTiles);
+  const bool wide = o.packed_x != nullptr && o.k > kDepthBlock && m >= kMinWideChunkRows;
+  const int64_t chunk_tiles = wide ? std::min((o.pixels + kTilePixels - 1) / kTilePixels, kMaxWideChunkTiles)
+                                   : std::clamp<int64_t>(kChunkPanelBytes / panel_tile_bytes, 1, kMaxChunkTiles);
   const int64_t chunk_pixels = chunk_tiles * kTilePixels;
   const int64_t chunks = (o.pixels + chunk_pixels - 1) / chunk_pixels;
   // Units of work are (chunk, range of output channels): a small image has too few chunks to
@@ -455,8 +465,11 @@ void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, Thread
     // Channel-part-major, so that a thread's consecutive units share weights and the image's
     // short last chunk does not make up a whole task.
     for (int64_t unit = begin; unit < end; ++unit) {
-      const int64_t m_begin = unit / chunks * blocks_per_part * kLanes;
-      const int64_t m_end = std::min(m, m_begin + blocks_per_part * kLanes);
+      // Parts of nearly equal numbers of blocks: parts of a rounded-up size would cut 13 blocks
+      // (a 197-row A) as 4 + 4 + 4 + 1, and one thread would do twice the other's work.
+      const int64_t part = unit / chunks;
+      const int64_t m_begin = part * channel_blocks / parts * kLanes;
+      const int64_t m_end = std::min(m, (part + 1) * channel_blocks / parts * kLanes);
       if (m_begin < m_end) PointwiseChunk(o, epilogue, m_begin, m_end, chunk_pixels, unit % chunks);
     }
   });
@@ -495,22 +508,33 @@ void RunTiledGemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, 
   // A's rows play the output channels, read where they are: each tile broadcasts its 8 rows'
   // values. A row stride that is a multiple of 2 KiB would put the same column of those 8 rows
   // into one or two L1 sets, which evict each other (a 1024-deep product ran 25% slower than a
-  // 1040-deep one); such an A is first copied with its rows 64 bytes further apart.
+  // 1040-deep one); such an A is first copied with its rows 64 bytes further apart. On a packed
+  // B, whose wide chunks read A once per range of rows, the evictions cost ~6% of the product and
+  // the copy pays for itself from about 512 columns: whisper's 750 x 1024 x 256 ran 2410 / 1350
+  // us (1 / 2 threads) with the copy and 2380 / 1160 without, a 750 x 1024 x 1024 9720 us with it
+  // and 10370 without at 1 thread.
   constexpr int64_t kAliasingBytes = 2048;
+  constexpr int64_t kMinPackedCopyColumns = 512;
   constexpr int64_t kRowPadding = 16;
   // The copy goes into a buffer each thread keeps, up to 16 MiB; a larger one lives for this
   // call only.
   constexpr size_t kKeptFloats = size_t{4} << 20;
+  constexpr int64_t kMinCopyRows = 64;
   thread_local std::vector<float> kept;
   std::vector<float> once;
-  if (lda * int64_t{sizeof(float)} % kAliasingBytes == 0) {
+  if (lda * int64_t{sizeof(float)} % kAliasingBytes == 0 && (packed_b == nullptr || n >= kMinPackedCopyColumns)) {
     const int64_t stride = k + kRowPadding;
     const auto size = static_cast<size_t>(m * stride);
     std::vector<float>& spaced = size <= kKeptFloats ? kept : once;
     if (spaced.size() < size) spaced.resize(size);
-    for (int64_t r = 0; r < m; ++r) {
-      std::memcpy(spaced.data() + r * stride, a + r * lda, static_cast<size_t>(k) * sizeof(float));
-    }
+    // On the pool's threads: on one, the copy of whisper's 750 x 1024 A held the other core
+    // idle for a sixth of the product.
+    float* const dst = spaced.data();
+    ParallelFor(pool, m, kMinCopyRows, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        std::memcpy(dst + r * stride, a + r * lda, static_cast<size_t>(k) * sizeof(float));
+      }
+    });
     a = spaced.data();
     lda = stride;
   }
@@ -547,6 +571,18 @@ void PackTiledGemmB(int64_t k, int64_t n, const float* b, int64_t ldb, float* pa
   }
 }
 
+void PackTiledGemmBTransposed(int64_t k, int64_t n, const float* bt, int64_t ldbt, float* packed) {
+  for (int64_t t0 = 0; t0 < n; t0 += kTilePixels) {
+    const int64_t width = std::min(kTilePixels, n - t0);
+    float* tile = packed + t0 / kTilePixels * k * kTilePixels;
+    for (int64_t j = 0; j < width; ++j) {
+      const float* column = bt + (t0 + j) * ldbt;
+      for (int64_t t = 0; t < k; ++t) tile[t * kTilePixels + j] = column[t];
+    }
+    for (int64_t t = 0; t < k; ++t) std::fill(tile + t * kTilePixels + width, tile + (t + 1) * kTilePixels, 0.0f);
+  }
+}
+
 Tensor PackConstantTiledGemmB(const Tensor* b, bool transposed) {
   if (b == nullptr || b->dtype() != DataType::kFloat || b->rank() != 2 || b->size() == 0 || !DirectConvAvailable()) {
     return Tensor();
@@ -554,17 +590,12 @@ Tensor PackConstantTiledGemmB(const Tensor* b, bool transposed) {
   const auto allocator = std::make_shared<CpuAllocator>(0);
   const Tensor bc = b->Contiguous(allocator);
   const int64_t k = transposed ? b->dim(1) : b->dim(0), n = transposed ? b->dim(0) : b->dim(1);
-  Tensor rows = bc;
-  if (transposed) {  // B is [n, k]: the panels are cut from [k, n] rows
-    rows = Tensor::Allocate(DataType::kFloat, {k, n}, allocator);
-    const float* src = bc.data<float>();
-    float* dst = rows.data<float>();
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < k; ++j) dst[j * n + i] = src[i * k + j];
-    }
-  }
   Tensor packed = Tensor::Allocate(DataType::kFloat, {TiledGemmPackedBSize(k, n)}, allocator);
-  PackTiledGemmB(k, n, rows.data<float>(), n, packed.data<float>());
+  if (transposed) {
+    PackTiledGemmBTransposed(k, n, bc.data<float>(), k, packed.data<float>());
+  } else {
+    PackTiledGemmB(k, n, bc.data<float>(), n, packed.data<float>());
+  }
   return packed.AsReadOnly();
 }
 

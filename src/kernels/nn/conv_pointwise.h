@@ -54,6 +54,10 @@ int64_t TiledGemmPackedBSize(int64_t k, int64_t n);
 /// n. A constant B packed once (MatMul's weights) is then read as one sequential stream.
 void PackTiledGemmB(int64_t k, int64_t n, const float* b, int64_t ldb, float* packed);
 
+/// PackTiledGemmB for a B [k, n] given as its transpose: row j of Bᵀ (column j of B, k floats)
+/// starts at bt + j * ldbt. Attention packs each head's keys (the rows of Bᵀ = K) this way.
+void PackTiledGemmBTransposed(int64_t k, int64_t n, const float* bt, int64_t ldbt, float* packed);
+
 /// A constant float32 matrix B (or Bᵀ, stored [n, k], when `transposed`) packed by PackTiledGemmB
 /// for a kernel to keep: a read-only tensor from its own allocator, shared by every run. An
 /// undefined tensor when B is not a non-empty float32 matrix or the tiles do not run on this CPU.
