@@ -24,6 +24,8 @@ double Activate(ConvActivation a, double v) {
   switch (a) {
     case ConvActivation::kRelu:
       return v < 0 ? 0.0 : v;
+    case ConvActivation::kSigmoid:
+      return 1.0 / (1.0 + std::exp(-v));
     case ConvActivation::kSiLU:
       return v / (1.0 + std::exp(-v));
     default:
@@ -59,7 +61,8 @@ TEST_P(PointwiseConvTest, MatchesPlainLoop) {
   std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(c.m, c.k)));
   PackDirectConvWeights(w.data(), c.m, c.k, packed.data());
   ThreadPool pool(2);
-  for (const ConvActivation a : {ConvActivation::kNone, ConvActivation::kRelu, ConvActivation::kSiLU}) {
+  for (const ConvActivation a :
+       {ConvActivation::kNone, ConvActivation::kRelu, ConvActivation::kSigmoid, ConvActivation::kSiLU}) {
     for (const bool with_bias : {false, true}) {
       for (const bool with_z : {false, true}) {
         for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
@@ -100,6 +103,32 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PointwiseConvTest,
                                            Case{129, 98, 70},    // a 1-row last pass, 2-pixel tail
                                            Case{257, 51, 40},    // 3-pixel tail, 3 blocks
                                            Case{200, 60, 260}));  // 2 passes through the panel, channel tail
+
+TEST(PointwiseConvTest, ActivationInTheTilesEqualsTheEpilogueOnStoredRows) {
+  // Sigmoid and SiLU are applied as the tiles store (no residual): the values ApplyConvEpilogue
+  // gives on the stored sums, for a one-pass and a three-pass product, a pixel tail included.
+  if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";
+  for (const Case c : {Case{24, 100, 37}, Case{300, 49, 20}}) {
+    const std::vector<float> x = testing::RandomFloats(static_cast<size_t>(c.k * c.pixels), 1, -3.0f, 3.0f);
+    const std::vector<float> w = testing::RandomFloats(static_cast<size_t>(c.m * c.k), 2);
+    const std::vector<float> bias = testing::RandomFloats(static_cast<size_t>(c.m), 3);
+    std::vector<float> packed(static_cast<size_t>(DirectConvPackedSize(c.m, c.k)));
+    PackDirectConvWeights(w.data(), c.m, c.k, packed.data());
+    std::vector<float> sums(static_cast<size_t>(c.m * c.pixels));
+    PointwiseConv(x.data(), c.k, c.pixels, packed.data(), c.m, bias.data(), ConvEpilogue{}, nullptr, sums.data(),
+                  nullptr);
+    for (const ConvActivation a : {ConvActivation::kSigmoid, ConvActivation::kSiLU}) {
+      const ConvEpilogue epilogue{a, 0.0f, 0.0f};
+      std::vector<float> expected = sums;
+      ApplyConvEpilogue(epilogue, expected.data(), nullptr, static_cast<int64_t>(expected.size()), 0.0f);
+      std::vector<float> y(sums.size(), NAN);
+      PointwiseConv(x.data(), c.k, c.pixels, packed.data(), c.m, bias.data(), epilogue, nullptr, y.data(), nullptr);
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_EQ(y[i], expected[i]) << "element " << i << " activation " << static_cast<int>(a) << " k " << c.k;
+      }
+    }
+  }
+}
 
 TEST(PointwiseConvTest, NaNAndInfinityPropagate) {
   if (!DirectConvAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU (or ONNX_LIGHT_DISABLE_AVX512 set)";

@@ -1,3 +1,10 @@
+// GCC 12's AVX-512 intrinsics seed results with _mm512_undefined_ps() and, once inlined into a
+// target("avx512f") function, warn that it is uninitialized (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "kernels/nn/conv_pointwise.h"
 
 #include <algorithm>
@@ -10,6 +17,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "kernels/elementwise/sigmoid_avx512.h"
 #define ONNX_LIGHT_POINTWISE_CONV 1
 #else
 #define ONNX_LIGHT_POINTWISE_CONV 0
@@ -79,6 +88,26 @@ int64_t PassRows(int64_t k) {
   return (std::max<int64_t>(k, 1) + passes - 1) / passes;
 }
 
+// The activations a tile applies in registers as it stores its last pass: Relu, and Sigmoid and
+// SiLU with the epilogue's own AVX-512 sigmoid (the same bits as ApplyConvEpilogue on the stored
+// rows, without storing, reloading and storing them again: SiLU on efficientnet_b0's 1x1
+// expansions).
+enum class TileActivation { kNone, kRelu, kSigmoid, kSiLU };
+
+__attribute__((target("avx512f"), always_inline)) inline __m512 Activate(TileActivation act, __m512 v) {
+  switch (act) {
+    case TileActivation::kRelu:
+      // v < 0 ? 0 : v, like Relu (NaN compares false, so it passes through).
+      return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_setzero_ps());
+    case TileActivation::kSigmoid:
+      return fast_math::SigmoidAvx512(v);
+    case TileActivation::kSiLU:
+      return _mm512_mul_ps(v, fast_math::SigmoidAvx512(v));
+    default:
+      return v;
+  }
+}
+
 // What one pass over rows [t_begin, t_begin + kn) of x does with a tile.
 struct TilePass {
   const float* x;    // the tile's first pixel in row t_begin
@@ -89,7 +118,7 @@ struct TilePass {
   const float* bias; // used when !load_y, or null
   const float* column_bias;  // the tile's first pixel's bias, used when !load_y, or null
   bool load_y;       // start from y (a later pass, or an accumulating product)
-  bool relu;         // the last pass of a Relu-fused product
+  TileActivation act;  // applied as the tile is stored: kNone but on a fused product's last pass
   const float* prefetch_w = nullptr;  // packed weights to prefetch into L2, one line per row, or null
 };
 
@@ -165,10 +194,8 @@ __attribute__((target("avx512f"), always_inline)) inline void PointwiseTile(cons
     if (j >= live) break;
 #pragma GCC unroll 3
     for (int v = 0; v < kVecs; ++v) {
-      // v < 0 ? 0 : v, like Relu (NaN compares false, so it passes through).
-      const __m512 out = p.relu ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc[j][v], zero, _CMP_LT_OQ), acc[j][v], zero)
-                                : acc[j][v];
-      _mm512_mask_storeu_ps(y + j * y_stride + v * kLanes, v + 1 < kVecs ? __mmask16(0xFFFF) : last, out);
+      _mm512_mask_storeu_ps(y + j * y_stride + v * kLanes, v + 1 < kVecs ? __mmask16(0xFFFF) : last,
+                            Activate(p.act, acc[j][v]));
     }
   }
 }
@@ -178,7 +205,7 @@ struct TailPass {
   int64_t t_begin;
   int64_t kn;
   bool load_y;
-  bool relu;
+  TileActivation act;
 };
 
 // The last few pixels of the image (fewer than half a vector) with the roles turned: 16 output
@@ -225,9 +252,7 @@ __attribute__((target("avx512f"), always_inline)) inline void PointwiseTailBlock
     float* y = o.y + (m0 + b * kLanes) * o.y_stride + p0;
 #pragma GCC unroll 8
     for (int r = 0; r < kPixels; ++r) {
-      const __m512 out = pass.relu
-                             ? _mm512_mask_blend_ps(_mm512_cmp_ps_mask(acc[b][r], zero, _CMP_LT_OQ), acc[b][r], zero)
-                             : acc[b][r];
+      const __m512 out = Activate(pass.act, acc[b][r]);
       _mm512_store_ps(lanes, out);
       for (int64_t j = 0; j < live[b]; ++j) y[j * o.y_stride + r] = lanes[j];
     }
@@ -343,13 +368,28 @@ inline const float* NextBlockWeights(const Operands& o, int64_t m0, int64_t m_en
   return TileWeights(o, m0 + kLanes, t);
 }
 
+// The epilogue's activation when the tiles can apply it as they store (no residual to add first).
+inline TileActivation InRegisters(const ConvEpilogue& epilogue, const Operands& o) {
+  if (o.z != nullptr) return TileActivation::kNone;
+  switch (epilogue.activation) {
+    case ConvActivation::kRelu:
+      return TileActivation::kRelu;
+    case ConvActivation::kSigmoid:
+      return TileActivation::kSigmoid;
+    case ConvActivation::kSiLU:
+      return TileActivation::kSiLU;
+    default:
+      return TileActivation::kNone;
+  }
+}
+
 // One chunk of `chunk_pixels` pixels (the image's last chunk may be shorter) for output
 // channels [m_begin, m_end), m_begin a multiple of 16, then the epilogue on those rows.
 __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const ConvEpilogue& epilogue,
                                                        int64_t m_begin, int64_t m_end, int64_t chunk_pixels,
                                                        int64_t chunk) {
-  const bool relu = epilogue.activation == ConvActivation::kRelu && o.z == nullptr;
-  const bool run_epilogue = !relu && (!epilogue.is_identity() || o.z != nullptr);
+  const TileActivation act = InRegisters(epilogue, o);
+  const bool run_epilogue = act == TileActivation::kNone && (!epilogue.is_identity() || o.z != nullptr);
   const int64_t p0 = chunk * chunk_pixels;
   const int64_t p_end = std::min(o.pixels, p0 + chunk_pixels);
   // The image's last pixels, when they would fill less than half of a vector (the tail reads
@@ -362,7 +402,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
   if (o.k <= kDepthBlock) {
     // One pass, x read in place: each block of 8 channels over the chunk's tiles, and its
     // epilogue while those rows are still in L1.
-    if (tail > 0) kTailFunctions[tail](o, tiles_end, m_begin, m_end, TailPass{0, o.k, o.accumulate, relu});
+    if (tail > 0) kTailFunctions[tail](o, tiles_end, m_begin, m_end, TailPass{0, o.k, o.accumulate, act});
     for (int64_t m0 = m_begin; m0 < m_end; m0 += kTileChannels) {
       TilePass p{.x_stride = o.packed_x != nullptr ? kTilePixels : o.x_stride,
                  .kn = o.k,
@@ -370,7 +410,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
                  .w_channel_stride = ChannelStride(o),
                  .bias = o.bias != nullptr ? o.bias + m0 : nullptr,
                  .load_y = o.accumulate,
-                 .relu = relu};
+                 .act = act};
       const int64_t live = std::min<int64_t>(kTileChannels, m_end - m0);
       p.prefetch_w = NextBlockWeights(o, m0, m_end, 0);
       for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
@@ -411,7 +451,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
                  .w_channel_stride = ChannelStride(o),
                  .column_bias = o.column_bias != nullptr ? o.column_bias + t0 : nullptr,
                  .load_y = load_y,
-                 .relu = relu && last_pass};
+                 .act = last_pass ? act : TileActivation::kNone};
       for (int64_t m0 = m_begin; m0 < m_end; m0 += kTileChannels) {
         p.wb = TileWeights(o, m0, t_begin);
         p.bias = o.bias != nullptr ? o.bias + m0 : nullptr;
@@ -422,7 +462,7 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
     }
     // In the same pass, while its weights are in cache (a second sweep over the whole depth
     // would read every weight again: 9 MiB for resnet's 7x7 layers).
-    if (tail > 0) kTailFunctions[tail](o, tiles_end, m_begin, m_end, TailPass{t_begin, kn, load_y, relu && last_pass});
+    if (tail > 0) kTailFunctions[tail](o, tiles_end, m_begin, m_end, TailPass{t_begin, kn, load_y, last_pass ? act : TileActivation::kNone});
   }
   if (run_epilogue) EpilogueOnRows(o, epilogue, m_begin, m_end, p0, p_end);
 }
