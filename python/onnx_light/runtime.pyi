@@ -415,10 +415,11 @@ class RuntimeSessionOptions:
     node, kernel usage ".../<path>+add"; docs/graph-passes.md)."""
     fuse_conv_scale: bool
     """Fold a Mul that alone feeds a float32 Conv's input X into that Conv (one FusedConv node). When
-    one operand holds one factor per channel of the other (a squeeze-and-excitation block) and W is
-    small against X, W's input channels are scaled instead of X (kernel usage ".../<path>+scale");
-    otherwise the Mul runs inside the node (".../<path>+mul"). Results match the two nodes up to
-    one rounding per product (docs/graph-passes.md)."""
+    one operand holds one factor per channel of the other (a squeeze-and-excitation block), an
+    AVX-512 1x1 convolution applies the factors as it reads X (kernel usage ".../<path>+mul");
+    another convolution scales W's input channels instead of X when W is small against X
+    (".../<path>+scale"); otherwise the Mul runs inside the node ("+mul"). Results match the two
+    nodes up to one rounding per product (docs/graph-passes.md)."""
     fuse_conv_concat: bool
     """Let float32 convolutions whose outputs only a Concat along channels reads (squeezenet's fire
     modules, inception blocks) write their channels straight into the Concat's output: the Concat

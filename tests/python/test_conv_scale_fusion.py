@@ -1,7 +1,8 @@
 """Channel-scale fusion at session build (RuntimeSessionOptions.fuse_conv_scale): a Mul that alone
 feeds a Conv's X becomes part of a FusedConv node. One factor per channel (a squeeze-and-excitation
-block) scales W's input channels when W is small against X ("+scale"); any other Mul runs inside the
-node with its broadcasting ("+mul")."""
+block) is applied as the AVX-512 1x1 convolution reads X ("+mul", the unfused bits), or else scales
+W's input channels when W is small against X ("+scale"); any other Mul runs inside the node with its
+broadcasting ("+mul")."""
 
 import numpy as np
 import pytest
@@ -48,32 +49,59 @@ def test_option_defaults_on_and_round_trips():
     assert_pass_option_defaults_on_and_round_trips("fuse_conv_scale")
 
 
+# The AVX-512 1x1 convolution applies the factors as it reads X: no scaled copy of X or W, and the
+# unfused graph's bits (the same x * s, then the same products). Elsewhere W's input channels are
+# scaled when W is small against X: one rounding moves from x * s to w * s.
+FACTORS_IN_TILES = POINTWISE_CONV_PATH == "1x1-avx512"
+
+
+def check_factors_applied(fused, unfused, usage, residual=False):
+    suffix = ("+mul" if FACTORS_IN_TILES else "+scale") + ("+add" if residual else "")
+    assert f"Conv/float32/{POINTWISE_CONV_PATH}{suffix}" in usage, usage
+    if FACTORS_IN_TILES:
+        np.testing.assert_array_equal(fused, unfused)
+    else:
+        assert_close(fused, unfused, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("scale_first", [False, True])
 @pytest.mark.parametrize("residual", [False, True])
-def test_squeeze_excitation_scales_the_weights_and_matches_unfused_and_onnxruntime(threads, scale_first, residual):
-    # 6 x 8 weights against an 8 x 24 x 24 feature map: W is scaled, not X.
+def test_squeeze_excitation_folds_the_scale_and_matches_unfused_and_onnxruntime(threads, scale_first, residual):
+    # 6 x 8 weights against an 8 x 24 x 24 feature map: small enough to scale W off AVX-512.
     model, feeds = se_block(size=24, scale_first=scale_first, residual=residual)
     (fused,), usage, nodes = run_traced(model, feeds, options(threads=threads))
     (unfused,), usage_off, nodes_off = run_traced(model, feeds, options(False, threads))
-    suffix = "+scale" + ("+add" if residual else "")
-    assert f"Conv/float32/{POINTWISE_CONV_PATH}{suffix}" in usage, usage
+    check_factors_applied(fused, unfused, usage, residual)
     project = [n for n in nodes if n[0] == "project"]
     assert project == [("project", "FusedConv", ["mul", "project"] + (["add"] if residual else []))], nodes
     assert any(op == "Mul" for _, op, _ in nodes_off) and not any("+scale" in u for u in usage_off)
-    # One rounding moves from x * s to w * s.
-    assert_close(fused, unfused, rtol=1e-5, atol=1e-5)
     assert_close(fused, run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("s_shape", [(8, 1, 1), (1, 8, 1, 1), (1,), ()])
-def test_every_per_channel_or_single_factor_shape_scales_the_weights(s_shape):
+def test_every_per_channel_or_single_factor_shape_is_folded(s_shape):
     model, feeds = se_block(size=24, s_shape=s_shape)
     (fused,), usage, _ = run_traced(model, feeds, options())
     (unfused,), _, _ = run_traced(model, feeds, options(False))
-    assert f"Conv/float32/{POINTWISE_CONV_PATH}+scale" in usage, usage
-    assert_close(fused, unfused, rtol=1e-5, atol=1e-5)
+    check_factors_applied(fused, unfused, usage)
     assert_close(fused, run_ort(model, feeds)[0], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("size", [7, 13, 45])
+def test_factors_read_with_x_cover_panels_tails_and_deep_products(threads, size):
+    # 300 input channels (three passes over the depth), 260 outputs (X copied into a panel per
+    # pass) and 7x7 / 13x13 / 45x45 images (1-pixel and 9-pixel tails, several chunks).
+    model, feeds = se_block(channels=300, out_channels=260, size=size)
+    (fused,), usage, _ = run_traced(model, feeds, options(threads=threads))
+    (unfused,), _, _ = run_traced(model, feeds, options(False, threads))
+    assert any(u.startswith("Conv/float32/") and ("+mul" in u or "+scale" in u) for u in usage), usage
+    if FACTORS_IN_TILES:
+        assert f"Conv/float32/{POINTWISE_CONV_PATH}+mul" in usage, usage
+        np.testing.assert_array_equal(fused, unfused)
+    else:
+        assert_close(fused, unfused, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -66,9 +66,10 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   bool fuse_conv_add = true;
   /// Fold a Mul that alone feeds a float32 Conv's input X into that Conv (one FusedConv node): when
   /// one of its operands holds one factor per channel of the other (a squeeze-and-excitation
-  /// block's scale) and W is no larger than the feature map, W's input channels are scaled instead
-  /// of X (kernel usage "Conv/float32/<path>+scale"); otherwise the Mul runs inside the node
-  /// ("+mul"). Results match the two nodes up to one rounding per product.
+  /// block's scale), an AVX-512 1x1 convolution applies the factors as it reads X (kernel usage
+  /// "Conv/float32/<path>+mul"), another one scales W's input channels instead of X when W is no
+  /// larger than the feature map ("+scale"); otherwise the Mul runs inside the node ("+mul").
+  /// Results match the two nodes up to one rounding per product.
   bool fuse_conv_scale = true;
   /// Let float32 convolutions whose outputs only a Concat along channels reads write their channels
   /// straight into the Concat's output (squeezenet's fire modules, inception blocks): the Concat's

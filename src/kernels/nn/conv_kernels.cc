@@ -81,6 +81,7 @@ struct RunWeights {
   bool node_w = true;
   const Tensor* packed = nullptr;
   std::string_view usage;
+  const float* x_scale = nullptr;  // one factor per input channel, applied as PointwiseConv reads X
 };
 
 // y[c] += bias[c] over `channels` planes of `size` (the non-float32 types, which have no fusion).
@@ -225,6 +226,14 @@ class ConvKernel final : public KernelBase {
       const Tensor sc = scale.Contiguous(rt.allocator());
       const float* s = sc.data<float>();
       const bool one_scale = sc.size() == 1;
+      // A 1x1 convolution on AVX-512 reads X through the factors (PointwiseConv's x_scale): no
+      // scaled copy of X or W at all. efficientnet_b0 and mobilenet_v3_small spent 1-4% of a
+      // run scaling (docs/performance.md).
+      if (group_ == 1 && DirectConvAvailable() && PointwiseShapes(x, w_in)) {
+        std::vector<float> factors(static_cast<size_t>(c));
+        for (int64_t ch = 0; ch < c; ++ch) factors[static_cast<size_t>(ch)] = s[one_scale ? 0 : ch];
+        return RunOn(rt, x, w_in, {.usage = "+mul", .x_scale = factors.data()});
+      }
       const int64_t threads = rt.thread_pool() != nullptr ? rt.thread_pool()->num_threads() : 1;
       if (group_ == 1 && w_in.rank() == x.rank() && w_in.dim(1) == c && 2 * threads * w_in.size() <= x.size()) {
         if (prepacked_.defined() && w_in.shape() == prepacked_shape_) {
@@ -307,6 +316,19 @@ class ConvKernel final : public KernelBase {
 
   // `s` holds one factor per channel of `x` [N, C, spatial...] (or a single one): laid out against
   // x's trailing dims, it is 1 everywhere but the channel dim, where it is C or 1.
+  // Whether X and W make a 1x1 convolution (kernel, strides 1, no padding), which RunFloat
+  // hands to PointwiseConv on AVX-512.
+  bool PointwiseShapes(const Tensor& x, const Tensor& w) const {
+    if (x.rank() < 3 || w.rank() != x.rank()) return false;
+    for (int64_t d = 2; d < w.rank(); ++d) {
+      if (w.dim(d) != 1) return false;
+    }
+    const auto all = [](const SpatialDims& v, int64_t value) {
+      return std::all_of(v.begin(), v.end(), [value](int64_t e) { return e == value; });
+    };
+    return all(attrs_.strides, 1) && all(attrs_.pads, 0);
+  }
+
   static bool ScalesChannels(const Tensor& s, const Tensor& x) {
     if (x.rank() < 3 || s.rank() > x.rank() || s.size() == 0) return false;
     const int64_t lead = x.rank() - s.rank();
@@ -460,6 +482,10 @@ class ConvKernel final : public KernelBase {
                                                                     : SimdLevel::kScalar;
       plan = MakeGroupedConvPlan(g, cg, mg, best);
     }
+    if (weights.x_scale != nullptr && !(pointwise && own_gemm)) {
+      throw Error(ErrorCode::kInternal, fmt::format("{}: input factors reached a path that does not apply them",
+                                                    rt.DescribeNode()));
+    }
     if (weights.packed != nullptr && !(own_gemm || lanes || direct)) {
       // RunScaled hands packed weights only to one-group convolutions, which these paths serve.
       throw Error(ErrorCode::kInternal, fmt::format("{}: scaled packed weights reached a path that reads W itself",
@@ -546,7 +572,8 @@ class ConvKernel final : public KernelBase {
         float* y_img = out + img * y_image;
         const float* z_img = z != nullptr ? z + img * m * out_size : nullptr;
         if (pointwise) {
-          PointwiseConv(image, k, out_size, packed.data<float>(), m, bias, ep, z_img, y_img, inner);
+          PointwiseConv(image, k, out_size, packed.data<float>(), m, bias, ep, z_img, y_img, inner, 0,
+                        weights.x_scale);
           return;
         }
         float* slot_col = col.data<float>() + slot * col_size;

@@ -70,6 +70,7 @@ struct Operands {
   float* y;
   int64_t y_stride;
   bool accumulate;  // start from the values y holds instead of the bias
+  const float* x_scale = nullptr;  // row t of x is read as x * x_scale[t] (rounded), or null
 };
 
 #if ONNX_LIGHT_POINTWISE_CONV
@@ -120,12 +121,13 @@ struct TilePass {
   bool load_y;       // start from y (a later pass, or an accumulating product)
   TileActivation act;  // applied as the tile is stored: kNone but on a fused product's last pass
   const float* prefetch_w = nullptr;  // packed weights to prefetch into L2, one line per row, or null
+  const float* x_scale = nullptr;     // row t_begin's factor (row t_begin + t: x_scale[t]), or null
 };
 
 // kVecs vectors of pixels x 8 output channels, accumulated over one pass's rows; `last` masks
 // the last vector's pixels, `live` the channels. kRowMajor: the weights are rows of A (channel
 // j's row at wb + j * w_channel_stride) and are broadcast from there, so no copy of A is made.
-template <int kVecs, bool kRowMajor>
+template <int kVecs, bool kRowMajor, bool kScaled>
 __attribute__((target("avx512f"), always_inline)) inline void PointwiseTile(const TilePass& p, int64_t live,
                                                                              __mmask16 last, float* y,
                                                                              int64_t y_stride) {
@@ -177,6 +179,7 @@ __attribute__((target("avx512f"), always_inline)) inline void PointwiseTile(cons
 #pragma GCC unroll 3
       for (int v = 0; v < kVecs; ++v) {
         xv[v] = v + 1 < kVecs ? _mm512_loadu_ps(row + v * kLanes) : _mm512_maskz_loadu_ps(last, row + v * kLanes);
+        if constexpr (kScaled) xv[v] = _mm512_mul_ps(xv[v], _mm512_set1_ps(p.x_scale[t]));
       }
       const float* wt = kRowMajor ? p.wb + t : p.wb + t * kLanes;
 #pragma GCC unroll 8
@@ -240,11 +243,15 @@ __attribute__((target("avx512f"), always_inline)) inline void PointwiseTailBlock
   const float* x = o.x + pass.t_begin * o.x_stride + p0;
   for (int64_t t = 0; t < pass.kn; ++t) {
     const float* row = x + t * o.x_stride;
+    float values[kPixels];
+    const float f = o.x_scale != nullptr ? o.x_scale[pass.t_begin + t] : 1.0f;
+#pragma GCC unroll 8
+    for (int r = 0; r < kPixels; ++r) values[r] = o.x_scale != nullptr ? row[r] * f : row[r];
 #pragma GCC unroll 8
     for (int b = 0; b < kBlocks; ++b) {
       const __m512 w = _mm512_loadu_ps(o.packed_w + ((m0 / kLanes + b) * o.k + pass.t_begin + t) * kLanes);
 #pragma GCC unroll 8
-      for (int r = 0; r < kPixels; ++r) acc[b][r] = _mm512_fmadd_ps(_mm512_set1_ps(row[r]), w, acc[b][r]);
+      for (int r = 0; r < kPixels; ++r) acc[b][r] = _mm512_fmadd_ps(_mm512_set1_ps(values[r]), w, acc[b][r]);
     }
   }
 #pragma GCC unroll 8
@@ -288,35 +295,39 @@ __attribute__((target("avx512f"))) void PackPanel(const Operands& o, int64_t t_b
     float* dst = panel + (t0 - p0) / kTilePixels * kn * kTilePixels;
     for (int64_t t = 0; t < kn; ++t) {
       const float* src = o.x + (t_begin + t) * o.x_stride + t0;
+      const __m512 f = _mm512_set1_ps(o.x_scale != nullptr ? o.x_scale[t_begin + t] : 1.0f);
 #pragma GCC unroll 3
       for (int64_t v = 0; v < kTilePixels; v += kLanes) {
         const int64_t rest = std::clamp<int64_t>(width - v, 0, kLanes);
         const auto mask = static_cast<__mmask16>(rest == kLanes ? 0xFFFF : (1u << rest) - 1u);
-        _mm512_storeu_ps(dst + t * kTilePixels + v, _mm512_maskz_loadu_ps(mask, src + v));
+        const __m512 values = _mm512_maskz_loadu_ps(mask, src + v);
+        _mm512_storeu_ps(dst + t * kTilePixels + v, o.x_scale != nullptr ? _mm512_mul_ps(values, f) : values);
       }
     }
   }
 }
 
 // The tile of `vecs` vectors (1 to 3) of pixels for 8 channels.
-template <bool kRowMajor>
+template <bool kRowMajor, bool kScaled>
 __attribute__((target("avx512f"))) void RunTileOf(const TilePass& p, int64_t vecs, int64_t live, __mmask16 last,
                                                   float* y, int64_t y_stride) {
   if (vecs == 3) {
-    PointwiseTile<3, kRowMajor>(p, live, last, y, y_stride);
+    PointwiseTile<3, kRowMajor, kScaled>(p, live, last, y, y_stride);
   } else if (vecs == 2) {
-    PointwiseTile<2, kRowMajor>(p, live, last, y, y_stride);
+    PointwiseTile<2, kRowMajor, kScaled>(p, live, last, y, y_stride);
   } else {
-    PointwiseTile<1, kRowMajor>(p, live, last, y, y_stride);
+    PointwiseTile<1, kRowMajor, kScaled>(p, live, last, y, y_stride);
   }
 }
 
 __attribute__((target("avx512f"))) inline void RunTile(const TilePass& p, int64_t vecs, int64_t live, __mmask16 last,
                                                        float* y, int64_t y_stride) {
   if (p.w_channel_stride > 0) {
-    RunTileOf<true>(p, vecs, live, last, y, y_stride);
+    RunTileOf<true, false>(p, vecs, live, last, y, y_stride);  // TiledGemm: no scale
+  } else if (p.x_scale != nullptr) {
+    RunTileOf<false, true>(p, vecs, live, last, y, y_stride);
   } else {
-    RunTileOf<false>(p, vecs, live, last, y, y_stride);
+    RunTileOf<false, false>(p, vecs, live, last, y, y_stride);
   }
 }
 
@@ -410,7 +421,8 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
                  .w_channel_stride = ChannelStride(o),
                  .bias = o.bias != nullptr ? o.bias + m0 : nullptr,
                  .load_y = o.accumulate,
-                 .act = act};
+                 .act = act,
+                 .x_scale = o.x_scale};
       const int64_t live = std::min<int64_t>(kTileChannels, m_end - m0);
       p.prefetch_w = NextBlockWeights(o, m0, m_end, 0);
       for (int64_t t0 = p0; t0 < tiles_end; t0 += kTilePixels) {
@@ -451,7 +463,8 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
                  .w_channel_stride = ChannelStride(o),
                  .column_bias = o.column_bias != nullptr ? o.column_bias + t0 : nullptr,
                  .load_y = load_y,
-                 .act = last_pass ? act : TileActivation::kNone};
+                 .act = last_pass ? act : TileActivation::kNone,
+                 .x_scale = packed_tile != nullptr || pack || o.x_scale == nullptr ? nullptr : o.x_scale + t_begin};
       for (int64_t m0 = m_begin; m0 < m_end; m0 += kTileChannels) {
         p.wb = TileWeights(o, m0, t_begin);
         p.bias = o.bias != nullptr ? o.bias + m0 : nullptr;
@@ -520,17 +533,18 @@ void RunTiles(const Operands& o, int64_t m, const ConvEpilogue& epilogue, Thread
 }  // namespace
 
 void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packed_w, int64_t m, const float* bias,
-                   const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool, int64_t y_stride) {
+                   const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool, int64_t y_stride,
+                   const float* x_scale) {
 #if ONNX_LIGHT_POINTWISE_CONV
   const Operands o{x, pixels, nullptr, k, pixels, packed_w, nullptr, 0, bias, nullptr, z, y,
-                   y_stride > 0 ? y_stride : pixels, false};
+                   y_stride > 0 ? y_stride : pixels, false, x_scale};
   // A convolution's image split in runs of pixels, the same runs every layer: the 1x1 layer
   // after another (squeezenet's fire modules, a projection and the next expansion) then reads
   // mostly rows its own core wrote (docs/performance.md).
   RunTiles(o, m, epilogue, pool, PixelShares::kContiguous);
 #else
   (void)x, (void)k, (void)pixels, (void)packed_w, (void)m, (void)bias, (void)epilogue, (void)z, (void)y,
-      (void)pool, (void)y_stride;
+      (void)pool, (void)y_stride, (void)x_scale;
 #endif
 }
 

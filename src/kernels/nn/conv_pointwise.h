@@ -24,10 +24,13 @@ class ThreadPool;
 /// of y (and of z) starts at c * y_stride (0: y_stride = pixels), so a band of an image's pixels
 /// can be written into the whole image's output. Tiles of pixels are spread over `pool` (null:
 /// the calling thread): when there are enough of them, thread t computes the t-th of equal runs
-/// of pixels, so consecutive 1x1 layers give each thread the same pixels. Requires
+/// of pixels, so consecutive 1x1 layers give each thread the same pixels. With `x_scale` (k
+/// floats) row t of x is read as x * x_scale[t], rounded before the products: a Mul of X by one
+/// factor per channel (a squeeze-and-excitation scale) without writing the scaled X. Requires
 /// DirectConvAvailable().
 void PointwiseConv(const float* x, int64_t k, int64_t pixels, const float* packed_w, int64_t m, const float* bias,
-                   const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool, int64_t y_stride = 0);
+                   const ConvEpilogue& epilogue, const float* z, float* y, ThreadPool* pool, int64_t y_stride = 0,
+                   const float* x_scale = nullptr);
 
 /// Rows of A below which TiledGemm leaves a product to BLAS (a matrix-vector product or a few
 /// rows use one accumulator row of eight at most).
