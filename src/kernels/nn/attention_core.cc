@@ -7,7 +7,6 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/elementwise/fast_math.h"
@@ -368,10 +367,12 @@ int64_t ScoreBlockRows(const AttentionDims& d) {
 
 int64_t AttentionScratchSize(const AttentionDims& d) {
   const int64_t group = d.kv_heads > 0 ? d.q_heads / d.kv_heads : 1;
-  // A block of score rows (a decode step's group of single rows), and Kᵀ and V of one key/value
-  // head packed for the tiles.
-  return std::max(ScoreBlockRows(d), group) * d.kv_seq + TiledGemmPackedBSize(d.head_size, d.kv_seq) +
-         TiledGemmPackedBSize(d.kv_seq, d.v_head_size);
+  // A block of score rows (a decode step's group of single rows). Several query rows also take
+  // Kᵀ and V of one key/value head packed for the tiles, and a factor per score row.
+  const int64_t scores = std::max(ScoreBlockRows(d), group) * d.kv_seq;
+  if (d.q_seq <= 1) return scores;
+  return scores + TiledGemmPackedBSize(d.head_size, d.kv_seq) + TiledGemmPackedBSize(d.kv_seq, d.v_head_size) +
+         ScoreBlockRows(d);
 }
 
 int64_t AttentionScratchSlots(const AttentionDims& d, const ThreadPool* pool) {
@@ -419,11 +420,13 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
       // time, each panel contiguous), so that the products of every block of rows stream them
       // instead of gathering rows 3 KB apart (Kᵀ) or copying V's rows again for each block. The
       // tiles take no alpha: the scale is applied to the block's rows instead.
-      T* kt = scratch + std::max(block_rows, group) * n;
-      T* packed_v = kt + TiledGemmPackedBSize(d.head_size, d.kv_seq);
+      // (One query row, in double, leaves them out of the scratch and never reads them.)
+      const bool several_rows = d.q_seq > 1;
+      T* kt = several_rows ? scratch + std::max(block_rows, group) * n : nullptr;
+      T* packed_v = several_rows ? kt + TiledGemmPackedBSize(d.head_size, d.kv_seq) : nullptr;
+      T* row_scales = several_rows ? packed_v + TiledGemmPackedBSize(d.kv_seq, d.v_head_size) : nullptr;
       bool kt_ready = false;
       bool v_ready = false;
-      std::vector<float> row_scales(unmasked ? static_cast<size_t>(block_rows) : 0);
       // `rows` query rows at q (row stride q_stride) of heads h0 + first_row / q_seq onwards,
       // their outputs at y (row stride y_stride).
       auto run_rows = [&](int64_t rows, const T* q, int64_t q_stride, T* y, int64_t y_stride, int64_t first_head) {
@@ -431,7 +434,7 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
           const int64_t rb = std::min(block_rows, rows - r0);
           bool tiled = false;
           if constexpr (std::is_same_v<T, float>) {
-            tiled = TiledGemmApplies(rb, width, d.head_size);
+            tiled = several_rows && TiledGemmApplies(rb, width, d.head_size);
             if (tiled && !kt_ready) {
               PackTiledGemmBTransposed(d.head_size, width, k, args.k.row_stride, kt);
               kt_ready = true;
@@ -459,7 +462,7 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
                   ScoresToProbabilities(args, b, first_head, r0 + r, r0 + r + 1, c, row);
                   inv_sum = 1.0f;
                 }
-                row_scales[static_cast<size_t>(r)] = inv_sum;
+                row_scales[r] = inv_sum;
               }
             }
           } else {
@@ -467,7 +470,7 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
           }
           bool tiled_v = false;
           if constexpr (std::is_same_v<T, float>) {
-            tiled_v = TiledGemmApplies(rb, d.v_head_size, used);
+            tiled_v = several_rows && TiledGemmApplies(rb, d.v_head_size, used);
             if (tiled_v && !v_ready) {
               PackTiledGemmB(used, d.v_head_size, v, args.v.row_stride, packed_v);
               v_ready = true;
@@ -484,7 +487,7 @@ AttentionPath RunAttention(const AttentionArgs<T>& args, T* scratch, ThreadPool*
           if constexpr (std::is_same_v<T, float>) {
             if (deferred) {
               for (int64_t r = 0; r < rb; ++r) {
-                ScaleRow(y + (r0 + r) * y_stride, d.v_head_size, row_scales[static_cast<size_t>(r)]);
+                ScaleRow(y + (r0 + r) * y_stride, d.v_head_size, row_scales[r]);
               }
             }
           }

@@ -475,7 +475,10 @@ __attribute__((target("avx512f"))) void PointwiseChunk(const Operands& o, const 
     }
     // In the same pass, while its weights are in cache (a second sweep over the whole depth
     // would read every weight again: 9 MiB for resnet's 7x7 layers).
-    if (tail > 0) kTailFunctions[tail](o, tiles_end, m_begin, m_end, TailPass{t_begin, kn, load_y, last_pass ? act : TileActivation::kNone});
+    if (tail > 0) {
+      kTailFunctions[tail](o, tiles_end, m_begin, m_end,
+                           TailPass{t_begin, kn, load_y, last_pass ? act : TileActivation::kNone});
+    }
   }
   if (run_epilogue) EpilogueOnRows(o, epilogue, m_begin, m_end, p0, p_end);
 }

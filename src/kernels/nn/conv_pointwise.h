@@ -3,8 +3,8 @@
 // AVX-512 and chosen at run time, like conv_direct.h. Per image, Y [m, pixels] = W [m, k] X
 // [k, pixels]: the pixels are one long row, so no input copy is needed (a GEMM library packs
 // the whole image first), and each tile of 8 output channels x 48 pixels is finished where it is
-// computed: the bias and Relu are applied in registers, any other activation and the residual on
-// the tile while it is still in L1. The weights are the blocks PackDirectConvWeights writes,
+// computed: the bias and Relu, Sigmoid or SiLU are applied in registers, any other activation and
+// the residual on the tile while it is still in L1. The weights are the blocks PackDirectConvWeights writes,
 // which the Conv kernel packs once when W is a constant. A product deeper than 128 input rows
 // runs in passes of 128 rows; with 256 output channels or more each pass copies its rows of a
 // chunk of pixels into a contiguous panel that every block of output channels reads from L1
