@@ -230,9 +230,10 @@ class ConvKernel final : public KernelBase {
       // scaled copy of X or W at all. efficientnet_b0 and mobilenet_v3_small spent 1-4% of a
       // run scaling (docs/performance.md).
       if (group_ == 1 && DirectConvAvailable() && PointwiseShapes(x, w_in)) {
-        std::vector<float> factors(static_cast<size_t>(c));
-        for (int64_t ch = 0; ch < c; ++ch) factors[static_cast<size_t>(ch)] = s[one_scale ? 0 : ch];
-        return RunOn(rt, x, w_in, {.usage = "+mul", .x_scale = factors.data()});
+        // The factors are read in place (c of them, contiguous); a single one is repeated.
+        if (!one_scale) return RunOn(rt, x, w_in, {.usage = "+mul", .x_scale = s});
+        const std::vector<float> repeated(static_cast<size_t>(c), s[0]);
+        return RunOn(rt, x, w_in, {.usage = "+mul", .x_scale = repeated.data()});
       }
       const int64_t threads = rt.thread_pool() != nullptr ? rt.thread_pool()->num_threads() : 1;
       if (group_ == 1 && w_in.rank() == x.rank() && w_in.dim(1) == c && 2 * threads * w_in.size() <= x.size()) {
