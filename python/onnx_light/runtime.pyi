@@ -442,9 +442,9 @@ class RuntimeSessionOptions:
     the query heads or 1. Also lets attention read grouped-query keys and values once instead of
     through the chain that repeats every head (docs/graph-passes.md)."""
     fuse_quantized_matmul: bool
-    """Run MatMul(A, DequantizeLinear(W)) with a constant int4/uint4 W (per tensor, per column or
-    blocked along K, float32 scales) as one kernel that keeps W packed in 4 bits and dequantizes it
-    while multiplying; no float copy of W is held (docs/quantization.md)."""
+    """Run MatMul or Gemm(A, DequantizeLinear(W)) with a constant int4/uint4/int8/uint8 W (per
+    tensor, per column or blocked along K, float32 scales) as one kernel that keeps W packed in 4 or
+    8 bits and dequantizes it while multiplying; no float copy of W is held (docs/quantization.md)."""
     fuse_qdq: bool
     """Run the DequantizeLinear -> Conv / MatMul / Add -> QuantizeLinear groups of QDQ models as
     QLinearConv / QLinearMatMul / QLinearAdd (and MaxPool between a matching pair on the quantized

@@ -1,5 +1,5 @@
-// The 4-bit GEMV loops (kernels/quantization/nbits_gemv.cc) against the portable reference loop
-// and a plain dequantize-then-multiply, for every loop this CPU can run.
+// The 4-bit and 8-bit GEMV loops (kernels/quantization/nbits_gemv.cc) against the portable
+// reference loop and a plain dequantize-then-multiply, for every loop this CPU can run.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,10 +16,16 @@ namespace {
 struct Case {
   int64_t k, n, block_size, rows;
   bool is_signed, zero_point;
+  int bits = 4;
 };
 
-void SetNibble(void* data, int64_t i, int code) {
+// Stores code (0 .. 2^bits - 1, the element's bits) as element i.
+void SetCode(void* data, int64_t i, int code, int bits) {
   auto* bytes = static_cast<uint8_t*>(data);
+  if (bits == 8) {
+    bytes[i] = static_cast<uint8_t>(code);
+    return;
+  }
   bytes[i / 2] = static_cast<uint8_t>((bytes[i / 2] & (i % 2 ? 0x0F : 0xF0)) | ((code & 15) << (i % 2 ? 4 : 0)));
 }
 
@@ -28,21 +34,23 @@ class NBitsGemvTest : public ::testing::TestWithParam<Case> {};
 TEST_P(NBitsGemvTest, EveryLoopMatchesTheDequantizedProduct) {
   const Case c = GetParam();
   auto allocator = std::make_shared<CpuAllocator>();
-  const DataType type = c.is_signed ? DataType::kInt4 : DataType::kUInt4;
+  const DataType type = c.bits == 8 ? (c.is_signed ? DataType::kInt8 : DataType::kUInt8)
+                                    : (c.is_signed ? DataType::kInt4 : DataType::kUInt4);
+  const int levels = 1 << c.bits, half = levels / 2;
   const int64_t blocks = c.block_size > 0 ? (c.k + c.block_size - 1) / c.block_size : 1;
   Tensor w = Tensor::Allocate(type, {c.k, c.n}, allocator);
   Tensor scale = Tensor::Allocate(DataType::kFloat, {blocks, c.n}, allocator);
   Tensor zp = Tensor::Allocate(type, {blocks, c.n}, allocator);
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int> code(0, 15);
+  std::uniform_int_distribution<int> code(0, levels - 1);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   std::vector<int> q(static_cast<size_t>(c.k * c.n)), z(static_cast<size_t>(blocks * c.n));
-  for (int64_t i = 0; i < c.k * c.n; ++i) SetNibble(w.raw_data(), i, q[i] = code(rng));
+  for (int64_t i = 0; i < c.k * c.n; ++i) SetCode(w.raw_data(), i, q[i] = code(rng), c.bits);
   for (int64_t i = 0; i < blocks * c.n; ++i) {
-    SetNibble(zp.raw_data(), i, z[i] = c.zero_point ? code(rng) : (c.is_signed ? 0 : 8));
+    SetCode(zp.raw_data(), i, z[i] = c.zero_point ? code(rng) : (c.is_signed ? 0 : half), c.bits);
     scale.data<float>()[i] = 0.01f + 0.1f * std::abs(unit(rng));
   }
-  const auto value = [&](int v) { return c.is_signed ? (v ^ 8) - 8 : v; };  // a code as its type's value
+  const auto value = [&](int v) { return c.is_signed ? (v ^ half) - half : v; };  // a code as its type's value
   const int64_t bs = c.block_size > 0 ? c.block_size : c.k;
   std::vector<float> a(static_cast<size_t>(c.rows * c.k));
   for (float& x : a) x = unit(rng);
@@ -66,6 +74,7 @@ TEST_P(NBitsGemvTest, EveryLoopMatchesTheDequantizedProduct) {
     NBitsGemv(isa, packed, a.data(), c.rows, c.k, got.data(), c.n, 0, packed.tiles);
     for (size_t i = 0; i < got.size(); ++i) {
       ASSERT_NEAR(got[i], want[i], 1e-6 * bound[i] * 8 + 1e-6) << NBitsIsaName(isa) << " at " << i;
+      ASSERT_GT(bound[i], 0.0) << "a case must multiply nonzero weights";
     }
   }
   // The prefill path's panels hold DequantizeLinear's values bitwise.
@@ -84,7 +93,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, NBitsGemvTest,
                                            Case{200, 37, 128, 3, true, true}, Case{77, 65, 32, 5, false, true},
                                            Case{64, 16, 12, 2, true, true},   // blocks not a multiple of 8
                                            Case{99, 33, 0, 4, true, true},    // one block over all of K
-                                           Case{8, 1, 8, 8, false, false}));
+                                           Case{8, 1, 8, 8, false, false},
+                                           // 8-bit codes, zero points over the whole range
+                                           Case{256, 96, 32, 1, true, true, 8}, Case{256, 96, 32, 1, false, true, 8},
+                                           Case{200, 37, 128, 3, true, false, 8}, Case{77, 65, 0, 5, false, false, 8},
+                                           Case{66, 33, 12, 6, true, true, 8},  // blocks not a multiple of 4
+                                           Case{99, 17, 0, 2, false, true, 8}));
 
 }  // namespace
 }  // namespace onnx_light::runtime

@@ -24,17 +24,24 @@ UNFUSED = runtime.RuntimeSessionOptions(fuse_quantized_matmul=False)
 
 
 def weights_model(k, n, m, signed=True, zero_point=True, block_size=32, axis=0, scale_shape=None, opset=21,
-                  extra_nodes=(), extra_outputs=(), weight_input=False, seed=0):
-    """A [m, k] x DequantizeLinear(W[k, n]) model; W, scale and zero point are initializers."""
+                  extra_nodes=(), extra_outputs=(), weight_input=False, seed=0, bits=4, gemm=None):
+    """A [m, k] x DequantizeLinear(W[k, n]) model; W, scale and zero point are initializers. With
+    `gemm` (a dict of Gemm attributes, plus "bias": C's shape) the product is a Gemm; with its
+    transB W is [n, k] and `axis` / `scale_shape` must say so."""
     rng = np.random.default_rng(seed)
-    lo, hi = (-8, 8) if signed else (0, 16)
-    elem = TensorProto.INT4 if signed else TensorProto.UINT4
+    half = 1 << (bits - 1)
+    lo, hi = (-half, half) if signed else (0, 2 * half)
+    elem = {(4, True): TensorProto.INT4, (4, False): TensorProto.UINT4,
+            (8, True): TensorProto.INT8, (8, False): TensorProto.UINT8}[bits, signed]
+    gemm = dict(gemm or {})
+    bias_shape = gemm.pop("bias", None)
+    w_shape = [n, k] if gemm.get("transB") else [k, n]
     if scale_shape is None:
         scale_shape = [-(-k // block_size), n] if block_size else [n]
     scale = (rng.random(scale_shape) * 0.1 + 0.01).astype(np.float32)
     inits = [numpy_helper.from_array(scale, "s")]
     if not weight_input:
-        inits.append(helper.make_tensor("w", elem, [k, n], rng.integers(lo, hi, (k, n)).flatten().tolist()))
+        inits.append(helper.make_tensor("w", elem, w_shape, rng.integers(lo, hi, w_shape).flatten().tolist()))
     ins = ["w", "s"]
     if zero_point:
         inits.append(helper.make_tensor("z", elem, scale_shape, rng.integers(lo, hi, scale_shape).flatten().tolist()))
@@ -42,11 +49,17 @@ def weights_model(k, n, m, signed=True, zero_point=True, block_size=32, axis=0, 
     attrs = {"axis": axis}
     if block_size:
         attrs["block_size"] = block_size
-    nodes = [helper.make_node("DequantizeLinear", ins, ["wd"], name="dq", **attrs),
-             helper.make_node("MatMul", ["a", "wd"], ["y"], name="mm"), *extra_nodes]
+    product = helper.make_node("MatMul", ["a", "wd"], ["y"], name="mm")
+    if gemm or bias_shape is not None:
+        c = []
+        if bias_shape is not None:
+            inits.append(numpy_helper.from_array(rng.standard_normal(bias_shape).astype(np.float32), "c"))
+            c = ["c"]
+        product = helper.make_node("Gemm", ["a", "wd", *c], ["y"], name="gemm", **gemm)
+    nodes = [helper.make_node("DequantizeLinear", ins, ["wd"], name="dq", **attrs), product, *extra_nodes]
     inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [m, k])]
     if weight_input:
-        inputs.append(helper.make_tensor_value_info("w", elem, [k, n]))
+        inputs.append(helper.make_tensor_value_info("w", elem, w_shape))
     outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("y", *extra_outputs)]
     graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -101,6 +114,127 @@ def test_matches_onnxruntime():
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     want = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
     assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def ort_unoptimised(model, feeds):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def product_bound(a, k, n, bits):
+    """The error bound of a K-term dot product of a with weights of at most 2^bits * 0.11."""
+    return 1e-6 * np.abs(a) @ np.ones((k, n), np.float32) * 0.11 * (1 << bits) + 1e-6
+
+
+@pytest.mark.parametrize("signed", [True, False])
+@pytest.mark.parametrize("block_size", [0, 32])
+@pytest.mark.parametrize("zero_point", [True, False])
+@pytest.mark.parametrize("k,n", [(256, 96), (77, 65)])
+@pytest.mark.parametrize("m", [1, 3, 64])
+def test_8bit_weights_match_reference_ort_and_unfused(signed, block_size, zero_point, k, n, m):
+    model = weights_model(k, n, m, signed, zero_point, block_size, axis=0 if block_size else 1, bits=8)
+    feeds = feeds_for(model, m, k)
+    got, nodes, usage = run_events(model, feeds)
+    bound = product_bound(feeds["a"], k, n, 8)
+    np.testing.assert_array_less(np.abs(got[0] - run_reference(model, feeds)[0]), bound)
+    np.testing.assert_array_less(np.abs(got[0] - ort_unoptimised(model, feeds)[0]), bound)
+    unfused, unfused_nodes, _ = run_events(model, feeds, UNFUSED)
+    np.testing.assert_array_less(np.abs(got[0] - unfused[0]), bound)
+    assert not fused(unfused_nodes)
+    assert [(e.op_domain, e.op_type) for e in nodes] == [("ai.onnx_light.fused", "QuantizedMatMul")]
+    kind = "int8" if signed else "uint8"
+    path = "gemv" if m <= 8 else "dequant-panel"
+    assert [u for u in usage if u.startswith("MatMul/")][0].startswith(f"MatMul/float32/{kind}-{path}-"), usage
+
+
+@pytest.mark.parametrize("opset,scale_shape,fuses", [(10, [], True), (13, [], True), (13, [24], True),
+                                                     (10, [24], False)])
+def test_8bit_weights_at_the_versions_that_define_them(opset, scale_shape, fuses):
+    """DequantizeLinear-10 has one scale; a scale per axis comes with version 13; blocks with 21."""
+    model = weights_model(40, 24, 2, signed=False, block_size=0, axis=1, scale_shape=scale_shape, opset=opset,
+                          bits=8)
+    if opset < 13:
+        del model.graph.node[0].attribute[:]  # no axis attribute before version 13
+    feeds = feeds_for(model, 2, 40)
+    if fuses:
+        got, nodes, _ = run_events(model, feeds)
+        assert len(fused(nodes)) == 1
+        # onnx.reference has no DequantizeLinear before version 19: ORT as written is the oracle.
+        want = ort_unoptimised(model, feeds)[0]
+        np.testing.assert_array_less(np.abs(got[0] - want), product_bound(feeds["a"], 40, 24, 8))
+    else:
+        # As written: DequantizeLinear-10 refuses a scale of more than one value.
+        with pytest.raises(runtime.InvalidArgumentError, match="DequantizeLinear"):
+            run_events(model, feeds)
+
+
+GEMM_CASES = [
+    # bits, Gemm attributes (and C's shape), block size
+    (4, {"transB": 1}, 32), (4, {"bias": [24]}, 32), (4, {"transB": 1, "bias": [1, 24]}, 0),
+    (8, {"transB": 1, "bias": [24]}, 0), (8, {"transB": 0, "bias": []}, 16), (8, {"transB": 1, "bias": [1]}, 16),
+    (8, {"alpha": 1.0, "beta": 1.0, "bias": [24]}, 0),
+]
+
+
+@pytest.mark.parametrize("bits,gemm,block_size", GEMM_CASES)
+@pytest.mark.parametrize("m", [1, 20])
+def test_gemm_weights_match_reference_ort_and_unfused(bits, gemm, block_size, m):
+    k, n = 96, 24
+    trans_b = gemm.get("transB", 0)
+    if block_size:
+        axis, scale_shape = (1, [n, k // block_size]) if trans_b else (0, [k // block_size, n])
+    else:
+        axis, scale_shape = (0 if trans_b else 1), [n]
+    model = weights_model(k, n, m, signed=bits == 8, block_size=block_size, axis=axis, scale_shape=scale_shape,
+                          bits=bits, gemm=gemm)
+    feeds = feeds_for(model, m, k)
+    got, nodes, usage = run_events(model, feeds)
+    bound = product_bound(feeds["a"], k, n, bits)
+    np.testing.assert_array_less(np.abs(got[0] - run_reference(model, feeds)[0]), bound)
+    np.testing.assert_array_less(np.abs(got[0] - ort_unoptimised(model, feeds)[0]), bound)
+    np.testing.assert_array_less(np.abs(got[0] - run_events(model, feeds, UNFUSED)[0][0]), bound)
+    assert [(e.op_domain, e.op_type) for e in nodes] == [("ai.onnx_light.fused", "QuantizedGemm")]
+    kind = "int8" if bits == 8 else "uint4"
+    path = "gemv" if m <= 8 else "dequant-panel"
+    assert [u for u in usage if u.startswith("Gemm/")][0].startswith(f"Gemm/float32/{kind}-{path}-"), usage
+
+
+@pytest.mark.parametrize("gemm", [{"alpha": 2.0}, {"beta": 0.5, "bias": [24]}, {"transA": 1}, {"bias": [20, 24]},
+                                  {"bias": [20, 1]}])
+def test_gemm_left_as_written_when_the_kernel_does_not_compute_it(gemm):
+    k, n, m = 40, 24, 20
+    model = weights_model(k, n, m, bits=8, block_size=0, axis=1, scale_shape=[n], gemm=gemm)
+    if gemm.get("transA"):
+        model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = k
+        model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = m
+    feeds = {"a": np.random.default_rng(1).standard_normal((k, m) if gemm.get("transA") else (m, k))
+             .astype(np.float32)}
+    got, nodes, _ = run_events(model, feeds)
+    assert not fused(nodes)
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_bias_from_an_input_left_as_written():
+    model = weights_model(40, 24, 3, bits=8, block_size=0, axis=1, scale_shape=[24], gemm={"bias": [24]})
+    # The bias becomes a graph input.
+    model.graph.initializer.remove(next(t for t in model.graph.initializer if t.name == "c"))
+    model.graph.input.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, [24]))
+    feeds = {**feeds_for(model, 3, 40), "c": np.arange(24, dtype=np.float32)}
+    got, nodes, _ = run_events(model, feeds)
+    assert not fused(nodes)
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_a_of_rank_3_names_the_node():
+    model = weights_model(40, 24, 3, bits=8, block_size=0, axis=1, scale_shape=[24], gemm={"bias": [24]})
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    a = np.zeros((2, 3, 40), np.float32)
+    with pytest.raises(runtime.InvalidArgumentError, match=r"QuantizedGemm.*must be 2-D for Gemm"):
+        run_events(model, {"a": a})
+    # As written, Gemm refuses it too.
+    with pytest.raises(runtime.InvalidArgumentError, match="Gemm"):
+        run_events(model, {"a": a}, UNFUSED)
 
 
 def test_portable_loops_give_the_same_products():

@@ -22,44 +22,71 @@ constexpr int64_t kPanelRows = 256;
 // Multiply-adds a GEMV task should at least hold before the product is split over threads.
 constexpr int64_t kGemvTaskWork = 1 << 16;
 
+// The kernel-usage name of a weight type the kernel packs, nullptr for any other type.
+const char* QuantizedWeightTypeName(DataType type) {
+  switch (type) {
+    case DataType::kInt4: return "int4";
+    case DataType::kUInt4: return "uint4";
+    case DataType::kInt8: return "int8";
+    case DataType::kUInt8: return "uint8";
+    default: return nullptr;
+  }
+}
+
 }  // namespace
 
-PackedNBits PackNBits(const Tensor& w, const Tensor& scale, const Tensor* zero_point, int64_t block_size) {
+PackedNBits PackNBits(const Tensor& w, const Tensor& scale, const Tensor* zero_point, int64_t block_size,
+                      bool transposed) {
   PackedNBits p;
-  p.k = w.dim(0);
-  p.n = w.dim(1);
-  p.is_signed = w.dtype() == DataType::kInt4;
+  p.bits = w.dtype() == DataType::kInt8 || w.dtype() == DataType::kUInt8 ? 8 : 4;
+  p.k = w.dim(transposed ? 1 : 0);
+  p.n = w.dim(transposed ? 0 : 1);
+  p.is_signed = w.dtype() == DataType::kInt4 || w.dtype() == DataType::kInt8;
   p.block_size = block_size > 0 ? block_size : std::max<int64_t>(p.k, 1);
   p.blocks = (p.k + p.block_size - 1) / p.block_size;
-  p.groups = (p.k + kNBitsGroupRows - 1) / kNBitsGroupRows;
+  p.groups = (p.k + p.group_rows() - 1) / p.group_rows();
   p.tiles = (p.n + kTile - 1) / kTile;
-  const uint8_t bias = p.is_signed ? 8 : 0;
   p.codes.assign(static_cast<size_t>(p.tiles * p.groups * kTile), 0);
   p.scales.assign(static_cast<size_t>(p.tiles * p.blocks * kTile), 0.0f);
-  p.offsets.assign(static_cast<size_t>(p.tiles * p.blocks * kTile), 0);
-  const void* codes = w.raw_data();
+  p.zero_points.assign(static_cast<size_t>(p.tiles * p.blocks * kTile), 0);
+  // A stored element's bits as its centred code: 4-bit codes biased to 0..15 minus 8, 8-bit ones
+  // as int8 (uint8 minus 128). Both flip the sign bit of the unsigned types.
+  const auto centred = [&](const void* data, int64_t index) -> int {
+    if (p.bits == 8) {
+      const uint8_t byte = static_cast<const uint8_t*>(data)[index];
+      return static_cast<int8_t>(p.is_signed ? byte : byte ^ 0x80);
+    }
+    return ((ReadPackedCode(data, index, 4) ^ (p.is_signed ? 8 : 0)) & 15) - 8;
+  };
   const float* s = scale.data<float>();
   // Index of the scale (and zero point) of block b, column n.
   const auto param = [&](int64_t b, int64_t n) -> int64_t {
     if (scale.size() == 1) return 0;
-    if (block_size > 0) return b * p.n + n;
+    if (block_size > 0) return transposed ? n * p.blocks + b : b * p.n + n;
     return n;
   };
+  auto* bytes = reinterpret_cast<int8_t*>(p.codes.data());
   p.centered = true;
   for (int64_t n = 0; n < p.n; ++n) {
     const int64_t t = n / kTile, c = n % kTile;
+    const int64_t tile_base = t * p.groups * kTile;
     for (int64_t k = 0; k < p.k; ++k) {
-      const uint32_t code = (ReadPackedCode(codes, k * p.n + n, 4) ^ bias) & 15;
-      p.codes[static_cast<size_t>((t * p.groups + k / kNBitsGroupRows) * kTile + c)] |= code
-                                                                                       << (4 * (k % kNBitsGroupRows));
+      const int code = centred(w.raw_data(), transposed ? n * p.k + k : k * p.n + n);
+      if (p.bits == 8) {
+        bytes[(tile_base + k * (kTile / 4)) * 4 + c] = static_cast<int8_t>(code);
+      } else {
+        p.codes[static_cast<size_t>(tile_base + (k / kNBitsGroupRows) * kTile + c)] |=
+            static_cast<uint32_t>(code + 8) << (4 * (k % kNBitsGroupRows));
+      }
     }
     for (int64_t b = 0; b < p.blocks; ++b) {
       const int64_t at = param(b, n);
       const size_t slot = static_cast<size_t>((t * p.blocks + b) * kTile + c);
       p.scales[slot] = s[at];
-      const int zp = zero_point == nullptr ? bias : (ReadPackedCode(zero_point->raw_data(), at, 4) ^ bias) & 15;
-      p.offsets[slot] = static_cast<int8_t>(8 - zp);
-      p.centered = p.centered && zp == 8;
+      // No zero point is a zero one: centred, -8 or -128 for the unsigned types.
+      const int zp = zero_point != nullptr ? centred(zero_point->raw_data(), at) : p.is_signed ? 0 : -(1 << (p.bits - 1));
+      p.zero_points[slot] = static_cast<int8_t>(zp);
+      p.centered = p.centered && zp == 0;
     }
   }
   // Padding columns have scale 0; padding K rows are never read.
@@ -70,32 +97,47 @@ namespace {
 
 class NBitsMatMulKernel final : public KernelBase {
  public:
-  explicit NBitsMatMulKernel(const KernelBuildInfo& info) {
+  NBitsMatMulKernel(const KernelBuildInfo& info, bool gemm) : op_(gemm ? "Gemm" : "MatMul") {
     const int64_t block_size = info.GetIntInRange("block_size", 0, 0, std::numeric_limits<int64_t>::max());
+    const bool trans_b = gemm && info.GetIntInRange("trans_b", 0, 0, 1) == 1;
     const Tensor* w = info.constant_input(1);
     const Tensor* scale = info.constant_input(2);
     const bool has_zp = info.num_inputs() > 3 && !info.node().inputs[3].empty();
     const Tensor* zp = has_zp ? info.constant_input(3) : nullptr;
-    if (w == nullptr || scale == nullptr || (has_zp && zp == nullptr)) {
-      ThrowInvalid(info, "the quantized weight, its scale and zero point must be constants; build the session with "
-                   "fuse_quantized_matmul off to run the nodes as written");
+    const bool has_bias = gemm && info.num_inputs() > 4 && !info.node().inputs[4].empty();
+    const Tensor* bias = has_bias ? info.constant_input(4) : nullptr;
+    if (w == nullptr || scale == nullptr || (has_zp && zp == nullptr) || (has_bias && bias == nullptr)) {
+      ThrowInvalid(info, "the quantized weight, its scale, zero point and bias must be constants; build the session "
+                   "with fuse_quantized_matmul off to run the nodes as written");
     }
-    const bool nibbles = w->dtype() == DataType::kInt4 || w->dtype() == DataType::kUInt4;
-    if (!nibbles || w->rank() != 2 || scale->dtype() != DataType::kFloat || !w->is_contiguous() ||
-        !scale->is_contiguous() || (zp != nullptr && (zp->dtype() != w->dtype() || zp->size() != scale->size()))) {
-      ThrowInvalid(info, "expects a 2-D int4/uint4 weight with float32 scales and zero points of its type, got "
-                   "weight {} {}, scale {} {}",
+    if (QuantizedWeightTypeName(w->dtype()) == nullptr || w->rank() != 2 || scale->dtype() != DataType::kFloat ||
+        !w->is_contiguous() || !scale->is_contiguous() ||
+        (zp != nullptr && (zp->dtype() != w->dtype() || zp->size() != scale->size()))) {
+      ThrowInvalid(info, "expects a 2-D int4/uint4/int8/uint8 weight with float32 scales and zero points of its "
+                   "type, got weight {} {}, scale {} {}",
                    DataTypeName(w->dtype()), ShapeToString(w->shape()), DataTypeName(scale->dtype()),
                    ShapeToString(scale->shape()));
     }
-    packed_ = PackNBits(*w, *scale, zp, block_size);
-    type_name_ = w->dtype() == DataType::kInt4 ? "int4" : "uint4";
+    packed_ = PackNBits(*w, *scale, zp, block_size, trans_b);
+    type_name_ = QuantizedWeightTypeName(w->dtype());
+    if (bias != nullptr) {
+      if (bias->dtype() != DataType::kFloat || !bias->is_contiguous() ||
+          (bias->size() != 1 && (bias->size() != packed_.n || bias->shape().back() != packed_.n))) {
+        ThrowInvalid(info, "expects a float32 bias of 1 or {} values, got {} {}", packed_.n,
+                     DataTypeName(bias->dtype()), ShapeToString(bias->shape()));
+      }
+      bias_.resize(static_cast<size_t>(packed_.n));
+      for (int64_t j = 0; j < packed_.n; ++j) bias_[j] = bias->data<float>()[bias->size() == 1 ? 0 : j];
+    }
   }
 
   void Run(RuntimeContext& rt) const override {
     const Tensor& a_in = rt.Input(0);
     if (a_in.dtype() != DataType::kFloat) ThrowUnsupportedType(rt, 0, a_in.dtype());
     const int64_t k = packed_.k, n = packed_.n;
+    if (op_ == "Gemm" && a_in.rank() != 2) {
+      ThrowInvalid(rt, "input 0 ('{}') must be 2-D for Gemm, got {}", rt.input_name(0), ShapeToString(a_in.shape()));
+    }
     if (a_in.rank() == 0 || a_in.shape().back() != k) {
       ThrowInvalid(rt, "input 0 ('{}') {} cannot be multiplied by the [{}, {}] weight: its last axis must be {}",
                    rt.input_name(0), ShapeToString(a_in.shape()), k, n, k);
@@ -109,9 +151,18 @@ class NBitsMatMulKernel final : public KernelBase {
     if (rows == 0 || n == 0) return Record(rt, "empty");
     if (k == 0) {
       std::fill(c, c + rows * n, 0.0f);
+      AddBias(c, rows);
       return Record(rt, "empty");
     }
-    const float* x = a.data<float>();
+    const std::string path = Multiply(rt, a.data<float>(), rows, c);
+    AddBias(c, rows);
+    Record(rt, path);
+  }
+
+ private:
+  // C = A x W for `rows` rows of A; returns the path's kernel-usage suffix.
+  std::string Multiply(RuntimeContext& rt, const float* x, int64_t rows, float* c) const {
+    const int64_t k = packed_.k, n = packed_.n;
     if (rows <= kGemvMaxRows) {
       const NBitsIsa isa = packed_.groups_fit_blocks() ? BestNBitsIsa() : NBitsIsa::kScalar;
       const int64_t min_tiles = std::max<int64_t>(2, kGemvTaskWork / (k * kTile * rows));
@@ -120,7 +171,7 @@ class NBitsMatMulKernel final : public KernelBase {
       ParallelFor(rt.thread_pool(), pairs, min_tiles / 2, [&](int64_t begin, int64_t end) {
         NBitsGemv(isa, packed_, x, rows, k, c, n, 2 * begin, std::min(packed_.tiles, 2 * end));
       });
-      return Record(rt, std::string("gemv-") + std::string(NBitsIsaName(isa)));
+      return std::string("gemv-") + std::string(NBitsIsaName(isa));
     }
     // Prefill: a panel of whole scale blocks (about kPanelRows rows of K) at a time.
     const int64_t panel =
@@ -135,18 +186,27 @@ class NBitsMatMulKernel final : public KernelBase {
       });
       Gemm<float>(false, false, rows, n, kc, 1.0, x + k0, k, wf, n, k0 == 0 ? 0.0 : 1.0, c, n, rt.thread_pool());
     }
-    Record(rt, std::string("dequant-panel-") + std::string(GemmPathName<float>(false, false, rows, n, panel, 1.0, 1.0)));
+    return std::string("dequant-panel-") + std::string(GemmPathName<float>(false, false, rows, n, panel, 1.0, 1.0));
   }
 
- private:
-  void Record(RuntimeContext& rt, const std::string& path) const {
-    if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName("MatMul", DataType::kFloat, type_name_ + "-" + path));
+  // Gemm's C, added to the finished product as the written Gemm adds it.
+  void AddBias(float* c, int64_t rows) const {
+    if (bias_.empty()) return;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < packed_.n; ++j) c[r * packed_.n + j] += bias_[j];
     }
   }
 
+  void Record(RuntimeContext& rt, const std::string& path) const {
+    if (rt.kernel_usage_enabled()) {
+      rt.RecordKernelUsage(KernelUsageName(op_, DataType::kFloat, type_name_ + "-" + path));
+    }
+  }
+
+  std::string op_;  // "MatMul" or "Gemm": the operator the node stands for
   PackedNBits packed_;
   std::string type_name_;
+  std::vector<float> bias_;  // Gemm's C per column; empty without one
 };
 
 }  // namespace
@@ -154,7 +214,11 @@ class NBitsMatMulKernel final : public KernelBase {
 void RegisterNBitsMatMulKernel(KernelRegistry& registry, std::string_view domain) {
   registry.Register(std::string(domain), "QuantizedMatMul", OpsetRange{1, 1},
                     [](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
-                      return std::make_unique<NBitsMatMulKernel>(info);
+                      return std::make_unique<NBitsMatMulKernel>(info, false);
+                    });
+  registry.Register(std::string(domain), "QuantizedGemm", OpsetRange{1, 1},
+                    [](const KernelBuildInfo& info) -> std::unique_ptr<KernelBase> {
+                      return std::make_unique<NBitsMatMulKernel>(info, true);
                     });
 }
 

@@ -30,9 +30,11 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 ///   s1 and s2 of a Kᵀ written as Reshape(Transpose(Reshape(K, s1), perm=[0, 2, 1]), s2), and
 ///   key_reshape_allowzero their allowzero;
 /// - RepeatedHeadsShape: the Shape of such a chain's result, from the shapes alone;
-/// - QuantizedMatMul: MatMul(A, DequantizeLinear(W, scale, zero_point)) for a constant int4/uint4
-///   W[K, N] kept packed (inputs A, W, scale, optional zero point; attribute block_size, 0 for one
-///   scale row over all of K) (kernels/quantization/nbits_matmul.h);
+/// - QuantizedMatMul: MatMul(A, DequantizeLinear(W, scale, zero_point)) for a constant
+///   int4/uint4/int8/uint8 W[K, N] kept packed (inputs A, W, scale, optional zero point; attribute
+///   block_size, 0 for one scale row over all of K) (kernels/quantization/nbits_matmul.h);
+/// - QuantizedGemm: the same for Gemm(A, DequantizeLinear(W ...)[, C]) (C as input 4, attribute
+///   trans_b);
 /// - QLinearAdd: the com.microsoft QLinearAdd kernel, for the DequantizeLinear -> Add ->
 ///   QuantizeLinear groups of QDQ models (passes/qdq_fusion.h).
 const KernelRegistry& FusedKernels();
