@@ -57,7 +57,7 @@ endif()
 # node's kernel, so a selective build runs the same fused plan as the full one.
 set(_sel_implied "Softmax=Attention" "Erf=Gelu" "Tanh=Gelu"
     "DequantizeLinear=QLinearMatMul" "DequantizeLinear=QLinearConv"
-    "DequantizeLinear=com.microsoft::QLinearAdd")
+    "DequantizeLinear=com.microsoft::QLinearAdd" "DequantizeLinear=com.microsoft::QGemm")
 
 file(STRINGS ${_sel_registry}/operator_catalog.txt _sel_catalog REGEX "^[A-Za-z]")
 if(ONNX_LIGHT_SELECTIVE_BUILD)

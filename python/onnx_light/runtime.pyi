@@ -446,9 +446,10 @@ class RuntimeSessionOptions:
     tensor, per column or blocked along K, float32 scales) as one kernel that keeps W packed in 4 or
     8 bits and dequantizes it while multiplying; no float copy of W is held (docs/quantization.md)."""
     fuse_qdq: bool
-    """Run the DequantizeLinear -> Conv / MatMul / Add -> QuantizeLinear groups of QDQ models as
-    QLinearConv / QLinearMatMul / QLinearAdd (and MaxPool between a matching pair on the quantized
-    values); results may differ by one quantization step (docs/quantization.md)."""
+    """Run the DequantizeLinear -> Conv / MatMul / Add / Gemm -> QuantizeLinear groups of QDQ models
+    as QLinearConv / QLinearMatMul / QLinearAdd / QGemm (a Gemm with a float output too; and MaxPool
+    between a matching pair on the quantized values); results may differ by one quantization step
+    (docs/quantization.md)."""
     fuse_matmul_add: bool
     """Run MatMul(A, B) followed by Add of a bias, with B a constant float32 matrix [K, N] and the
     bias a constant float32 vector [N], as one MatMulAdd node whose product starts from the bias

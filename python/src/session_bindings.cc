@@ -636,9 +636,9 @@ void BindSession(py::module_& m) {
                      "Run MatMul or Gemm(A, DequantizeLinear(constant int4/uint4/int8/uint8 W)) as one "
                      "kernel that keeps W packed in 4 or 8 bits (docs/quantization.md).")
       .def_readwrite("fuse_qdq", &RuntimeSessionOptions::fuse_qdq,
-                     "Run the DequantizeLinear -> Conv/MatMul/Add -> QuantizeLinear groups of QDQ models as "
-                     "QLinearConv/QLinearMatMul/QLinearAdd; results may differ by one quantization step "
-                     "(docs/quantization.md).")
+                     "Run the DequantizeLinear -> Conv/MatMul/Add/Gemm -> QuantizeLinear groups of QDQ models as "
+                     "QLinearConv/QLinearMatMul/QLinearAdd/QGemm (a Gemm with a float output too); results may "
+                     "differ by one quantization step (docs/quantization.md).")
       .def_readwrite("fuse_dequantize_gather", &RuntimeSessionOptions::fuse_dequantize_gather,
                      "Run Gather(DequantizeLinear(constant int8/uint8 table, one float32 scale)), a QDQ model's "
                      "embedding lookup, as one DequantizeGather kernel that dequantizes only the gathered rows; "

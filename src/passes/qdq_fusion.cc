@@ -109,7 +109,10 @@ std::optional<OutputSide> MatchOutput(const WorkingGraph& graph, const PassConte
                                                                      .outputs[0]) {
     return std::nullopt;
   }
-  if (!out.covered.empty() && !ZeroPointIsMinimum(*q)) return std::nullopt;
+  // With a positive scale, clipping at the zero point is clipping at 0.
+  if (!out.covered.empty() && (!ZeroPointIsMinimum(*q) || !(q->scale->data<float>()[0] > 0.0f))) {
+    return std::nullopt;
+  }
   out.covered.push_back(q->index);
   out.q = *q;
   return out;
@@ -155,31 +158,46 @@ void ReplaceBinary(WorkingGraph& graph, size_t i, const Quantizer& a, const Quan
   ReplaceGroup(graph, std::move(covered), std::move(fused));
 }
 
-// The int32 bias of QLinearConv: DequantizeLinear(constant int32 B, x_scale * w_scale, 0).
-bool BiasMatches(const WorkingGraph& graph, const Node& dq, const Quantizer& x, const Quantizer& w, int64_t m) {
+// The int32 bias an integer operator adds to its accumulator: DequantizeLinear(constant int32 B,
+// x_scale * w_scale, 0), w_scale per channel of the weights (`n` channels). B's last axis runs
+// over the channels (length n, or 1 when one value is added to all of them); the caller checks
+// the rest of its shape. The bias tensor, or null when the node is not such a bias.
+const Tensor* QuantizedBias(const WorkingGraph& graph, const Node& dq, const Quantizer& x, const Quantizer& w,
+                            int64_t n) {
   if (dq.inputs.size() < 2 || dq.outputs.size() != 1 || HasNonDefault(dq, "block_size", 0) ||
       HasNonDefault(dq, "output_dtype", 0)) {
-    return false;
+    return nullptr;
   }
   const Tensor* b = graph.Constant(dq.inputs[0]);
   const Tensor* scale = graph.Constant(dq.inputs[1]);
-  if (b == nullptr || scale == nullptr || b->dtype() != DataType::kInt32 || b->rank() != 1 || b->dim(0) != m ||
-      scale->dtype() != DataType::kFloat || (scale->size() != 1 && scale->size() != m) || !scale->is_contiguous()) {
-    return false;
+  if (b == nullptr || scale == nullptr || b->dtype() != DataType::kInt32 || scale->dtype() != DataType::kFloat ||
+      !scale->is_contiguous()) {
+    return nullptr;
+  }
+  const int64_t channels = b->rank() == 0 ? 1 : b->dim(b->rank() - 1);
+  if (channels != n && channels != 1) return nullptr;
+  const bool per_channel = scale->size() != 1 || scale->rank() > 1;
+  if (per_channel) {
+    const Attribute* axis_attribute = dq.FindAttribute("axis");
+    const int64_t axis = axis_attribute == nullptr ? 1 : axis_attribute->i;
+    if (b->rank() == 0 || (axis < 0 ? axis + b->rank() : axis) != b->rank() - 1 || scale->rank() != 1 ||
+        scale->dim(0) != channels) {
+      return nullptr;
+    }
   }
   if (dq.inputs.size() > 2 && !dq.inputs[2].empty()) {
     const Tensor* zp = graph.Constant(dq.inputs[2]);
-    if (zp == nullptr || zp->dtype() != DataType::kInt32 || !zp->is_contiguous()) return false;
+    if (zp == nullptr || zp->dtype() != DataType::kInt32 || !zp->is_contiguous()) return nullptr;
     for (int64_t i = 0; i < zp->size(); ++i) {
-      if (zp->data<int32_t>()[i] != 0) return false;
+      if (zp->data<int32_t>()[i] != 0) return nullptr;
     }
   }
-  for (int64_t c = 0; c < m; ++c) {
+  for (int64_t c = 0; c < n; ++c) {
     const float want = x.scale->data<float>()[0] * w.scale->data<float>()[w.scale->size() == 1 ? 0 : c];
-    const float got = scale->data<float>()[scale->size() == 1 ? 0 : c];
-    if (std::fabs(got - want) > std::fabs(want) * 0x1p-20f) return false;
+    const float got = scale->data<float>()[per_channel ? c : 0];
+    if (std::fabs(got - want) > std::fabs(want) * 0x1p-20f) return nullptr;
   }
-  return true;
+  return b;
 }
 
 void FuseConv(WorkingGraph& graph, const PassContext& context, size_t i) {
@@ -198,7 +216,11 @@ void FuseConv(WorkingGraph& graph, const PassContext& context, size_t i) {
   if (!PerTensor(*w) && !PerChannel(*w, 0, weights->rank(), m)) return;
   const bool has_bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
   const int64_t bias_dq = has_bias ? ProducerOf(graph, context, conv.inputs[2], "DequantizeLinear") : -1;
-  if (has_bias && (bias_dq < 0 || !BiasMatches(graph, graph.node(static_cast<size_t>(bias_dq)), *x, *w, m))) return;
+  if (has_bias) {
+    const Tensor* b =
+        bias_dq < 0 ? nullptr : QuantizedBias(graph, graph.node(static_cast<size_t>(bias_dq)), *x, *w, m);
+    if (b == nullptr || b->rank() != 1 || b->dim(0) != m) return;
+  }
   std::optional<OutputSide> out = MatchOutput(graph, context, i, true);
   if (!out) return;
 
@@ -236,6 +258,70 @@ void FuseMatMul(WorkingGraph& graph, const PassContext& context, size_t i) {
   std::optional<OutputSide> out = MatchOutput(graph, context, i, false);
   if (!out) return;
   ReplaceBinary(graph, i, *a, *b, *out, "QLinearMatMul", "");
+}
+
+float FloatAttribute(const Node& node, const char* name, float default_value) {
+  const Attribute* a = node.FindAttribute(name);
+  return a == nullptr ? default_value : a->f;
+}
+
+// Gemm(DequantizeLinear(a), DequantizeLinear(constant W)[, DequantizeLinear(C)]) becomes QGemm:
+// with the QuantizeLinear that reads it (and a Relu between, as for Conv), or with a float
+// output otherwise. QGemm scales (acc + C) by alpha where Gemm scales the product by alpha and
+// C by beta: with a bias, beta must equal alpha.
+void FuseGemm(WorkingGraph& graph, const PassContext& context, size_t i) {
+  const Node& gemm = graph.node(i);
+  if (gemm.inputs.size() < 2 || gemm.outputs.size() != 1) return;
+  const float alpha = FloatAttribute(gemm, "alpha", 1.0f);
+  const bool has_bias = gemm.inputs.size() > 2 && !gemm.inputs[2].empty();
+  // (With an infinite alpha the written graph can add inf and -inf where QGemm's sum has a sign.)
+  if (!std::isfinite(alpha) || (has_bias && FloatAttribute(gemm, "beta", 1.0f) != alpha)) return;
+  const std::optional<Quantizer> a = MatchActivation(graph, context, gemm.inputs[0]);
+  const std::optional<Quantizer> w =
+      ReadQuantizer(graph, ProducerOf(graph, context, gemm.inputs[1], "DequantizeLinear"));
+  if (!a || !w) return;
+  const Tensor* weights = graph.Constant(graph.node(w->index).inputs[0]);
+  if (weights == nullptr || !IsByte(weights->dtype()) || weights->rank() != 2 ||
+      w->zero_point->dtype() != weights->dtype()) {
+    return;
+  }
+  // Per column of the product: W is [N, K] with transB, else [K, N].
+  const bool trans_b = HasNonDefault(gemm, "transB", 0);
+  const int64_t n_axis = trans_b ? 0 : 1, n = weights->dim(n_axis);
+  if (!PerTensor(*w) && !PerChannel(*w, n_axis, 2, n)) return;
+  const int64_t bias_dq = has_bias ? ProducerOf(graph, context, gemm.inputs[2], "DequantizeLinear") : -1;
+  if (has_bias) {
+    const Tensor* b =
+        bias_dq < 0 ? nullptr : QuantizedBias(graph, graph.node(static_cast<size_t>(bias_dq)), *a, *w, n);
+    if (b == nullptr || b->rank() > 2) return;
+  }
+  const std::optional<OutputSide> out = MatchOutput(graph, context, i, true);
+
+  const Node& aq = graph.node(a->index);
+  const Node& wq = graph.node(w->index);
+  Node fused;
+  fused.name = gemm.name;
+  fused.op_type = "QGemm";
+  fused.domain = std::string(kFusedDomain);
+  fused.inputs = {aq.inputs[0], aq.inputs[1], aq.inputs[2], wq.inputs[0], wq.inputs[1], wq.inputs[2]};
+  const std::string bias = has_bias ? graph.node(static_cast<size_t>(bias_dq)).inputs[0] : "";
+  if (out) {
+    const Node& yq = graph.node(out->q.index);
+    fused.inputs.insert(fused.inputs.end(), {bias, yq.inputs[1], yq.inputs[2]});
+    fused.outputs = yq.outputs;
+  } else {
+    if (has_bias) fused.inputs.push_back(bias);
+    fused.outputs = gemm.outputs;
+  }
+  for (const char* name : {"transA", "transB", "alpha"}) {
+    if (const Attribute* attribute = gemm.FindAttribute(name)) fused.attributes.push_back(*attribute);
+  }
+  std::vector<size_t> covered = out ? out->covered : std::vector<size_t>{};
+  covered.push_back(i);
+  CoverIfOnly(graph, *a, i, 0, &covered);
+  CoverIfOnly(graph, *w, i, 1, &covered);
+  if (has_bias && graph.OnlyFeeds(gemm.inputs[2], i, 2)) covered.push_back(static_cast<size_t>(bias_dq));
+  ReplaceGroup(graph, std::move(covered), std::move(fused));
 }
 
 void FuseAdd(WorkingGraph& graph, const PassContext& context, size_t i) {
@@ -321,6 +407,8 @@ void FuseQdq(WorkingGraph& graph, const PassContext& context) {
       FuseConv(graph, context, i);
     } else if (context.IsBuiltin(node, "MatMul")) {
       FuseMatMul(graph, context, i);
+    } else if (context.IsBuiltin(node, "Gemm")) {
+      FuseGemm(graph, context, i);
     } else if (SelectsElements(context, node)) {
       FuseOnQuantizedValues(graph, context, i);
     } else if (context.IsBuiltin(node, "Add")) {

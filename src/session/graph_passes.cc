@@ -62,7 +62,8 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
   const auto fused = [](std::string_view op_type) {
     return FusedKernels().Contains(kFusedDomain, op_type);
   };
-  const bool qdq_kernels = fused("QLinearAdd") && BuiltinKernels().Contains("", "QLinearConv") &&
+  const bool qdq_kernels = fused("QLinearAdd") && fused("QGemm") &&
+                           BuiltinKernels().Contains("", "QLinearConv") &&
                            BuiltinKernels().Contains("", "QLinearMatMul");
   const PassOptions passes{.fold_constants = options.fold_constants,
                            .eliminate_noop_nodes = options.eliminate_noop_nodes,

@@ -1,10 +1,12 @@
 """QDQ fusion (RuntimeSessionOptions.fuse_qdq, docs/quantization.md "QDQ models"): the
-DequantizeLinear -> Conv / MatMul -> QuantizeLinear groups of QDQ-format models run as
-QLinearConv / QLinearMatMul; MaxPool and the operators that only move elements (Reshape,
-Transpose, Gather, ...) between a matching pair run on the quantized values.
+DequantizeLinear -> Conv / MatMul / Add / Gemm -> QuantizeLinear groups of QDQ-format models run
+as QLinearConv / QLinearMatMul / QLinearAdd / QGemm (a Gemm with a float output too); MaxPool and
+the operators that only move elements (Reshape, Transpose, Gather, ...) between a matching pair
+run on the quantized values.
 The rule checked here is the documented one: the fused result equals the written graph's
 (the pass switched off) except for at most one quantization step where the float32 sum rounds
-the other way, MaxPool and the element moves exactly; groups outside the pattern are left as written."""
+the other way (a float output: within float32 rounding), MaxPool and the element moves exactly;
+groups outside the pattern are left as written."""
 
 import os
 import subprocess
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_light.runtime as runtime
@@ -261,6 +264,187 @@ def test_add_of_mixed_types_is_left_as_written():
     (got,), nodes, _ = run_events(model, feeds)
     assert "Add" in op_types(nodes) and "QLinearAdd" not in op_types(nodes)
     np.testing.assert_array_equal(got, run_events(model, feeds, UNFUSED)[0][0])
+
+
+GEMM_M, GEMM_K, GEMM_N = 6, 48, 40
+
+
+def qdq_gemm_model(trans_b=True, per_channel=True, bias="matching", output="quantized", alpha=1.0, beta=1.0,
+                   weight="constant", trans_a=False, weight_type=np.int8):
+    """Q(a) -> DQ(a), DQ(W)[, DQ(B)] -> Gemm [-> Relu] [-> Q], as quantize_static writes a Linear layer.
+    bias: "matching" (scale a_scale * w_scale), "other-scale" or None; output: "quantized", "relu"
+    (a Relu before a QuantizeLinear with zero point 0), "relu-zp128" (the same with zero point 128)
+    or "float" (the Gemm's output is the graph's); weight:
+    "constant", "activation" (B quantized from an input) or "k-axis" (per channel along K)."""
+    rng = np.random.default_rng(11)
+    k, n = GEMM_K, GEMM_N
+    a_s = np.float32(0.0437)
+    w_shape = (n, k) if trans_b else (k, n)
+    channel_axis = 0 if trans_b else 1
+    channels = w_shape[1 - channel_axis] if weight == "k-axis" else n
+    w_s = (rng.random(channels) * 0.02 + 0.005).astype(np.float32) if per_channel else np.float32(0.0123)
+    w_z = np.full(np.shape(w_s), 0 if weight_type == np.int8 else 131, weight_type)
+    inits = q_params("a", a_s, 120) + [numpy_helper.from_array(np.asarray(w_s), "w_s"),
+                                       numpy_helper.from_array(w_z, "w_z")]
+    if output != "float":
+        inits += q_params("y", 0.271, 0 if output == "relu" else 128)
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [k, GEMM_M] if trans_a else [GEMM_M, k])]
+    axis = {"axis": (1 - channel_axis) if weight == "k-axis" else channel_axis} if per_channel else {}
+    if weight == "activation":
+        nodes = [helper.make_node("QuantizeLinear", ["wf", "w_s", "w_z"], ["w"], **axis)]
+        inputs.append(helper.make_tensor_value_info("wf", TensorProto.FLOAT, list(w_shape)))
+    else:
+        info = np.iinfo(weight_type)
+        inits.append(numpy_helper.from_array(rng.integers(info.min + 1, info.max + 1, w_shape).astype(weight_type), "w"))
+        nodes = []
+    nodes += [helper.make_node("QuantizeLinear", ["a", "a_s", "a_z"], ["aq"]),
+              helper.make_node("DequantizeLinear", ["aq", "a_s", "a_z"], ["ad"], name="dqa"),
+              helper.make_node("DequantizeLinear", ["w", "w_s", "w_z"], ["wd"], name="dqw", **axis)]
+    gemm_inputs = ["ad", "wd"]
+    if bias is not None:
+        factor = 1.5 if bias == "other-scale" else 1.0
+        inits += [numpy_helper.from_array(rng.integers(-3000, 3000, n).astype(np.int32), "b"),
+                  numpy_helper.from_array((a_s * np.asarray(w_s) * factor).astype(np.float32), "b_s"),
+                  numpy_helper.from_array(np.zeros(np.shape(w_s), np.int32), "b_z")]
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "b_s", "b_z"], ["bd"], name="dqb", axis=0))
+        gemm_inputs.append("bd")
+    nodes.append(helper.make_node("Gemm", gemm_inputs, ["g"], name="gemm", transA=int(trans_a), transB=int(trans_b),
+                                  alpha=alpha, beta=beta))
+    last = "g"
+    if output.startswith("relu"):
+        nodes.append(helper.make_node("Relu", ["g"], ["r"], name="relu"))
+        last = "r"
+    if output == "float":
+        outputs = [helper.make_tensor_value_info("g", TensorProto.FLOAT, None)]
+    else:
+        nodes.append(helper.make_node("QuantizeLinear", [last, "y_s", "y_z"], ["y"], name="qy"))
+        outputs = [helper.make_tensor_value_info("y", TensorProto.UINT8, None)]
+    graph = helper.make_graph(nodes, "qdq_gemm", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    feeds = {"a": (rng.standard_normal([k, GEMM_M] if trans_a else [GEMM_M, k]) * 2).astype(np.float32)}
+    if weight == "activation":
+        feeds["wf"] = (rng.standard_normal(w_shape) * 0.5).astype(np.float32)
+    return model, feeds
+
+
+def assert_gemm_results_agree(got, want, output):
+    """Within one step for a quantized output; for a float one, within float32 rounding of the
+    sum (the fused kernel sums the integers exactly)."""
+    if output == "float":
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+    else:
+        assert_within_one_step(got, want)
+
+
+@pytest.mark.parametrize("output", ["quantized", "relu", "float"])
+@pytest.mark.parametrize("bias", ["matching", None])
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("trans_b", [True, False])
+def test_gemm_group_becomes_qgemm(trans_b, per_channel, bias, output):
+    # uint8 weights with a zero point on one of the layouts.
+    weight_type = np.uint8 if not trans_b and not per_channel else np.int8
+    model, feeds = qdq_gemm_model(trans_b, per_channel, bias, output, weight_type=weight_type)
+    (got,), nodes, usage = run_events(model, feeds)
+    assert op_types(nodes) == ["QuantizeLinear", "QGemm"], op_types(nodes)
+    assert nodes[1].op_domain == "ai.onnx_light.fused"
+    covered = {"dqa", "dqw", "gemm"} | ({"dqb"} if bias else set()) | \
+        {"quantized": {"qy"}, "relu": {"relu", "qy"}, "float": set()}[output]
+    assert set(nodes[1].covered_node_names) == covered
+    suffix = "-float" if output == "float" else "-requant"
+    assert any(u.startswith("QGemm/uint8/") and u.endswith("-prepacked" + suffix) for u in usage), usage
+    (want,), plain_nodes, _ = run_events(model, feeds, UNFUSED)
+    assert "Gemm" in op_types(plain_nodes)
+    assert_gemm_results_agree(got, want, output)
+    assert_gemm_results_agree(got, ort_session_from(model).run(None, feeds)[0], output)
+
+
+@pytest.mark.parametrize("output", ["quantized", "float"])
+def test_gemm_with_alpha_and_transposed_a_becomes_qgemm_when_beta_equals_alpha(output):
+    """QGemm scales the biased accumulator by alpha: Gemm's alpha * AB + beta * C is that when beta = alpha."""
+    model, feeds = qdq_gemm_model(trans_a=True, alpha=0.75, beta=0.75, output=output)
+    (got,), nodes, _ = run_events(model, feeds)
+    assert "QGemm" in op_types(nodes) and "Gemm" not in op_types(nodes)
+    assert_gemm_results_agree(got, run_events(model, feeds, UNFUSED)[0][0], output)
+    assert_gemm_results_agree(got, ort_session_from(model).run(None, feeds)[0], output)
+
+
+@pytest.mark.parametrize("case", ["other-scale", "beta", "activation-weight", "k-axis"])
+def test_gemm_groups_outside_the_pattern_are_left_as_written(case):
+    # (No bias along K: it would need a scale per column.)
+    model, feeds = qdq_gemm_model(bias={"other-scale": "other-scale", "k-axis": None}.get(case, "matching"),
+                                  beta=0.5 if case == "beta" else 1.0,
+                                  weight={"activation-weight": "activation", "k-axis": "k-axis"}.get(case, "constant"))
+    (got,), nodes, _ = run_events(model, feeds)
+    assert "Gemm" in op_types(nodes) and "QGemm" not in op_types(nodes), op_types(nodes)
+    (want,), _, _ = run_events(model, feeds, UNFUSED)
+    np.testing.assert_array_equal(got, want)
+    assert_within_one_step(got, ort_session_from(model).run(None, feeds)[0])
+
+
+def test_gemm_before_a_relu_that_does_not_fold_outputs_float():
+    """With zero point 128 the QuantizeLinear does not clip at 0: the Relu stays, and QGemm gives
+    it the float product."""
+    model, feeds = qdq_gemm_model(output="relu-zp128")
+    (got,), nodes, usage = run_events(model, feeds)
+    assert op_types(nodes) == ["QuantizeLinear", "QGemm", "Relu", "QuantizeLinear"], op_types(nodes)
+    assert any(u.startswith("QGemm/uint8/") and u.endswith("-float") for u in usage), usage
+    assert_within_one_step(got, run_events(model, feeds, UNFUSED)[0][0])
+    assert_within_one_step(got, ort_session_from(model).run(None, feeds)[0])
+
+
+def test_gemm_keeps_a_dequantized_activation_another_node_reads():
+    model, feeds = qdq_gemm_model()
+    model.graph.output.append(helper.make_tensor_value_info("ad", TensorProto.FLOAT, None))
+    (got, ad), nodes, _ = run_events(model, feeds)
+    assert op_types(nodes) == ["QuantizeLinear", "DequantizeLinear", "QGemm"], op_types(nodes)
+    assert set(nodes[2].covered_node_names) == {"dqw", "dqb", "gemm", "qy"}
+    (want, plain_ad), _, _ = run_events(model, feeds, UNFUSED)
+    np.testing.assert_array_equal(ad, plain_ad)
+    assert_within_one_step(got, want)
+
+
+def gemm_mlp_model(rng):
+    """Two Linear layers as torch exports them: Gemm(transB=1) -> Relu -> Gemm(transB=1)."""
+    w1 = (rng.standard_normal((32, 24)) * 0.3).astype(np.float32)
+    b1 = (rng.standard_normal(32) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((10, 32)) * 0.3).astype(np.float32)
+    b2 = (rng.standard_normal(10) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
+             helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "w2", "b2"], ["y"], transB=1)]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 10])],
+        initializer=[numpy_helper.from_array(a, n) for n, a in (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_quantize_static_gemm_mlp_fused_matches_the_written_graph(tmp_path, per_channel):
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+    from test_ops_quantization import _Calibration
+
+    rng = np.random.default_rng(22)
+    float_path, quant_path = tmp_path / "mlp.onnx", tmp_path / "mlp_qdq.onnx"
+    onnx.save(gemm_mlp_model(rng), float_path)
+    calibration = [rng.standard_normal((4, 24)).astype(np.float32) for _ in range(8)]
+    quantize_static(str(float_path), str(quant_path), _Calibration(calibration), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=per_channel)
+    quantized = onnx.load(quant_path)
+    assert [n.op_type for n in quantized.graph.node].count("Gemm") == 2
+    x = rng.standard_normal((4, 24)).astype(np.float32)
+    (got,), nodes, usage = run_events(quantized, {"x": x})
+    assert op_types(nodes).count("QGemm") == 2 and "Gemm" not in op_types(nodes), op_types(nodes)
+    assert sum(u.startswith("QGemm/uint8/") for u in usage) == 2, usage
+    (plain,), _, _ = run_events(quantized, {"x": x}, UNFUSED)
+    # The output is dequantized: one step is the scale of the graph's last DequantizeLinear.
+    last = quantized.graph.node[-1]
+    assert last.op_type == "DequantizeLinear"
+    step = float(numpy_helper.to_array(next(i for i in quantized.graph.initializer if i.name == last.input[1])))
+    np.testing.assert_allclose(got, plain, rtol=0, atol=step * 1.001)
+    np.testing.assert_allclose(got, ort_session(quant_path, False).run(None, {"x": x})[0], rtol=0, atol=step * 1.001)
 
 
 # Operators that only move or select elements, with their extra inputs and attributes, on a

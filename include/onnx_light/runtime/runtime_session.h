@@ -106,10 +106,11 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// or 8 bits and dequantizes it while multiplying; no float copy of W is held
   /// (docs/quantization.md).
   bool fuse_quantized_matmul = true;
-  /// Run the DequantizeLinear -> Conv / MatMul / Add -> QuantizeLinear groups of QDQ-format
-  /// models as QLinearConv / QLinearMatMul / QLinearAdd, and MaxPool between a matching pair on the quantized values
-  /// (docs/quantization.md, "QDQ models"). The integer kernels round once where the written
-  /// graph rounds a float32 sum: results may differ by one quantization step.
+  /// Run the DequantizeLinear -> Conv / MatMul / Add / Gemm -> QuantizeLinear groups of QDQ-format
+  /// models as QLinearConv / QLinearMatMul / QLinearAdd / QGemm (a Gemm with a float output too),
+  /// and MaxPool between a matching pair on the quantized values (docs/quantization.md, "QDQ
+  /// models"). The integer kernels round once where the written graph rounds a float32 sum:
+  /// results may differ by one quantization step.
   bool fuse_qdq = true;
   /// Run Gather(DequantizeLinear(x, scale, zero_point), indices) with x a constant int8/uint8
   /// tensor and one float32 scale (a QDQ model's embedding lookup) as one DequantizeGather node

@@ -62,8 +62,8 @@ const KernelRegistry& FusedKernels() {
 #if ONNX_LIGHT_HAS_KERNEL_FAMILY_MatMul
     RegisterMatMulAddKernel(r, kFusedDomain);
 #endif
-    if (BuiltinKernels().Find("com.microsoft", "QLinearAdd", 1) != nullptr) {
-      RegisterContribKernel(r, "QLinearAdd");
+    for (const char* op_type : {"QLinearAdd", "QGemm"}) {
+      if (BuiltinKernels().Find("com.microsoft", op_type, 1) != nullptr) RegisterContribKernel(r, op_type);
     }
     return r;
   }();

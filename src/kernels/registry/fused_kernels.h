@@ -35,7 +35,7 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 ///   block_size, 0 for one scale row over all of K) (kernels/quantization/nbits_matmul.h);
 /// - QuantizedGemm: the same for Gemm(A, DequantizeLinear(W ...)[, C]) (C as input 4, attribute
 ///   trans_b);
-/// - QLinearAdd: the com.microsoft QLinearAdd kernel, for the DequantizeLinear -> Add ->
+/// - QLinearAdd and QGemm: the com.microsoft kernels, for the DequantizeLinear -> Add / Gemm ->
 ///   QuantizeLinear groups of QDQ models (passes/qdq_fusion.h).
 const KernelRegistry& FusedKernels();
 
