@@ -599,8 +599,8 @@ def float8_matmul_feeds(rng, at, bt, yt, shapes, st=np.float32):
 
 
 def check_float8_rule(f, constant=(), options=None):
-    ours = run_ours(qlinear_model(f, constant=constant), f if not constant else
-                    {n: v for n, v in f.items() if n not in constant}, options=options)[0]
+    graph_feeds = {n: v for n, v in f.items() if n not in constant}
+    ours = run_ours(qlinear_model(f, constant=constant), graph_feeds, options=options)[0]
     assert_same_bits(ours, float8_rule(f))
     return ours
 

@@ -45,8 +45,8 @@ std::vector<double> ReadZeroPointValues(const RuntimeContext& rt, size_t index, 
 }
 
 // The float path: every element minus its zero point as an exact double, each output the sum of
-// the products over k in ascending order (one thread, so the result is deterministic), times the
-// int path's multiplier plus y's zero point, then rounded to y's type.
+// the products in ascending k (a fixed order, so the result does not depend on threads), times
+// the int path's multiplier plus y's zero point, then rounded to y's type.
 void RunFloat8MatMul(RuntimeContext& rt, const IntMatMulShape& s, DataType ts, const std::vector<double>& as,
                      bool a_rows, const std::vector<double>& bs, bool b_cols, double ys) {
   const Tensor a = rt.Input(0).Contiguous(rt.allocator());
