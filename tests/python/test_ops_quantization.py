@@ -515,10 +515,230 @@ def test_qlinear_matmul_errors():
     feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((3, 4), (4, 5)))
     feeds["y_scale"] = np.ones(2, np.float32)
     expect_error(node_model("QLinearMatMul", feeds, opset=10), feeds, "y_scale", "one value")
-    feeds = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((3, 4), (4, 5)))
-    feeds["a"] = np.zeros((3, 4), ml_dtypes.float8_e4m3fn)
-    feeds["a_zp"] = np.zeros((), ml_dtypes.float8_e4m3fn)
-    expect_error(node_model("QLinearMatMul", feeds, opset=21), feeds, "float8e4m3fn")
+
+
+# ---- QLinearMatMul-21 with float8 ------------------------------------------------------------------
+# onnx.reference truncates float8 operands to int32, and ORT 1.32 has no CPU kernel for them, so
+# the oracle is our rule (docs/quantization.md) written in numpy below.
+
+QLINEAR_INPUTS = ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "y_scale", "y_zp"]
+
+
+def qlinear_model(feeds, opset=21, constant=()):
+    """QLinearMatMul over the present entries of `feeds` (absent zero points as empty names);
+    the names in `constant` become initializers."""
+    node = helper.make_node("QLinearMatMul", [n if n in feeds else "" for n in QLINEAR_INPUTS], ["y"])
+    graph_feeds = {n: v for n, v in feeds.items() if n not in constant}
+    return make_model([node], graph_feeds, ["y"], initializers={n: feeds[n] for n in constant}, opset=opset)
+
+
+def float8_rule_real(f):
+    """The real value our rule rounds, before y's zero point: the operands minus their zero points
+    in float64, the products summed in ascending k from 0, times a_scale * b_scale / y_scale
+    computed in the scales' type."""
+    a, b = f["a"], f["b"]
+    a2 = a.reshape(1, -1) if a.ndim == 1 else a
+    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+
+    def centred(x, zp, axis):  # axis 1: one zero point per row of A; 0: per column of B
+        x = x.astype(np.float64)
+        if zp is None:
+            return x
+        z = zp.astype(np.float64).reshape(-1)
+        return x - (z[0] if z.size == 1 else np.expand_dims(z, axis))
+
+    av, bv = centred(a2, f.get("a_zp"), 1), centred(b2, f.get("b_zp"), 0)
+    acc = np.zeros(np.broadcast_shapes(av.shape[:-2], bv.shape[:-2]) + (av.shape[-2], bv.shape[-1]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        for k in range(av.shape[-1]):
+            acc = acc + av[..., :, k:k + 1] * bv[..., k:k + 1, :]
+        st = f["a_scale"].dtype
+        m = (f["a_scale"].reshape(-1)[:, None] * f["b_scale"].reshape(-1)[None, :]).astype(st)
+        m = (m / f["y_scale"].reshape(())).astype(st).astype(np.float64)
+        v = acc * m
+    return v.reshape(np.matmul(np.zeros(a.shape), np.zeros(b.shape)).shape)
+
+
+def float8_rule(f):
+    """Our QLinearMatMul result with a float8 among a, b, y: float8_rule_real plus y's zero point
+    (added only when nonzero for float8), then int8/uint8 as the int path (rint, clip, NaN to the
+    minimum) or float8 rounded once from float64 to nearest even, saturating, a NaN the positive one."""
+    v = float8_rule_real(f)
+    yz = f.get("y_zp")
+    yt = yz.dtype if yz is not None else f["a"].dtype
+    z = 0.0 if yz is None else float(yz.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        if yt in (np.int8, np.uint8):
+            lo, hi = type_range(yt)
+            q = v + z
+            return np.where(np.isnan(q), lo, np.rint(np.clip(q, lo, hi))).astype(yt)
+        fmax = float(ml_dtypes.finfo(yt).max)
+        q = v + z if z != 0 else v
+        # ml_dtypes' cast rounds float64 once but does not saturate: clip first.
+        return np.asarray(np.where(np.isnan(q), np.nan, np.clip(q, -fmax, fmax))).astype(yt)
+
+
+def quant_values(rng, t, shape, spread=4.0):
+    if np.dtype(t) in (np.dtype(np.int8), np.dtype(np.uint8)):
+        return random_bytes(rng, t, shape)
+    return np.asarray(rng.standard_normal(shape) * spread).astype(t)
+
+
+def float8_matmul_feeds(rng, at, bt, yt, shapes, st=np.float32):
+    """Random operands and zero points (float8 ones small, e.g. 0.75), with y_scale chosen so that
+    y spreads over about 40 steps (int8/uint8) or +-8 (float8); y's zero point 0 for float8."""
+    f = {"a": quant_values(rng, at, shapes[0]), "a_scale": np.array(0.5, st), "a_zp": quant_values(rng, at, (), 1.0),
+         "b": quant_values(rng, bt, shapes[1]), "b_scale": np.array(0.25, st), "b_zp": quant_values(rng, bt, (), 1.0),
+         "y_scale": np.array(1.0, st)}
+    v = float8_rule_real(f)
+    spread = float(np.std(v)) if v.size else 1.0
+    target = 40.0 if np.dtype(yt).kind in "iu" else 8.0
+    f["y_scale"] = np.array(max(spread, 1e-3) / target, st)
+    f["y_zp"] = quant_values(rng, yt, ()) if np.dtype(yt).kind in "iu" else np.zeros((), yt)
+    return f
+
+
+def check_float8_rule(f, constant=(), options=None):
+    graph_feeds = {n: v for n, v in f.items() if n not in constant}
+    ours = run_ours(qlinear_model(f, constant=constant), graph_feeds, options=options)[0]
+    assert_same_bits(ours, float8_rule(f))
+    return ours
+
+
+@pytest.mark.parametrize("t", FLOAT8_TYPES)
+@pytest.mark.parametrize("role", ["a", "b", "y", "all"])
+def test_qlinear_matmul_float8_rule(t, role):
+    """Each float8 type as a, as b (with an 8-bit integer other operand), as y (integer operands)
+    and as all three; every matmul shape (1-D, broadcast batches, empty); each scale type."""
+    at, bt, yt = {"a": (t, np.int8, np.uint8), "b": (np.uint8, t, np.int8), "y": (np.int8, np.uint8, t),
+                  "all": (t, t, t)}[role]
+    rng = np.random.default_rng(FLOAT8_TYPES.index(t) * 4 + ["a", "b", "y", "all"].index(role))
+    for shapes in MATMUL_SHAPES:
+        for st in (np.float32, np.float16, ml_dtypes.bfloat16):
+            f = float8_matmul_feeds(rng, at, bt, yt, shapes, st)
+            ours = check_float8_rule(f)
+            if ours.size > 8 and shapes[0][-1] > 0 and np.dtype(yt).kind == "f":
+                assert len(np.unique(bits(ours))) > 4  # the oracle is not trivially matched by zeros
+    # No zero points at all: 0 for each operand, and y of A's type.
+    f = float8_matmul_feeds(rng, at, bt, yt, MATMUL_SHAPES[0])
+    del f["a_zp"], f["b_zp"], f["y_zp"]
+    assert check_float8_rule(f).dtype == np.dtype(at)
+
+
+def test_qlinear_matmul_float8_mixed_types_and_y_zero_point():
+    rng = np.random.default_rng(30)
+    e4m3fn, e4m3fnuz, e5m2, e5m2fnuz = FLOAT8_TYPES
+    for at, bt, yt in ((e4m3fn, e5m2, e4m3fnuz), (e5m2fnuz, e4m3fn, e5m2), (e4m3fnuz, np.uint8, e5m2fnuz),
+                       (np.int8, e5m2, e4m3fn)):
+        check_float8_rule(float8_matmul_feeds(rng, at, bt, yt, ((3, 1, 4, 17), (2, 17, 6))))
+    # A nonzero float8 y_zero_point is added before the rounding, as QuantizeLinear does.
+    f = float8_matmul_feeds(rng, e4m3fn, e4m3fn, e4m3fn, ((5, 7), (7, 9)))
+    f["y_zp"] = np.array(2.0, e4m3fn)
+    with_zp = check_float8_rule(f)
+    f["y_zp"] = np.zeros((), e4m3fn)
+    assert not np.array_equal(bits(with_zp), bits(check_float8_rule(f)))
+
+
+def test_qlinear_matmul_float8_per_row_and_per_column():
+    rng = np.random.default_rng(31)
+    e4m3fn, e5m2 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
+    for yt in (np.int8, e4m3fn):
+        for st in (np.float32, np.float16):
+            f = float8_matmul_feeds(rng, e4m3fn, e5m2, yt, ((2, 6, 11), (11, 9)), st)
+            a_scale = (rng.random(6) * 0.5 + 0.25).astype(st)
+            a_zp = (rng.standard_normal(6)).astype(e4m3fn)
+            b_scale = (rng.random(9) * 0.5 + 0.25).astype(st)
+            b_zp = (rng.standard_normal(9)).astype(e5m2)
+            for layout_a, layout_b in (((6,), (9,)), ((6, 1), (1, 9)), ((1, 6, 1), (9,))):
+                f.update(a_scale=a_scale.reshape(layout_a), a_zp=a_zp.reshape(layout_a),
+                         b_scale=b_scale.reshape(layout_b), b_zp=b_zp.reshape(layout_b))
+                check_float8_rule(f)
+            # Per row of A only, per column of B only.
+            f.update(a_scale=a_scale, a_zp=a_zp, b_scale=np.array(0.5, st), b_zp=np.zeros((), e5m2))
+            check_float8_rule(f)
+            f.update(a_scale=np.array(0.5, st), a_zp=np.zeros((), e4m3fn), b_scale=b_scale, b_zp=b_zp)
+            check_float8_rule(f)
+
+
+def test_qlinear_matmul_float8_rounds_once_from_float64():
+    """y is rounded once, from the float64 value, to nearest even: 1.1875 - 2^-32 gives 1.125
+    (rounding through float32 first would give the tie 1.1875, then 1.25)."""
+    e5m2, e4m3fn = ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn
+    tiny = 2.0 ** -16  # e5m2's smallest subnormal
+    a = np.array([[1, 0.125, 0.0625, -tiny], [1, 0.125, 0.0625, 0], [1, 0, 0.0625, 0], [1, 0, 0.0625, tiny]],
+                 e5m2)
+    b = np.array([[1], [1], [1], [tiny]], e5m2)
+    one = np.array(1.0, np.float32)
+    f = {"a": a, "a_scale": one, "b": b, "b_scale": one, "y_scale": one, "y_zp": np.zeros((), e4m3fn)}
+    ours = check_float8_rule(f)
+    np.testing.assert_array_equal(ours.astype(np.float64).reshape(-1), [1.125, 1.25, 1.0, 1.125])
+
+
+@pytest.mark.parametrize("yt", FLOAT8_TYPES + [np.int8, np.uint8])
+def test_qlinear_matmul_float8_saturates_and_propagates_nan(yt):
+    e5m2, e4m3fn = ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn
+    big = float(ml_dtypes.finfo(e5m2).max)
+    # Rows: beyond y's range both ways, +inf, inf - inf (NaN), a NaN operand, 0 * inf (NaN).
+    a = np.array([[big, big, 0], [-big, -big, 0], [np.inf, 1, 0], [np.inf, -np.inf, 0], [np.nan, 1, 0],
+                  [0, 0, np.inf]], e5m2)
+    b = np.array([[1], [1], [0]], e4m3fn)
+    one = np.array(1.0, np.float32)
+    f = {"a": a, "a_scale": one, "b": b, "b_scale": one, "y_scale": one, "y_zp": np.zeros((), yt)}
+    ours = check_float8_rule(f).reshape(-1)
+    if np.dtype(yt).kind in "iu":
+        lo, hi = type_range(yt)
+        np.testing.assert_array_equal(ours, [hi, lo, hi, lo, lo, lo])  # NaN gives the minimum
+    else:
+        fmax = float(ml_dtypes.finfo(yt).max)
+        values = ours.astype(np.float64)
+        np.testing.assert_array_equal(values[:3], [fmax, -fmax, fmax])
+        assert np.isnan(values[3:]).all()
+        assert (bits(ours[3:]) == bits(np.array(np.nan).astype(yt))).all()  # the positive NaN
+
+
+def test_qlinear_matmul_float8_large_constant_b_and_usage():
+    rng = np.random.default_rng(32)
+    e4m3fn, e5m2 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
+    f = float8_matmul_feeds(rng, e4m3fn, e5m2, e4m3fn, ((256, 256), (256, 256)))
+    for threads in (1, 2):
+        check_float8_rule(f, options=runtime.RuntimeSessionOptions(num_threads=threads))
+    check_float8_rule(f, constant=("b", "b_scale", "b_zp"))
+    assert "QLinearMatMul/float8e4m3fn/float8-double" in usage_of(qlinear_model(f), f)
+    # An int8 constant B (packed at build for the int path) with a float8 y.
+    f = float8_matmul_feeds(rng, np.uint8, np.int8, e5m2, ((8, 40), (40, 24)))
+    check_float8_rule(f, constant=("b", "b_scale", "b_zp"))
+    assert "QLinearMatMul/uint8/float8-double" in usage_of(qlinear_model(f), f)
+    # All 8-bit integers: the integer kernel, as before.
+    f = qlinear_matmul_feeds(rng, np.uint8, np.int8, np.uint8, ((8, 40), (40, 24)))
+    assert any(u.startswith(tuple(f"QLinearMatMul/uint8/{p}" for p in INTEGER_PRODUCTS))
+               for u in usage_of(qlinear_model(f), f))
+
+
+def test_qlinear_matmul_float8_errors():
+    rng = np.random.default_rng(33)
+    e4m3fn, e5m2 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
+    f = float8_matmul_feeds(rng, e4m3fn, np.int8, np.uint8, ((3, 4), (4, 5)))
+    expect_error(qlinear_model(f, opset=10), f, "input 0 ('a')", "float8e4m3fn", "from version 21", "is 10")
+    f = float8_matmul_feeds(rng, np.uint8, np.int8, e5m2, ((3, 4), (4, 5)))
+    expect_error(qlinear_model(f, opset=10), f, "input 7 ('y_zp')", "float8e5m2", "from version 21")
+    f = float8_matmul_feeds(rng, e4m3fn, np.int8, np.uint8, ((3, 4), (4, 5)))
+    f["a_zp"] = np.array(1, np.int8)
+    expect_error(qlinear_model(f), f, "input 2 ('a_zp', a zero point)", "type of its operand (float8e4m3fn)",
+                 "got int8")
+    f["a_zp"] = np.zeros(4, e4m3fn)
+    expect_error(qlinear_model(f), f, "input 2 ('a_zp')", "row of A (3 values)", "[4]")
+    f["a_zp"] = np.zeros((), e4m3fn)
+    f["b_zp"] = np.zeros((4,), np.int8)
+    expect_error(qlinear_model(f), f, "input 5 ('b_zp')", "column of B (5 values)", "[4]")
+    f = float8_matmul_feeds(rng, e4m3fn, np.int8, e5m2, ((3, 4), (4, 5)))
+    f["y_zp"] = np.zeros(2, e5m2)
+    expect_error(qlinear_model(f), f, "input 7 ('y_zp', y_zero_point)", "one value", "[2]")
+    f = float8_matmul_feeds(rng, e4m3fn, np.int8, e5m2, ((3, 4), (4, 5)))
+    f["a_scale"] = np.array(0.5, e4m3fn)
+    expect_error(qlinear_model(f), f, "input 1 ('a_scale')", "float8e4m3fn", "does not support")
+    f = float8_matmul_feeds(rng, e4m3fn, e5m2, e5m2, ((3, 4), (4, 6)))
+    f["b"] = np.zeros((5, 6), e5m2)
+    expect_error(qlinear_model(f), f, "cannot be multiplied")
 
 
 def test_portable_paths_without_avx2(tmp_path):

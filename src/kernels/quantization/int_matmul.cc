@@ -3,6 +3,7 @@
 #include <absl/container/inlined_vector.h>
 
 #include "core/checked_math.h"
+#include "kernels/quantization/quant_params.h"
 #include "kernels/registry/kernel_utils.h"
 
 namespace onnx_light::runtime {
@@ -18,9 +19,10 @@ int32_t ByteAt(const Tensor& t, int64_t i) {
 }  // namespace
 
 IntMatMulShape ResolveIntMatMul(const RuntimeContext& rt, const Tensor& a, size_t a_index, const Tensor& b,
-                                size_t b_index) {
-  if (!IsByteType(a.dtype())) ThrowUnsupportedType(rt, a_index, a.dtype());
-  if (!IsByteType(b.dtype())) ThrowUnsupportedType(rt, b_index, b.dtype());
+                                size_t b_index, bool allow_float8) {
+  const auto accepted = [&](DataType t) { return IsByteType(t) || (allow_float8 && IsFloat8Type(t)); };
+  if (!accepted(a.dtype())) ThrowUnsupportedType(rt, a_index, a.dtype());
+  if (!accepted(b.dtype())) ThrowUnsupportedType(rt, b_index, b.dtype());
   if (a.rank() == 0 || b.rank() == 0) {
     ThrowInvalid(rt, "inputs {} and {} must have rank >= 1, got A {} and B {}", a_index, b_index,
                  ShapeToString(a.shape()), ShapeToString(b.shape()));
@@ -81,15 +83,20 @@ bool CheckPerChannelShape(const RuntimeContext& rt, const Tensor& t, size_t inde
   return true;
 }
 
+bool CheckMatMulZeroPoint(const RuntimeContext& rt, const Tensor& zero_point, size_t index, DataType type,
+                          int64_t channels, bool of_a) {
+  if (zero_point.dtype() != type) {
+    ThrowInvalid(rt, "input {} ('{}', a zero point) must have the type of its operand ({}), got {}", index,
+                 rt.input_name(index), DataTypeName(type), DataTypeName(zero_point.dtype()));
+  }
+  return CheckPerChannelShape(rt, zero_point, index, channels, of_a);
+}
+
 PerChannel ReadMatMulZeroPoint(const RuntimeContext& rt, const Tensor* zero_point, size_t index, DataType type,
                                int64_t channels, bool of_a) {
   PerChannel zp;
   if (zero_point == nullptr) return zp;
-  if (zero_point->dtype() != type) {
-    ThrowInvalid(rt, "input {} ('{}', a zero point) must have the type of its operand ({}), got {}", index,
-                 rt.input_name(index), DataTypeName(type), DataTypeName(zero_point->dtype()));
-  }
-  zp.per_channel = CheckPerChannelShape(rt, *zero_point, index, channels, of_a);
+  zp.per_channel = CheckMatMulZeroPoint(rt, *zero_point, index, type, channels, of_a);
   const Tensor c = zero_point->Contiguous(rt.allocator());
   zp.values.resize(static_cast<size_t>(c.size()));
   for (int64_t i = 0; i < c.size(); ++i) zp.values[static_cast<size_t>(i)] = ByteAt(c, i);

@@ -20,9 +20,10 @@ struct IntMatMulShape {
   bool b_shared = true;                       // every batch reads the same B
 };
 
-/// Checks A (input `a_index`) and B (input `b_index`): int8/uint8, rank >= 1, inner dims agree.
+/// Checks A (input `a_index`) and B (input `b_index`): int8/uint8 (or a float8 type when
+/// `allow_float8`), rank >= 1, inner dims agree.
 IntMatMulShape ResolveIntMatMul(const RuntimeContext& rt, const Tensor& a, size_t a_index, const Tensor& b,
-                                size_t b_index);
+                                size_t b_index, bool allow_float8 = false);
 
 /// A zero point (or scale) read for one operand: one value, or one per row of A / column of B.
 struct PerChannel {
@@ -36,6 +37,11 @@ struct PerChannel {
 /// Its type must be `type`. `of_a` chooses the message and the accepted N-D layout.
 PerChannel ReadMatMulZeroPoint(const RuntimeContext& rt, const Tensor* zero_point, size_t index, DataType type,
                                int64_t channels, bool of_a);
+
+/// The checks of ReadMatMulZeroPoint alone (its type is `type`, its layout one of those above);
+/// true when it holds one value per channel.
+bool CheckMatMulZeroPoint(const RuntimeContext& rt, const Tensor& zero_point, size_t index, DataType type,
+                          int64_t channels, bool of_a);
 
 /// True when `t` (a zero point or scale) has `channels` elements laid out per row of A / per
 /// column of B as ReadMatMulZeroPoint accepts, false when it has one element; throws otherwise.

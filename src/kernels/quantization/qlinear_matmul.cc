@@ -1,9 +1,15 @@
 // QLinearMatMul (opsets 10 and 21): the int32 product of the zero-point-adjusted int8/uint8
 // operands (int_matmul.h), requantized with a_scale * b_scale / y_scale and y_zero_point
 // (requantize.h). Scales and zero points are per tensor, per row of A or per column of B.
-// Version 21 adds float16/bfloat16 scales (all three of one type) and float8 operands; the
-// float8 operands are refused (onnx.reference converts them to int32 by truncation, which is
-// not a meaningful product; no kernel here implements a float8 matmul).
+// Version 21 adds float16/bfloat16 scales (all three of one type) and float8 operands and
+// outputs. With a float8 type among a, b and y the product runs in double instead
+// (RunFloat8MatMul), by the rule in docs/quantization.md: onnx.reference converts float8 to
+// int32 by truncation, so it defines nothing useful there.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/low_precision.h"
 #include "kernels/quantization/int_matmul.h"
 #include "kernels/quantization/quant_params.h"
 #include "kernels/quantization/quantization_kernels.h"
@@ -14,6 +20,89 @@ namespace onnx_light::runtime {
 
 namespace {
 
+// True when a, b or y_zero_point has a float8 type, which version 21 introduced.
+bool HasFloat8(const RuntimeContext& rt, int64_t version) {
+  bool any = false;
+  for (size_t i : {size_t{0}, size_t{3}, size_t{7}}) {
+    const Tensor* t = rt.OptionalInput(i);
+    if (t == nullptr || !IsFloat8Type(t->dtype())) continue;
+    if (version < 21) {
+      ThrowInvalid(rt, "input {} ('{}') has type {}, which QLinearMatMul accepts from version 21 (the model's is {})",
+                   i, rt.input_name(i), DataTypeName(t->dtype()), version);
+    }
+    any = true;
+  }
+  return any;
+}
+
+// An optional zero point's values as doubles (per tensor: one value, 0 when absent).
+std::vector<double> ReadZeroPointValues(const RuntimeContext& rt, size_t index, DataType type, int64_t channels,
+                                        bool of_a) {
+  const Tensor* zero_point = rt.OptionalInput(index);
+  if (zero_point == nullptr) return {0.0};
+  CheckMatMulZeroPoint(rt, *zero_point, index, type, channels, of_a);
+  return ReadQuantValues(rt, *zero_point);
+}
+
+// The float path: every element minus its zero point as an exact double, each output the sum of
+// the products in ascending k (a fixed order, so the result does not depend on threads), times
+// the int path's multiplier plus y's zero point, then rounded to y's type.
+void RunFloat8MatMul(RuntimeContext& rt, const IntMatMulShape& s, DataType ts, const std::vector<double>& as,
+                     bool a_rows, const std::vector<double>& bs, bool b_cols, double ys) {
+  const Tensor a = rt.Input(0).Contiguous(rt.allocator());
+  const Tensor b = rt.Input(3).Contiguous(rt.allocator());
+  const std::vector<double> a_zp = ReadZeroPointValues(rt, 2, a.dtype(), s.m, true);
+  const std::vector<double> b_zp = ReadZeroPointValues(rt, 5, b.dtype(), s.n, false);
+  const auto [out_type, y_zp] = ReadQLinearOutput(rt, 7, a.dtype(), true);
+  Tensor& y = rt.AllocateOutput(0, out_type, s.out_shape);
+  if (rt.kernel_usage_enabled()) rt.RecordKernelUsage(KernelUsageName("QLinearMatMul", a.dtype(), "float8-double"));
+  if (y.size() == 0) return;
+
+  Tensor a_t = Tensor::Allocate(DataType::kDouble, {a.size()}, rt.allocator());
+  Tensor b_t = Tensor::Allocate(DataType::kDouble, {b.size()}, rt.allocator());
+  Tensor acc_t = Tensor::Allocate(DataType::kDouble, {s.n}, rt.allocator());
+  double* av = a_t.data<double>();
+  double* bv = b_t.data<double>();
+  double* acc = acc_t.data<double>();
+  // Element i of A is in row i / K % M, of B in column i % N (no element is read when K is 0).
+  for (int64_t i = 0; i < a.size(); ++i) {
+    av[i] = QuantElementAsDouble(a.dtype(), a.raw_data(), i) - a_zp[a_zp.size() == 1 ? 0 : i / s.k % s.m];
+  }
+  for (int64_t i = 0; i < b.size(); ++i) {
+    bv[i] = QuantElementAsDouble(b.dtype(), b.raw_data(), i) - b_zp[b_zp.size() == 1 ? 0 : i % s.n];
+  }
+  const bool to_float8 = IsFloat8Type(out_type);
+  double lo = 0, hi = 0;
+  if (!to_float8) IntegerQuantRange(out_type, &lo, &hi);
+  auto* out = static_cast<uint8_t*>(y.raw_data());
+  for (int64_t batch = 0; batch < s.batch_count; ++batch) {
+    for (int64_t r = 0; r < s.m; ++r) {
+      // acc[c] gets its products in ascending k: row by row of B.
+      std::fill(acc, acc + s.n, 0.0);
+      const double* a_row = av + s.a_offsets[batch] + r * s.k;
+      for (int64_t k = 0; k < s.k; ++k) {
+        const double* b_row = bv + s.b_offsets[batch] + k * s.n;
+        for (int64_t c = 0; c < s.n; ++c) acc[c] += a_row[k] * b_row[c];
+      }
+      uint8_t* dst = out + (batch * s.m + r) * s.n;
+      for (int64_t c = 0; c < s.n; ++c) {
+        const double v = acc[c] * RequantMultiplier(ts, as[a_rows ? r : 0], bs[b_cols ? c : 0], ys);
+        if (to_float8) {
+          // A zero point of 0 is not added: it would turn -0 into +0 (as in QuantizeLinear). A NaN
+          // becomes the positive one: its sign depends on the CPU and the order of the operands.
+          const double q = y_zp != 0.0 ? v + y_zp : v;
+          dst[c] = DoubleToLowPrecision(out_type, std::isnan(q) ? std::numeric_limits<double>::quiet_NaN() : q, true);
+        } else {
+          // As the int path: NaN gives the minimum, the rest is clipped and rounded half to even.
+          const double q = v + y_zp;
+          const double rounded = std::isnan(q) ? lo : std::nearbyint(std::clamp(q, lo, hi));
+          dst[c] = static_cast<uint8_t>(static_cast<int32_t>(rounded));
+        }
+      }
+    }
+  }
+}
+
 class QLinearMatMulKernel final : public KernelBase {
  public:
   explicit QLinearMatMulKernel(const KernelBuildInfo& info)
@@ -22,13 +111,19 @@ class QLinearMatMulKernel final : public KernelBase {
   void Run(RuntimeContext& rt) const override {
     const Tensor& a_in = rt.Input(0);
     const Tensor& b_in = rt.Input(3);
-    const IntMatMulShape shape = ResolveIntMatMul(rt, a_in, 0, b_in, 3);
+    const bool float8 = HasFloat8(rt, version_);
+    const IntMatMulShape shape = ResolveIntMatMul(rt, a_in, 0, b_in, 3, float8);
     const Tensor& a_scale = rt.Input(1);
     const Tensor& b_scale = rt.Input(4);
     const DataType ts = CheckQLinearScaleTypes(rt, version_ >= 21);
     const bool a_rows = CheckPerChannelShape(rt, a_scale, 1, shape.m, true);
     const bool b_cols = CheckPerChannelShape(rt, b_scale, 4, shape.n, false);
     const double ys = ReadSingleScale(rt, 6, "y_scale");
+    if (float8) {
+      RunFloat8MatMul(rt, shape, ts, ReadScaleValues(rt, a_scale, 1), a_rows, ReadScaleValues(rt, b_scale, 4), b_cols,
+                      ys);
+      return;
+    }
     const PerChannel a_zp = ReadMatMulZeroPoint(rt, rt.OptionalInput(2), 2, a_in.dtype(), shape.m, true);
     const PerChannel b_zp = ReadMatMulZeroPoint(rt, rt.OptionalInput(5), 5, b_in.dtype(), shape.n, false);
     const auto [out_type, y_zp] = ReadQLinearOutput(rt, 7, a_in.dtype());
@@ -83,7 +178,7 @@ class QLinearMatMulKernel final : public KernelBase {
 }  // namespace
 
 void RegisterQLinearMatMulKernels(KernelRegistry& registry) {
-  // 21 adds float16/bfloat16 scales (served) and float8 operands (refused by type).
+  // 21 adds float16/bfloat16 scales and float8 operands and outputs (the double path).
   registry.Register("", "QLinearMatMul", {10, 28},
                     [](const KernelBuildInfo& info) { return std::make_unique<QLinearMatMulKernel>(info); });
 }

@@ -247,11 +247,12 @@ double ReadSingleScale(const RuntimeContext& rt, size_t index, std::string_view 
   return ReadScaleValues(rt, scale, index)[0];
 }
 
-QLinearOutput ReadQLinearOutput(const RuntimeContext& rt, size_t index, DataType default_type) {
+QLinearOutput ReadQLinearOutput(const RuntimeContext& rt, size_t index, DataType default_type, bool allow_float8) {
   const Tensor* zero_point = rt.OptionalInput(index);
   if (zero_point == nullptr) return {default_type, 0.0};
   const DataType type = zero_point->dtype();
-  if (type != DataType::kInt8 && type != DataType::kUInt8) ThrowUnsupportedType(rt, index, type);
+  const bool accepted = type == DataType::kInt8 || type == DataType::kUInt8 || (allow_float8 && IsFloat8Type(type));
+  if (!accepted) ThrowUnsupportedType(rt, index, type);
   if (zero_point->size() != 1) {
     ThrowInvalid(rt, "input {} ('{}', y_zero_point) must hold one value, got shape {}", index, rt.input_name(index),
                  ShapeToString(zero_point->shape()));

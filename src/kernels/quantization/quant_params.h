@@ -73,12 +73,14 @@ DataType CheckQLinearScaleTypes(const RuntimeContext& rt, bool allow_half);
 double ReadSingleScale(const RuntimeContext& rt, size_t index, std::string_view role);
 
 /// The output of QLinearMatMul / QLinearConv: the type of the optional y_zero_point (input
-/// `index`, one int8 or uint8 value) and its value; without it `default_type` and 0.
+/// `index`, one int8 or uint8 value, or float8 when `allow_float8`) and its value; without it
+/// `default_type` and 0.
 struct QLinearOutput {
   DataType type;
   double zero_point;
 };
-QLinearOutput ReadQLinearOutput(const RuntimeContext& rt, size_t index, DataType default_type);
+QLinearOutput ReadQLinearOutput(const RuntimeContext& rt, size_t index, DataType default_type,
+                                bool allow_float8 = false);
 
 /// True for the integer types a quantized tensor may have (int8 ... uint16, int4/uint4, int2/uint2).
 bool IsIntegerQuantType(DataType type);
