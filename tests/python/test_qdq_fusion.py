@@ -22,7 +22,9 @@ import onnx_light.runtime as runtime
 from test_graph_passes import run_events
 from test_ops_quantization import ort_session, quantized_qdq_cnn
 
-UNFUSED = runtime.RuntimeSessionOptions(fuse_qdq=False)
+# The groups as written: without fuse_qdq, fuse_quantized_matmul would take a DequantizeLinear(W)
+# -> MatMul / Gemm left behind.
+UNFUSED = runtime.RuntimeSessionOptions(fuse_qdq=False, fuse_quantized_matmul=False)
 
 
 def op_types(nodes):
