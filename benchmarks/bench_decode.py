@@ -299,6 +299,8 @@ def main():
             return profile_exported(args.model, args.steps, args.threads)
         return run_exported(args.model, args.steps, args.threads, args.loops)
     if args.weights == "int4":
+        if args.profile:
+            return profile(quantized_decoder(args.block)[1], args.steps, args.threads, np.dtype(np.float32))
         return run_int4(args)
     dtype = np.dtype(args.dtype)
     model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD, dtype=dtype)
