@@ -442,9 +442,10 @@ class RuntimeSessionOptions:
     the query heads or 1. Also lets attention read grouped-query keys and values once instead of
     through the chain that repeats every head (docs/graph-passes.md)."""
     fuse_quantized_matmul: bool
-    """Run MatMul or Gemm(A, DequantizeLinear(W)) with a constant int4/uint4/int8/uint8 W (per
-    tensor, per column or blocked along K, float32 scales) as one kernel that keeps W packed in 4 or
-    8 bits and dequantizes it while multiplying; no float copy of W is held (docs/quantization.md)."""
+    """Run MatMul, Gemm or Conv(A, DequantizeLinear(W)) with a constant int4/uint4/int8/uint8 W (per
+    tensor, per column or output channel, or blocked along K for MatMul and Gemm; float32 scales) as
+    one kernel that keeps W packed in 4 or 8 bits and dequantizes it while multiplying; no float
+    copy of W is held (docs/quantization.md)."""
     fuse_qdq: bool
     """Run the DequantizeLinear -> Conv / MatMul / Add / Gemm -> QuantizeLinear groups of QDQ models
     as QLinearConv / QLinearMatMul / QLinearAdd / QGemm (a Gemm with a float output too; and MaxPool

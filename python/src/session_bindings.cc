@@ -633,7 +633,7 @@ void BindSession(py::module_& m) {
                      "Run the decomposed scaled dot-product attention exporters write as one "
                      "attention kernel (docs/graph-passes.md).")
       .def_readwrite("fuse_quantized_matmul", &RuntimeSessionOptions::fuse_quantized_matmul,
-                     "Run MatMul or Gemm(A, DequantizeLinear(constant int4/uint4/int8/uint8 W)) as one "
+                     "Run MatMul, Gemm or Conv(A, DequantizeLinear(constant int4/uint4/int8/uint8 W)) as one "
                      "kernel that keeps W packed in 4 or 8 bits (docs/quantization.md).")
       .def_readwrite("fuse_qdq", &RuntimeSessionOptions::fuse_qdq,
                      "Run the DequantizeLinear -> Conv/MatMul/Add/Gemm -> QuantizeLinear groups of QDQ models as "

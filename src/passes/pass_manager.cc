@@ -15,6 +15,7 @@
 #include "passes/matmul_integer_scale_fusion.h"
 #include "passes/noop_elimination.h"
 #include "passes/qdq_fusion.h"
+#include "passes/quantized_conv_fusion.h"
 #include "passes/quantized_matmul_fusion.h"
 #include "passes/working_graph.h"
 
@@ -36,6 +37,8 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   // exposes the initializer weights the fusions need.
   if (options.eliminate_noop_nodes) EliminateNoopNodes(work, context);
   if (options.fold_constants) FoldConstants(work, context);
+  // Before the Conv fusions: a weight-only Conv becomes one node over its packed weights.
+  if (options.fuse_quantized_conv) FuseQuantizedConv(work, context);
   if (options.fuse_conv_batchnorm) FuseConvBatchNorm(work, context);
   // The residual before the activation: Relu(Conv + Z) becomes one node with both.
   if (options.fuse_conv_add) FuseConvAdd(work, context);

@@ -77,6 +77,7 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
                                              fused("RepeatedHeadsShape"),
                            .fuse_quantized_matmul =
                                options.fuse_quantized_matmul && fused("QuantizedMatMul"),
+                           .fuse_quantized_conv = options.fuse_quantized_matmul && fused("QuantizedConv"),
                            .fuse_qdq = options.fuse_qdq && qdq_kernels,
                            .fuse_dequantize_gather =
                                options.fuse_dequantize_gather && fused("DequantizeGather"),

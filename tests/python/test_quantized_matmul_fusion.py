@@ -1,5 +1,6 @@
-"""Quantized MatMul fusion (RuntimeSessionOptions.fuse_quantized_matmul, docs/quantization.md):
-MatMul(A, DequantizeLinear(constant int4/uint4 W)) runs as one kernel over the packed weights,
+"""Weight-only fusion (RuntimeSessionOptions.fuse_quantized_matmul, docs/quantization.md):
+MatMul, Gemm or Conv(A, DequantizeLinear(constant int4/uint4/int8/uint8 W)) runs as one kernel
+over the packed weights,
 with the written graph's result up to the order of the float sums (the weights it multiplies
 are bitwise DequantizeLinear's), checked against onnx.reference, ORT and the pass switched off;
 a 4-bit decoder decodes through PersistentValueState in step with ORT."""
@@ -373,3 +374,109 @@ def test_quantized_decoder_matches_ort_step_by_step(source, block_size):
     # copied a prefix and every step reused the buffers.
     assert storage and sum(e.storage_prefix_copied_bytes for e in storage) == 0
     assert sum(e.storage_reuse_count for e in storage) > 0
+
+
+# ---- weight-only Conv ------------------------------------------------------------------------------
+
+def conv_model(x_shape, w_shape, bits=8, signed=True, per_channel=True, zero_point=True, bias=True, opset=21,
+               x_from_dequantize=False, seed=0, **conv_attrs):
+    """Conv(x, DequantizeLinear(W)[, B]) with W, its scale and zero point as initializers."""
+    rng = np.random.default_rng(seed)
+    half = 1 << (bits - 1)
+    lo, hi = (-half, half) if signed else (0, 2 * half)
+    elem = {(4, True): TensorProto.INT4, (4, False): TensorProto.UINT4,
+            (8, True): TensorProto.INT8, (8, False): TensorProto.UINT8}[bits, signed]
+    m = w_shape[0]
+    scale_shape = [m] if per_channel else []
+    inits = [helper.make_tensor("w", elem, w_shape, rng.integers(lo, hi, w_shape).flatten().tolist()),
+             numpy_helper.from_array((rng.random(scale_shape) * 0.05 + 0.01).astype(np.float32), "s")]
+    ins = ["w", "s"]
+    if zero_point:
+        inits.append(helper.make_tensor("z", elem, scale_shape, rng.integers(lo, hi, scale_shape).flatten().tolist()))
+        ins.append("z")
+    conv_ins = ["x", "wd"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal(m).astype(np.float32), "b"))
+        conv_ins.append("b")
+    nodes = [helper.make_node("DequantizeLinear", ins, ["wd"], name="dq", axis=0),
+             helper.make_node("Conv", conv_ins, ["y"], name="conv", **conv_attrs)]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)]
+    if x_from_dequantize:
+        nodes[1].input[0] = "xd"
+        inits += [numpy_helper.from_array(np.float32(0.05), "xs"), numpy_helper.from_array(np.uint8(128), "xz")]
+        nodes.insert(0, helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xd"], name="dqx"))
+        inputs = [helper.make_tensor_value_info("x", TensorProto.UINT8, x_shape)]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+CONV_CASES = [
+    # x shape, w shape, Conv attributes
+    ([1, 8, 15, 15], [16, 8, 3, 3], {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
+    ([2, 6, 12, 10], [5, 6, 3, 2], {"dilations": [2, 1], "pads": [0, 1, 2, 0]}),
+    ([1, 32, 7, 7], [24, 32, 1, 1], {}),  # pointwise: the image is its own columns
+    ([1, 300, 5, 5], [7, 300, 1, 1], {"strides": [2, 2]}),  # K over one panel
+    ([2, 4, 9, 9], [3, 4, 3, 3], {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    ([1, 4, 20], [6, 4, 5], {"pads": [2, 2]}),  # 1-D
+    ([1, 2, 5, 6, 4], [3, 2, 2, 3, 2], {}),  # 3-D
+]
+
+
+@pytest.mark.parametrize("bits,signed", [(8, True), (8, False), (4, True), (4, False)])
+@pytest.mark.parametrize("x_shape,w_shape,attrs", CONV_CASES)
+def test_conv_weights_match_reference_ort_and_unfused(bits, signed, x_shape, w_shape, attrs):
+    model = conv_model(x_shape, w_shape, bits, signed, per_channel=len(x_shape) != 3, **attrs)
+    feeds = {"x": np.random.default_rng(1).standard_normal(x_shape).astype(np.float32)}
+    got, nodes, usage = run_events(model, feeds)
+    assert [(e.op_domain, e.op_type) for e in nodes] == [("ai.onnx_light.fused", "QuantizedConv")]
+    assert list(nodes[0].covered_node_indices) == [0, 1]
+    kind = ("int" if signed else "uint") + str(bits)
+    assert any(u.startswith(f"Conv/float32/{kind}-dequant-panel-") for u in usage), usage
+    k = int(np.prod(w_shape[1:]))
+    # The same weights summed in another order: the bound of a K-term dot product of |x| |w|.
+    bound = 1e-6 * k * float(np.abs(feeds["x"]).max()) * 0.06 * (1 << bits) + 1e-5
+    for want in (run_reference(model, feeds)[0], ort_unoptimised(model, feeds)[0],
+                 run_events(model, feeds, UNFUSED)[0][0]):
+        assert got[0].shape == want.shape
+        np.testing.assert_array_less(np.abs(got[0] - want), bound)
+
+
+@pytest.mark.parametrize("zero_point,bias,per_channel", [(False, False, True), (True, False, False),
+                                                         (False, True, False)])
+def test_conv_without_zero_point_bias_or_channel_scales(zero_point, bias, per_channel):
+    model = conv_model([1, 3, 8, 8], [4, 3, 3, 3], zero_point=zero_point, bias=bias, per_channel=per_channel)
+    feeds = {"x": np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32)}
+    got, nodes, _ = run_events(model, feeds)
+    assert len(fused(nodes)) == 1
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=1e-4)
+
+
+def test_conv_left_as_written_when_the_kernel_does_not_take_it():
+    feeds = {"x": np.random.default_rng(3).standard_normal((1, 4, 6, 6)).astype(np.float32)}
+    # Grouped.
+    model = conv_model([1, 4, 6, 6], [4, 2, 3, 3], group=2)
+    got, nodes, _ = run_events(model, feeds)
+    assert not fused(nodes)
+    assert_close(got, run_reference(model, feeds), rtol=1e-5, atol=1e-4)
+    # Switched off.
+    model = conv_model([1, 4, 6, 6], [5, 4, 3, 3])
+    _, nodes, _ = run_events(model, feeds, UNFUSED)
+    assert not fused(nodes)
+    # A quantized X: a QDQ group's Conv, left to fuse_qdq (here without a QuantizeLinear after it,
+    # so it runs as written).
+    model = conv_model([1, 4, 6, 6], [5, 4, 3, 3], x_from_dequantize=True)
+    x8 = {"x": np.random.default_rng(4).integers(0, 256, (1, 4, 6, 6)).astype(np.uint8)}
+    got, nodes, _ = run_events(model, x8)
+    assert not fused(nodes)
+    assert_close(got, run_reference(model, x8), rtol=1e-5, atol=1e-4)
+
+
+def test_conv_errors_name_the_node():
+    model = conv_model([1, 4, 6, 6], [5, 4, 3, 3])
+    model.graph.input[0].type.tensor_type.ClearField("shape")
+    with pytest.raises(runtime.InvalidArgumentError, match=r"QuantizedConv.*expected \[N, 4, \.\.\.\]"):
+        run_events(model, {"x": np.zeros((1, 3, 6, 6), np.float32)})
+    model = conv_model([1, 4, 6, 6], [5, 4, 3, 3], kernel_shape=[2, 2])
+    with pytest.raises(runtime.InvalidArgumentError, match="kernel_shape"):
+        run_events(model, {"x": np.zeros((1, 4, 6, 6), np.float32)})

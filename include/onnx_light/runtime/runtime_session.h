@@ -101,10 +101,10 @@ struct ONNX_LIGHT_API RuntimeSessionOptions {
   /// node read grouped-query keys and values once instead of through the Unsqueeze / Expand /
   /// Reshape chain that repeats every head (docs/graph-passes.md).
   bool fuse_attention = true;
-  /// Run MatMul or Gemm(A, DequantizeLinear(W)) with a constant int4/uint4/int8/uint8 W (per
-  /// tensor, per column or blocked along K, float32 scales) as one kernel that keeps W packed in 4
-  /// or 8 bits and dequantizes it while multiplying; no float copy of W is held
-  /// (docs/quantization.md).
+  /// Run MatMul, Gemm or Conv(A, DequantizeLinear(W)) with a constant int4/uint4/int8/uint8 W (per
+  /// tensor, per column or output channel, or blocked along K for MatMul and Gemm; float32
+  /// scales) as one kernel that keeps W packed in 4 or 8 bits and dequantizes it while
+  /// multiplying; no float copy of W is held (docs/quantization.md).
   bool fuse_quantized_matmul = true;
   /// Run the DequantizeLinear -> Conv / MatMul / Add / Gemm -> QuantizeLinear groups of QDQ-format
   /// models as QLinearConv / QLinearMatMul / QLinearAdd / QGemm (a Gemm with a float output too),

@@ -8,6 +8,7 @@
 #include "kernels/nn/repeated_heads.h"
 #include "kernels/quantization/dequantize_gather.h"
 #include "kernels/quantization/matmul_integer_to_float.h"
+#include "kernels/quantization/nbits_conv.h"
 #include "kernels/quantization/nbits_matmul.h"
 #include "kernels/registry/kernel_tables.h"
 #include "selected_kernel_families.h"
@@ -58,6 +59,9 @@ const KernelRegistry& FusedKernels() {
     RegisterNBitsMatMulKernel(r, kFusedDomain);
     RegisterMatMulIntegerToFloatKernel(r, kFusedDomain);
     RegisterDequantizeGatherKernel(r, kFusedDomain);
+#endif
+#if ONNX_LIGHT_HAS_KERNEL_FAMILY_Quantization && ONNX_LIGHT_HAS_KERNEL_FAMILY_Conv
+    RegisterNBitsConvKernel(r, kFusedDomain);
 #endif
 #if ONNX_LIGHT_HAS_KERNEL_FAMILY_MatMul
     RegisterMatMulAddKernel(r, kFusedDomain);

@@ -35,6 +35,8 @@ inline constexpr std::string_view kFusedDomain = "ai.onnx_light.fused";
 ///   block_size, 0 for one scale row over all of K) (kernels/quantization/nbits_matmul.h);
 /// - QuantizedGemm: the same for Gemm(A, DequantizeLinear(W ...)[, C]) (C as input 4, attribute
 ///   trans_b);
+/// - QuantizedConv: Conv(X, DequantizeLinear(W ...)[, B]) likewise (B as input 4, Conv's
+///   attributes) (kernels/quantization/nbits_conv.h);
 /// - QLinearAdd and QGemm: the com.microsoft kernels, for the DequantizeLinear -> Add / Gemm ->
 ///   QuantizeLinear groups of QDQ models (passes/qdq_fusion.h).
 const KernelRegistry& FusedKernels();
