@@ -101,9 +101,8 @@ class NBitsConvKernel final : public KernelBase {
         float* y_image = out + n * m * out_size;
         for (int64_t k0 = 0; k0 < k; k0 += panel) {
           const int64_t kc = std::min(panel, k - k0);
-          ParallelFor(rt.thread_pool(), packed_.tiles, std::max<int64_t>(1, 4096 / kc), [&](int64_t begin, int64_t end) {
-            DequantizeNBitsRows(packed_, k0, k0 + kc, begin, end, wf);
-          });
+          ParallelFor(rt.thread_pool(), packed_.tiles, std::max<int64_t>(1, 4096 / kc),
+                      [&](int64_t begin, int64_t end) { DequantizeNBitsRows(packed_, k0, k0 + kc, begin, end, wf); });
           // Y [M, out] (+)= W panel [kc, M] transposed x columns [kc, out].
           Gemm<float>(true, false, m, out_size, kc, 1.0, wf, m, columns + k0 * out_size, out_size, k0 == 0 ? 0.0 : 1.0,
                       y_image, out_size, rt.thread_pool());

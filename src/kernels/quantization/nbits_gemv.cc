@@ -95,10 +95,9 @@ std::vector<float> BlockSums(const PackedNBits& w, const float* a, int64_t rows,
 // Ends scale block b of R rows x T tiles: acc += scale * (the block's sum - centred zero point
 // * the block's sum of A), the two partial sums of each tile added first.
 template <int R, int T>
-__attribute__((target("avx512f,avx2,fma"), always_inline)) inline void ScaleBlockAvx512(const PackedNBits& w, const float* sums,
-                                                                         int64_t t, int64_t b,
-                                                                         const __m512 (&part)[R][T][2],
-                                                                         __m512 (&acc)[R][T]) {
+__attribute__((target("avx512f,avx2,fma"), always_inline)) inline void ScaleBlockAvx512(
+    const PackedNBits& w, const float* sums, int64_t t, int64_t b, const __m512 (&part)[R][T][2],
+    __m512 (&acc)[R][T]) {
   for (int u = 0; u < T; ++u) {
     const __m512 scale = _mm512_loadu_ps(TileScales(w, t + u, b));
     const __m512 zero_point = _mm512_cvtepi32_ps(
@@ -112,9 +111,8 @@ __attribute__((target("avx512f,avx2,fma"), always_inline)) inline void ScaleBloc
 }
 
 template <int R, int T>
-__attribute__((target("avx512f,avx2,fma"), always_inline)) inline void StoreTilesAvx512(const PackedNBits& w,
-                                                                         const __m512 (&acc)[R][T], float* c,
-                                                                         int64_t ldc, int64_t t) {
+__attribute__((target("avx512f,avx2,fma"), always_inline)) inline void StoreTilesAvx512(
+    const PackedNBits& w, const __m512 (&acc)[R][T], float* c, int64_t ldc, int64_t t) {
   alignas(64) float out[kTile];
   for (int r = 0; r < R; ++r) {
     for (int u = 0; u < T; ++u) {
@@ -217,7 +215,8 @@ __attribute__((target("avx2,fma"))) void GemvTileAvx2(const PackedNBits& w, cons
     for (int r = 0; r < R; ++r) part[r][0] = part[r][1] = _mm256_setzero_ps();
     for (int64_t k = k_begin; kBits == 8 && k < k_end; ++k) {
       const int8_t* row = TileRow8(TileCodes(w, t), k);
-      const __m256 w0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row))));
+      const __m256 w0 =
+          _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row))));
       const __m256 w1 =
           _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 8))));
       for (int r = 0; r < R; ++r) {

@@ -84,7 +84,8 @@ PackedNBits PackNBits(const Tensor& w, const Tensor& scale, const Tensor* zero_p
       const size_t slot = static_cast<size_t>((t * p.blocks + b) * kTile + c);
       p.scales[slot] = s[at];
       // No zero point is a zero one: centred, -8 or -128 for the unsigned types.
-      const int zp = zero_point != nullptr ? centred(zero_point->raw_data(), at) : p.is_signed ? 0 : -(1 << (p.bits - 1));
+      const int absent = p.is_signed ? 0 : -(1 << (p.bits - 1));
+      const int zp = zero_point != nullptr ? centred(zero_point->raw_data(), at) : absent;
       p.zero_points[slot] = static_cast<int8_t>(zp);
       p.centered = p.centered && zp == 0;
     }
