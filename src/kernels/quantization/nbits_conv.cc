@@ -76,10 +76,10 @@ class NBitsConvKernel final : public KernelBase {
     Tensor& y = rt.AllocateOutput(0, DataType::kFloat, out_shape);
     const int64_t images = x_in.dim(0), in_size = g.input_size(), out_size = g.output_size();
     const int64_t panel = std::min(k, kPanelRows);
-    const std::string path = "dequant-panel-" + std::string(GemmPathName<float>(true, false, m, out_size, panel,
-                                                                                1.0, 1.0));
     if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName("Conv", DataType::kFloat, type_name_ + "-" + path));
+      std::string name = type_name_;
+      name.append("-dequant-panel-").append(GemmPathName<float>(true, false, m, out_size, panel, 1.0, 1.0));
+      rt.RecordKernelUsage(KernelUsageName("Conv", DataType::kFloat, name));
     }
     if (y.size() == 0) return;
     float* out = y.data<float>();

@@ -98,7 +98,7 @@ namespace {
 
 class NBitsMatMulKernel final : public KernelBase {
  public:
-  NBitsMatMulKernel(const KernelBuildInfo& info, bool gemm) : op_(gemm ? "Gemm" : "MatMul") {
+  NBitsMatMulKernel(const KernelBuildInfo& info, bool gemm) : gemm_(gemm) {
     const int64_t block_size = info.GetIntInRange("block_size", 0, 0, std::numeric_limits<int64_t>::max());
     const bool trans_b = gemm && info.GetIntInRange("trans_b", 0, 0, 1) == 1;
     const Tensor* w = info.constant_input(1);
@@ -136,7 +136,7 @@ class NBitsMatMulKernel final : public KernelBase {
     const Tensor& a_in = rt.Input(0);
     if (a_in.dtype() != DataType::kFloat) ThrowUnsupportedType(rt, 0, a_in.dtype());
     const int64_t k = packed_.k, n = packed_.n;
-    if (op_ == "Gemm" && a_in.rank() != 2) {
+    if (gemm_ && a_in.rank() != 2) {
       ThrowInvalid(rt, "input 0 ('{}') must be 2-D for Gemm, got {}", rt.input_name(0), ShapeToString(a_in.shape()));
     }
     if (a_in.rank() == 0 || a_in.shape().back() != k) {
@@ -149,20 +149,26 @@ class NBitsMatMulKernel final : public KernelBase {
     const Tensor a = a_in.Contiguous(rt.allocator());
     Tensor& y = rt.AllocateOutput(0, DataType::kFloat, out_shape);
     float* c = y.data<float>();
-    if (rows == 0 || n == 0) return Record(rt, "empty");
+    if (rows == 0 || n == 0) return Record(rt, {"empty", ""});
     if (k == 0) {
       std::fill(c, c + rows * n, 0.0f);
       AddBias(c, rows);
-      return Record(rt, "empty");
+      return Record(rt, {"empty", ""});
     }
-    const std::string path = Multiply(rt, a.data<float>(), rows, c);
+    const Path path = Multiply(rt, a.data<float>(), rows, c);
     AddBias(c, rows);
     Record(rt, path);
   }
 
  private:
-  // C = A x W for `rows` rows of A; returns the path's kernel-usage suffix.
-  std::string Multiply(RuntimeContext& rt, const float* x, int64_t rows, float* c) const {
+  // The kernel-usage suffix of a run: "empty", or the loop ("gemv") and its ISA, or
+  // "dequant-panel" and the float GEMM's path. Static strings: nothing is built unless recorded.
+  struct Path {
+    std::string_view kind, detail;
+  };
+
+  // C = A x W for `rows` rows of A.
+  Path Multiply(RuntimeContext& rt, const float* x, int64_t rows, float* c) const {
     const int64_t k = packed_.k, n = packed_.n;
     if (rows <= kGemvMaxRows) {
       const NBitsIsa isa = packed_.groups_fit_blocks() ? BestNBitsIsa() : NBitsIsa::kScalar;
@@ -172,7 +178,7 @@ class NBitsMatMulKernel final : public KernelBase {
       ParallelFor(rt.thread_pool(), pairs, min_tiles / 2, [&](int64_t begin, int64_t end) {
         NBitsGemv(isa, packed_, x, rows, k, c, n, 2 * begin, std::min(packed_.tiles, 2 * end));
       });
-      return std::string("gemv-") + std::string(NBitsIsaName(isa));
+      return {"gemv", NBitsIsaName(isa)};
     }
     // Prefill: a panel of whole scale blocks (about kPanelRows rows of K) at a time.
     const int64_t panel =
@@ -187,7 +193,7 @@ class NBitsMatMulKernel final : public KernelBase {
       });
       Gemm<float>(false, false, rows, n, kc, 1.0, x + k0, k, wf, n, k0 == 0 ? 0.0 : 1.0, c, n, rt.thread_pool());
     }
-    return std::string("dequant-panel-") + std::string(GemmPathName<float>(false, false, rows, n, panel, 1.0, 1.0));
+    return {"dequant-panel", GemmPathName<float>(false, false, rows, n, panel, 1.0, 1.0)};
   }
 
   // Gemm's C, added to the finished product as the written Gemm adds it.
@@ -198,13 +204,16 @@ class NBitsMatMulKernel final : public KernelBase {
     }
   }
 
-  void Record(RuntimeContext& rt, const std::string& path) const {
-    if (rt.kernel_usage_enabled()) {
-      rt.RecordKernelUsage(KernelUsageName(op_, DataType::kFloat, type_name_ + "-" + path));
+  void Record(RuntimeContext& rt, Path path) const {
+    if (!rt.kernel_usage_enabled()) return;
+    std::string name = type_name_;
+    for (std::string_view part : {path.kind, path.detail}) {
+      if (!part.empty()) name.append("-").append(part);
     }
+    rt.RecordKernelUsage(KernelUsageName(gemm_ ? "Gemm" : "MatMul", DataType::kFloat, name));
   }
 
-  std::string op_;  // "MatMul" or "Gemm": the operator the node stands for
+  bool gemm_;  // the node stands for a Gemm (A must be 2-D), else for a MatMul
   PackedNBits packed_;
   std::string type_name_;
   std::vector<float> bias_;  // Gemm's C per column; empty without one
