@@ -9,18 +9,17 @@
 //
 // Thread safety: ParallelFor may be called from any number of threads at once (sessions are run
 // concurrently from several threads, and several sessions share one pool) and from inside a
-// ParallelFor task; the pool shares its workers among the calls in arrival order. Construction
-// and destruction are not concurrent with calls.
+// ParallelFor task. Each call posts its region in one of kPostedSlots slots that idle workers
+// poll, without a lock; when every slot is taken, a call runs its ranges on its own thread.
+// Construction and destruction are not concurrent with calls.
 
 #include <absl/functional/function_ref.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -50,21 +49,29 @@ class ThreadPool {
 
  private:
   struct Job;
-  void WorkerLoop();
-  void StopWorkers() noexcept;
-  static void RunTasks(Job& job);
-  void Pop(std::deque<std::shared_ptr<Job>>::iterator it);  // mutex_ held
+  // Regions posted at once; a further concurrent call runs its ranges on its caller.
+  static constexpr int kPostedSlots = 8;
+  // What a worker is reading: a caller does not return while a worker's hazard names its job.
+  struct alignas(64) Hazard {
+    std::atomic<Job*> job{nullptr};
+  };
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::shared_ptr<Job>> queue_;
-  std::atomic<int> queued_{0};  // queue_.size(), readable without the mutex
-  bool stopping_ = false;
-  std::atomic<bool> stopping_flag_{false};  // stopping_, readable while polling
+  void WorkerLoop(Hazard& hazard);
+  int FindPosted() const noexcept;  // a slot holding a region, or -1
+  void Unpost(Job& job) noexcept;
+  void RunTasks(Job& job) noexcept;
+  void WaitForWorkersToLeave(const Job& job) const noexcept;
+  void StopWorkers() noexcept;
+
+  alignas(64) std::array<std::atomic<Job*>, kPostedSlots> posted_{};
+  alignas(64) std::atomic<uint32_t> wake_epoch_{0};  // bumped, and waited on, to wake sleeping workers
+  std::atomic<int> sleeping_{0};
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<Hazard[]> hazards_;  // one per worker
   std::vector<std::thread> workers_;
   std::shared_ptr<ThreadPool> base_;  // set for a view: the pool whose workers run its ranges
   int num_threads_ = 1;
-  int owner_pid_ = 0;  // the process that started workers_ (a forked child has none of them)
+  uint64_t fork_generation_ = 0;  // a forked child (another generation) has none of workers_
 };
 
 /// Runs fn over [0, n) on `pool`, or inline when `pool` is null or the range holds fewer than

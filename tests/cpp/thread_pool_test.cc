@@ -13,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "kernels/math/linalg_util.h"
 #include "test_util.h"
 
@@ -155,7 +158,8 @@ TEST(ThreadPool, ConcurrentCallersShareThePool) {
   ThreadPool pool(3);
   std::vector<std::thread> callers;
   std::atomic<int> failures{0};
-  for (int c = 0; c < 8; ++c) {
+  // More callers than the pool has slots for posted regions: the others run their own ranges.
+  for (int c = 0; c < 12; ++c) {
     callers.emplace_back([&, c] {
       for (int round = 0; round < 200; ++round) {
         const int64_t n = 50 + (c * 37 + round) % 300;
@@ -171,6 +175,49 @@ TEST(ThreadPool, ConcurrentCallersShareThePool) {
   }
   for (std::thread& t : callers) t.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(ThreadPool, ShortRegionsBackToBackEachCoverTheirRangesOnce) {
+  // Regions far shorter than a worker's way into them: workers join regions whose ranges are
+  // already claimed or whose caller is about to return, and must neither run a range twice nor
+  // touch a region after its caller returned (its job lives on the caller's stack).
+  ThreadPool pool(3);
+  int64_t wrong = 0;
+  for (int round = 0; round < 20000; ++round) {
+    const int64_t n = 1 + round % 7;
+    std::vector<int> hits(static_cast<size_t>(n), 0);
+    pool.ParallelFor(n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) ++hits[static_cast<size_t>(i)];
+    }, n);
+    wrong += std::count_if(hits.begin(), hits.end(), [](int h) { return h != 1; });
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(ThreadPool, ForkedChildRunsRegionsOnItsOwnThread) {
+  ThreadPool pool(2);
+  pool.ParallelFor(2, [](int64_t, int64_t) {}, 2);  // the worker has started and polls
+  const pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    // The worker did not survive the fork: every range must run here, and the pool's
+    // destructor must not wait for it.
+    std::atomic<int64_t> total{0};
+    const std::thread::id me = std::this_thread::get_id();
+    bool elsewhere = false;
+    for (int round = 0; round < 100; ++round) {
+      pool.ParallelFor(64, [&](int64_t begin, int64_t end) {
+        if (std::this_thread::get_id() != me) elsewhere = true;
+        total.fetch_add(end - begin);
+      }, 8);
+    }
+    _exit(total.load() == 6400 && !elsewhere ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ExpectEachIndexOnce(&pool, 100, 0);  // the parent's workers are untouched
 }
 
 TEST(ThreadPool, NestedCallsFinish) {

@@ -15,8 +15,9 @@ class ThreadPool;
 /// when the last owner lets go (the process-wide pool lives until the process exits).
 ///
 /// Threading: immutable after construction; any number of sessions may run regions on one pool
-/// at once, and their regions share the workers in arrival order (a run whose regions find the
-/// workers busy does its share on its own thread, so no run waits for another to finish).
+/// at once. Each region is posted where idle workers look for work (up to eight regions at a
+/// time); a run whose region finds no free place, or the workers busy elsewhere, does its ranges
+/// on its own thread, so no run waits for another to finish.
 class ONNX_LIGHT_API SharedThreadPool {
  public:
   /// A pool of `num_threads` threads in total, 1 to kMaxNumThreads: it starts num_threads - 1
