@@ -3,7 +3,7 @@
     python benchmarks/bench_decode.py [--steps 2048] [--threads 1] [--dtype float32|float16]
     python benchmarks/bench_decode.py --steps 2048 --profile   # ours only: per-operator times
     python benchmarks/bench_decode.py --model llama.onnx [--steps 2048] [--threads 1]
-    python benchmarks/bench_decode.py --weights int4 --block 32|128 [--steps 2048] [--threads 1]
+    python benchmarks/bench_decode.py --weights int4 --block 32|128 [--steps 2048] [--threads 1] [--int8-activations]
 
 A decoder of 4 layers, 8 heads, head size 64 (Attention, opset 23) generates `steps` tokens one at
 a time. Reports per-token latency around steps 128, 512 and 2048 for both runtimes, the bytes our
@@ -24,7 +24,9 @@ MatMulNBitsQuantizer (4 bits, blocks of `--block` rows along K, with zero points
 DequantizeLinear -> MatMul, which our fuse_quantized_matmul pass and ORT's own optimizer each fuse).
 Ours and ORT run that model; ours also runs the float32 decoder, and the table gives ours/ORT,
 ours-int4/ours-float32 and the bytes a step must read at the last mark (packed weights + cache),
-the memory-read floor to compare with memory_bandwidth_benchmark.
+the memory-read floor to compare with memory_bandwidth_benchmark. `--int8-activations` builds our
+int4 sessions with quantize_matmul_activations, which quantizes A to int8 per block as ORT's
+MatMulNBits does by default (accuracy level 4).
 """
 
 from __future__ import annotations
@@ -51,10 +53,11 @@ def window_means(times, marks, width=16):
     return out
 
 
-def run_ours(model, steps, threads, events, dtype):
+def run_ours(model, steps, threads, events, dtype, quantize_activations=False):
     declared = runtime.with_persistent_bindings(model, decoder_model.bindings(LAYERS))
+    options = runtime.RuntimeSessionOptions(num_threads=threads, quantize_matmul_activations=quantize_activations)
     state = runtime.PersistentValueState(declared, initial=decoder_model.empty_cache(LAYERS, HEADS, HEAD, dtype=dtype),
-                                         options=runtime.RuntimeSessionOptions(num_threads=threads))
+                                         options=options)
     ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)), events_enabled=events)
     x = np.random.default_rng(0).standard_normal((1, 1, HEADS * HEAD)).astype(dtype)
     times = []
@@ -83,11 +86,12 @@ def run_ort(model, steps, threads, dtype):
     return times
 
 
-def profile(model, steps, threads, dtype, last=8):
+def profile(model, steps, threads, dtype, last=8, quantize_activations=False):
     """Ours only: runs `steps` steps and prints the per-operator summary of the last `last`."""
     declared = runtime.with_persistent_bindings(model, decoder_model.bindings(LAYERS))
+    options = runtime.RuntimeSessionOptions(num_threads=threads, quantize_matmul_activations=quantize_activations)
     state = runtime.PersistentValueState(declared, initial=decoder_model.empty_cache(LAYERS, HEADS, HEAD, dtype=dtype),
-                                         options=runtime.RuntimeSessionOptions(num_threads=threads))
+                                         options=options)
     kc = runtime.KernelContext(runtime.default_opset(23))
     quiet, traced = runtime.RuntimeContext(kc), runtime.RuntimeContext(kc, events_enabled=True)
     x = np.random.default_rng(0).standard_normal((1, 1, HEADS * HEAD)).astype(dtype)
@@ -256,19 +260,21 @@ def run_int4(args):
     float_model, model = quantized_decoder(args.block)
     marks = [m for m in (128, 512, 1024, 2048) if m <= args.steps]
     dtype = np.dtype(np.float32)
-    int4_times, ctx, state = run_ours(model, args.steps, args.threads, True, dtype)
+    a8 = args.int8_activations
+    int4_times, ctx, state = run_ours(model, args.steps, args.threads, True, dtype, a8)
     usage_ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
     usage_ctx.set_kernel_usage_enabled(True)
     state.run(usage_ctx, {"x": np.zeros((1, 1, HEADS * HEAD), np.float32)})
     traffic = summary.storage_totals(ctx.events())
-    int4_times, _, _ = run_ours(model, args.steps, args.threads, False, dtype)
+    int4_times, _, _ = run_ours(model, args.steps, args.threads, False, dtype, a8)
     ort_times = run_ort(model, args.steps, args.threads, dtype)
     f32_times, _, _ = run_ours(float_model, args.steps, args.threads, False, dtype)
     ours_w, ort_w, f32_w = (window_means(t, marks) for t in (int4_times, ort_times, f32_times))
     weights = packed_weight_bytes(model, args.block)
     row_bytes = LAYERS * 2 * HEADS * HEAD * 4
     print(f"decoder {LAYERS} layers, {HEADS} heads x {HEAD}, int4 weights (uint4 + zero points, block {args.block}); "
-          f"{args.steps} steps; threads {args.threads}; onnxruntime {ort.__version__}")
+          f"{args.steps} steps; threads {args.threads}; quantize_matmul_activations {a8}; "
+          f"onnxruntime {ort.__version__}")
     print(f"kernels: {sorted(u for u in set(usage_ctx.get_kernel_usage()) if u.startswith('MatMul'))}; "
           f"prefix copied {traffic['storage_prefix_copied_bytes']:,} bytes\n")
     print("| step | ours int4 us/token | ORT int4 us/token | ours float32 us/token | ours/ORT | int4/float32 "
@@ -291,6 +297,9 @@ def main():
     parser.add_argument("--weights", choices=["float32", "int4"], default="float32",
                         help="int4: the built-in decoder with 4-bit blocked weights, against ORT and our float32")
     parser.add_argument("--block", type=int, choices=[32, 128], default=32, help="--weights int4: rows per block")
+    parser.add_argument("--int8-activations", action="store_true",
+                        help="--weights int4: ours with quantize_matmul_activations (A quantized to int8 per block, "
+                             "as ORT's MatMulNBits does by default)")
     parser.add_argument("--model", help="an exported decoder file (past_*/present_* inputs and outputs) instead of "
                                         "the built-in decoder")
     args = parser.parse_args()
@@ -300,7 +309,8 @@ def main():
         return run_exported(args.model, args.steps, args.threads, args.loops)
     if args.weights == "int4":
         if args.profile:
-            return profile(quantized_decoder(args.block)[1], args.steps, args.threads, np.dtype(np.float32))
+            return profile(quantized_decoder(args.block)[1], args.steps, args.threads, np.dtype(np.float32),
+                           quantize_activations=args.int8_activations)
         return run_int4(args)
     dtype = np.dtype(args.dtype)
     model = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD, dtype=dtype)

@@ -377,7 +377,7 @@ class RuntimeSessionOptions:
                  thread_pool: SharedThreadPool | None = None, fuse_conv_add: bool = True,
                  fuse_matmul_add: bool = True, fuse_matmul_integer_scale: bool = True,
                  fuse_dequantize_gather: bool = True, fuse_conv_scale: bool = True,
-                 fuse_conv_concat: bool = True) -> None: ...
+                 fuse_conv_concat: bool = True, quantize_matmul_activations: bool = False) -> None: ...
     persistent_tensor_initial_capacity: int
     """Rows reserved for the first append to a persistent value, 0 to 2**24; 0 disables
     reservations. Out of range: ValueError when set."""
@@ -451,6 +451,12 @@ class RuntimeSessionOptions:
     as QLinearConv / QLinearMatMul / QLinearAdd / QGemm (a Gemm with a float output too; and MaxPool
     between a matching pair on the quantized values); results may differ by one quantization step
     (docs/quantization.md)."""
+    quantize_matmul_activations: bool
+    """Let the blocked 4-bit weight-only products of up to 8 rows quantize each block of A to
+    int8 and sum it with integer dot products (AVX-512 VNNI; kernel usage
+    "MatMul/float32/uint4-gemv-avx512vnni-a8"), as ONNX Runtime's MatMulNBits does at accuracy
+    level 4. Results differ from the written graph by A's 8-bit rounding (docs/quantization.md).
+    Off by default."""
     fuse_matmul_add: bool
     """Run MatMul(A, B) followed by Add of a bias, with B a constant float32 matrix [K, N] and the
     bias a constant float32 vector [N], as one MatMulAdd node whose product starts from the bias

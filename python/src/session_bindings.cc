@@ -550,7 +550,7 @@ void BindSession(py::module_& m) {
                        bool fuse_conv_activation, bool fuse_attention, bool fuse_quantized_matmul,
                        bool fuse_qdq, std::shared_ptr<SharedThreadPool> thread_pool, bool fuse_conv_add,
                        bool fuse_matmul_add, bool fuse_matmul_integer_scale, bool fuse_dequantize_gather,
-                       bool fuse_conv_scale, bool fuse_conv_concat) {
+                       bool fuse_conv_scale, bool fuse_conv_concat, bool quantize_matmul_activations) {
              RuntimeSessionOptions options{.persistent_tensor_initial_capacity = capacity,
                                            .persistent_tensor_reserved_rows = reserved_rows,
                                            .num_threads = ThreadCount(num_threads),
@@ -566,6 +566,7 @@ void BindSession(py::module_& m) {
                                            .fuse_gelu = fuse_gelu,
                                            .fuse_attention = fuse_attention,
                                            .fuse_quantized_matmul = fuse_quantized_matmul,
+                                           .quantize_matmul_activations = quantize_matmul_activations,
                                            .fuse_qdq = fuse_qdq,
                                            .fuse_dequantize_gather = fuse_dequantize_gather,
                                            .fuse_matmul_add = fuse_matmul_add,
@@ -590,7 +591,7 @@ void BindSession(py::module_& m) {
            py::arg("fuse_qdq") = true, py::arg("thread_pool") = py::none(), py::arg("fuse_conv_add") = true,
            py::arg("fuse_matmul_add") = true, py::arg("fuse_matmul_integer_scale") = true,
            py::arg("fuse_dequantize_gather") = true, py::arg("fuse_conv_scale") = true,
-           py::arg("fuse_conv_concat") = true,
+           py::arg("fuse_conv_concat") = true, py::arg("quantize_matmul_activations") = false,
            "Every option by keyword; a value out of range is a ValueError naming it.")
       .def_readwrite("thread_pool", &RuntimeSessionOptions::thread_pool,
                      "The SharedThreadPool whose workers run the session's parallel regions, shared "
@@ -635,6 +636,11 @@ void BindSession(py::module_& m) {
       .def_readwrite("fuse_quantized_matmul", &RuntimeSessionOptions::fuse_quantized_matmul,
                      "Run MatMul, Gemm or Conv(A, DequantizeLinear(constant int4/uint4/int8/uint8 W)) as one "
                      "kernel that keeps W packed in 4 or 8 bits (docs/quantization.md).")
+      .def_readwrite("quantize_matmul_activations", &RuntimeSessionOptions::quantize_matmul_activations,
+                     "Let the blocked 4-bit weight-only products of a few rows quantize A to int8 per block "
+                     "and use integer dot products (AVX-512 VNNI), as ONNX Runtime's MatMulNBits does at "
+                     "accuracy level 4: faster decode steps, results within A's 8-bit rounding "
+                     "(docs/quantization.md). Off by default.")
       .def_readwrite("fuse_qdq", &RuntimeSessionOptions::fuse_qdq,
                      "Run the DequantizeLinear -> Conv/MatMul/Add/Gemm -> QuantizeLinear groups of QDQ models as "
                      "QLinearConv/QLinearMatMul/QLinearAdd/QGemm (a Gemm with a float output too); results may "

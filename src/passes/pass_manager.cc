@@ -51,7 +51,7 @@ std::optional<RewrittenGraph> RunGraphPasses(const Graph& graph, const PassOptio
   if (options.fuse_qdq) FuseQdq(work, context);
   // After the QDQ groups: an 8-bit weight whose product is a whole QDQ group runs as an integer
   // product; the weight-only products left get the packed weights.
-  if (options.fuse_quantized_matmul) FuseQuantizedMatMul(work, context);
+  if (options.fuse_quantized_matmul) FuseQuantizedMatMul(work, context, options.quantize_matmul_activations);
   if (options.fuse_dequantize_gather) FuseDequantizeGather(work, context);
   if (options.fuse_matmul_integer_scale) FuseMatMulIntegerScale(work, context);
   // Last: the passes above match MatMul nodes of their own patterns (attention, quantized).

@@ -23,6 +23,7 @@ struct PassOptions {
   bool fuse_gelu = true;
   bool fuse_attention = true;
   bool fuse_quantized_matmul = true;
+  bool quantize_matmul_activations = false;
   bool fuse_quantized_conv = true;
   bool fuse_qdq = true;
   bool fuse_dequantize_gather = true;

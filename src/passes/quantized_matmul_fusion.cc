@@ -68,7 +68,7 @@ bool GemmQualifies(const WorkingGraph& graph, const Node& gemm, int64_t n) {
 
 }  // namespace
 
-void FuseQuantizedMatMul(WorkingGraph& graph, const PassContext& context) {
+void FuseQuantizedMatMul(WorkingGraph& graph, const PassContext& context, bool quantize_activations) {
   for (size_t i = 0; i < graph.size(); ++i) {
     if (!graph.live(i)) continue;
     const Node& node = graph.node(i);
@@ -94,6 +94,7 @@ void FuseQuantizedMatMul(WorkingGraph& graph, const PassContext& context) {
     fused.outputs = node.outputs;
     fused.attributes.push_back({.name = "block_size", .type = AttributeType::kInt, .i = *block_size});
     if (gemm) fused.attributes.push_back({.name = "trans_b", .type = AttributeType::kInt, .i = trans_b ? 1 : 0});
+    if (quantize_activations) fused.attributes.push_back({.name = "activation_bits", .type = AttributeType::kInt, .i = 8});
     const size_t covered[] = {static_cast<size_t>(producer), i};
     graph.Replace(covered, std::move(fused));
   }

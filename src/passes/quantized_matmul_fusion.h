@@ -18,6 +18,8 @@ namespace onnx_light::runtime {
 /// constant float32 of one value or [N] / [1, N]; transB swaps W's axes. The fused kernel's
 /// weights are bitwise those DequantizeLinear computes, so only the order of the sums differs
 /// from the written graph. Runs after the QDQ fusion, which takes whole quantized groups.
-void FuseQuantizedMatMul(WorkingGraph& graph, const PassContext& context);
+/// `quantize_activations` (RuntimeSessionOptions::quantize_matmul_activations) sets the fused
+/// nodes' activation_bits to 8: their few-row products may then quantize A (nbits_matmul.h).
+void FuseQuantizedMatMul(WorkingGraph& graph, const PassContext& context, bool quantize_activations = false);
 
 }  // namespace onnx_light::runtime

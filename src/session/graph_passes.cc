@@ -77,6 +77,7 @@ std::shared_ptr<const RewrittenGraph> RewriteMainGraph(const Model& model, const
                                              fused("RepeatedHeadsShape"),
                            .fuse_quantized_matmul =
                                options.fuse_quantized_matmul && fused("QuantizedMatMul"),
+                           .quantize_matmul_activations = options.quantize_matmul_activations,
                            .fuse_quantized_conv = options.fuse_quantized_matmul && fused("QuantizedConv"),
                            .fuse_qdq = options.fuse_qdq && qdq_kernels,
                            .fuse_dequantize_gather =

@@ -376,6 +376,42 @@ def test_quantized_decoder_matches_ort_step_by_step(source, block_size):
     assert sum(e.storage_reuse_count for e in storage) > 0
 
 
+@pytest.mark.parametrize("source", ["ort-uint4-zp", "ort-int4", "ours-int4"])
+@pytest.mark.parametrize("block_size", [32, 128])
+def test_int8_activations_track_matmulnbits_step_by_step(source, block_size):
+    """quantize_matmul_activations: A is rounded to int8 per block as ORT's MatMulNBits rounds it
+    at accuracy level 4, so ours lands at least as close to ORT's fused result as to the written
+    graph. Without AVX-512 VNNI the option changes nothing: the float loops run."""
+    if source.startswith("ort"):
+        model = ort_quantized_decoder(block_size, symmetric=source == "ort-int4")
+    else:
+        base = decoder_model.build_decoder(layers=LAYERS, heads=HEADS, head_size=HEAD)
+        model = decoder_model.quantize_weights_4bit(base, block_size, signed=True, zero_points=False)
+    steps = 32
+    exact = decode(model, steps, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    nbits = decode(model, steps, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    declared = runtime.with_persistent_bindings(model, decoder_model.bindings(LAYERS))
+    options = runtime.RuntimeSessionOptions(quantize_matmul_activations=True)
+    assert options.quantize_matmul_activations and not runtime.RuntimeSessionOptions().quantize_matmul_activations
+    state = runtime.PersistentValueState(declared, initial=decoder_model.empty_cache(LAYERS, HEADS, HEAD),
+                                         options=options)
+    ctx = runtime.RuntimeContext(runtime.KernelContext(runtime.default_opset(23)))
+    ctx.set_kernel_usage_enabled(True)
+    rng = np.random.default_rng(3)
+    ys = [np.asarray(state.run(ctx, {"x": rng.standard_normal((1, 1, HEADS * HEAD)).astype(np.float32)})["y"])
+          for _ in range(steps)]
+    usage = {u for u in ctx.get_kernel_usage() if u.startswith("MatMul/")}
+    if not any(u.endswith("-gemv-avx512vnni-a8") for u in usage):
+        assert all("4-gemv-" in u for u in usage), usage
+        for step, y in enumerate(ys):
+            np.testing.assert_allclose(y, exact[step], rtol=1e-4, atol=1e-4, err_msg=f"step {step}")
+        return
+    to_exact = max(float(np.abs(y - e).max()) for y, e in zip(ys, exact))
+    to_nbits = max(float(np.abs(y - n).max()) for y, n in zip(ys, nbits))
+    assert 0.0 < to_exact < 0.2, to_exact  # A's rounding shows, within a few percent of |y| (about 6)
+    assert to_nbits <= to_exact, (to_nbits, to_exact)
+
+
 # ---- weight-only Conv ------------------------------------------------------------------------------
 
 def conv_model(x_shape, w_shape, bits=8, signed=True, per_channel=True, zero_point=True, bias=True, opset=21,

@@ -101,6 +101,10 @@ class NBitsMatMulKernel final : public KernelBase {
   NBitsMatMulKernel(const KernelBuildInfo& info, bool gemm) : gemm_(gemm) {
     const int64_t block_size = info.GetIntInRange("block_size", 0, 0, std::numeric_limits<int64_t>::max());
     const bool trans_b = gemm && info.GetIntInRange("trans_b", 0, 0, 1) == 1;
+    const int64_t activation_bits = info.GetIntInRange("activation_bits", 0, 0, 8);
+    if (activation_bits != 0 && activation_bits != 8) {
+      ThrowInvalid(info, "attribute activation_bits must be 0 or 8, got {}", activation_bits);
+    }
     const Tensor* w = info.constant_input(1);
     const Tensor* scale = info.constant_input(2);
     const bool has_zp = info.num_inputs() > 3 && !info.node().inputs[3].empty();
@@ -120,6 +124,7 @@ class NBitsMatMulKernel final : public KernelBase {
                    ShapeToString(scale->shape()));
     }
     packed_ = PackNBits(*w, *scale, zp, block_size, trans_b);
+    quantize_activations_ = activation_bits == 8 && NBitsA8Applies(packed_);
     type_name_ = QuantizedWeightTypeName(w->dtype());
     if (bias != nullptr) {
       if (bias->dtype() != DataType::kFloat || !bias->is_contiguous() ||
@@ -170,6 +175,19 @@ class NBitsMatMulKernel final : public KernelBase {
   // C = A x W for `rows` rows of A.
   Path Multiply(RuntimeContext& rt, const float* x, int64_t rows, float* c) const {
     const int64_t k = packed_.k, n = packed_.n;
+    if (rows <= kGemvMaxRows && quantize_activations_) {
+      QuantizedActivations q;
+      if (QuantizeActivations(packed_, x, rows, k, &q)) {
+        const int64_t min_tiles = std::max<int64_t>(4, kGemvTaskWork / (k * kTile * rows));
+        // Tasks take whole runs of 4 tiles (the loop's widest step).
+        const int64_t quads = (packed_.tiles + 3) / 4;
+        ParallelFor(rt.thread_pool(), quads, min_tiles / 4, [&](int64_t begin, int64_t end) {
+          NBitsGemvA8(packed_, q, rows, c, n, 4 * begin, std::min(packed_.tiles, 4 * end));
+        });
+        return {"gemv", "avx512vnni-a8"};
+      }
+      // A NaN or an infinity in A: the float loops carry it as the written graph would.
+    }
     if (rows <= kGemvMaxRows) {
       const NBitsIsa isa = packed_.groups_fit_blocks() ? BestNBitsIsa() : NBitsIsa::kScalar;
       const int64_t min_tiles = std::max<int64_t>(2, kGemvTaskWork / (k * kTile * rows));
@@ -214,6 +232,7 @@ class NBitsMatMulKernel final : public KernelBase {
   }
 
   bool gemm_;  // the node stands for a Gemm (A must be 2-D), else for a MatMul
+  bool quantize_activations_ = false;  // activation_bits 8 and NBitsA8Applies: few-row products quantize A
   PackedNBits packed_;
   std::string type_name_;
   std::vector<float> bias_;  // Gemm's C per column; empty without one

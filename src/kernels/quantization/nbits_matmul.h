@@ -71,6 +71,36 @@ std::string_view NBitsIsaName(NBitsIsa isa);
 void NBitsGemv(NBitsIsa isa, const PackedNBits& w, const float* a, int64_t rows, int64_t lda, float* c,
                int64_t ldc, int64_t tile_begin, int64_t tile_end);
 
+/// The largest scale block the 8-bit-activation loop takes: A is quantized once per block, and
+/// a block's integer sum stays far inside int32 (|sum| <= 127 * 15 * 256).
+inline constexpr int64_t kNBitsA8MaxBlock = 256;
+
+/// Rows of A quantized per scale block of a PackedNBits for NBitsGemvA8: block b of row r is
+/// int8 values round(a / s) with s = max|a| / 127 (ties to even), stored per group of 8 K rows as
+/// two dwords (the even rows' 4 bytes, then the odd rows'; K padded with zeros), with its scale
+/// s and the sum of its int8 values. Scratch of one run.
+struct QuantizedActivations {
+  std::vector<uint32_t> pairs;  // [rows][groups][2]
+  std::vector<float> scales;    // [rows][blocks]
+  std::vector<int32_t> sums;    // [rows][blocks]
+};
+
+/// Whether NBitsGemvA8 runs for `w` on this CPU: 4-bit codes in scale blocks of a multiple of 8
+/// rows, at most kNBitsA8MaxBlock (one scale per column counts as one block of K rows), and
+/// AVX-512 with VNNI (BW, VL) not switched off by ONNX_LIGHT_DISABLE_AVX512.
+bool NBitsA8Applies(const PackedNBits& w);
+
+/// Quantizes `rows` rows of A (row stride lda) per scale block of `w` into `q`. Returns false,
+/// leaving `q` unusable, when a value is NaN or infinite (8 bits cannot carry it: the caller
+/// runs the float loops instead). Call only where NBitsA8Applies(w).
+bool QuantizeActivations(const PackedNBits& w, const float* a, int64_t rows, int64_t lda, QuantizedActivations* q);
+
+/// C[r, tile columns] for tiles [tile_begin, tile_end) = sum over scale blocks of scale_w *
+/// scale_a * (sum of a_q * code - zero point * sum of a_q), the inner sums exact in int32 (codes
+/// and zero points in the biased 0..15 form). Call only where NBitsA8Applies(w).
+void NBitsGemvA8(const PackedNBits& w, const QuantizedActivations& q, int64_t rows, float* c, int64_t ldc,
+                 int64_t tile_begin, int64_t tile_end);
+
 /// Writes rows [k_begin, k_end) of the dequantized W into `out` (row-major, N columns), tiles
 /// [tile_begin, tile_end) only.
 void DequantizeNBitsRows(const PackedNBits& w, int64_t k_begin, int64_t k_end, int64_t tile_begin,
@@ -81,7 +111,9 @@ void DequantizeNBitsRows(const PackedNBits& w, int64_t k_begin, int64_t k_end, i
 /// attribute block_size (0: one scale row for all of K); A of any rank, as MatMul's.
 /// QuantizedGemm: Gemm(A, DequantizeLinear(W)[, C]) with transA = 0 and alpha = beta = 1; the
 /// same inputs plus an optional constant float32 bias C of one value or N values (input 4), and
-/// attribute trans_b; A must be 2-D, as Gemm's.
+/// attribute trans_b; A must be 2-D, as Gemm's. Both take attribute activation_bits: 0 (default)
+/// multiplies float32 A; 8 lets products of a few rows quantize A per scale block and run
+/// NBitsGemvA8 where it applies (RuntimeSessionOptions::quantize_matmul_activations).
 void RegisterNBitsMatMulKernel(KernelRegistry& registry, std::string_view domain);
 
 }  // namespace onnx_light::runtime
