@@ -156,7 +156,9 @@ __attribute__((target("avx512f"), always_inline)) inline void PointwiseTile(cons
     const int64_t s1 = p.w_channel_stride * int64_t{sizeof(float)};
     const int64_t s3 = 3 * s1;
     const char* a4 = a0 + 4 * s1;
-    for (int64_t t = 0; t < p.kn; ++t, row += p.x_stride, a0 += sizeof(float), a4 += sizeof(float)) {
+    const int64_t kn = p.kn, x_stride = p.x_stride;
+#pragma GCC unroll 2
+    for (int64_t t = 0; t < kn; ++t, row += x_stride, a0 += sizeof(float), a4 += sizeof(float)) {
       __m512 xv[kVecs];
 #pragma GCC unroll 3
       for (int v = 0; v < kVecs; ++v) {
@@ -171,7 +173,9 @@ __attribute__((target("avx512f"), always_inline)) inline void PointwiseTile(cons
       }
     }
   } else {
-    for (int64_t t = 0; t < p.kn; ++t, row += p.x_stride) {
+    const int64_t kn = p.kn, x_stride = p.x_stride;
+#pragma GCC unroll 2
+    for (int64_t t = 0; t < kn; ++t, row += x_stride) {
       if (!kRowMajor && p.prefetch_w != nullptr) {
         _mm_prefetch(reinterpret_cast<const char*>(p.prefetch_w + t * kLanes), _MM_HINT_T1);
       }
