@@ -142,6 +142,25 @@ def test_matmul_half_three_rows_take_the_general_path():
     check_node("MatMul", feeds, **F16)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_matmul_half_constant_b_is_converted_once_and_rows_still_stream(dtype):
+    """A constant half B (an lm_head's weights) is converted to float32 and packed at build for
+    products of more rows; one- and two-row products still stream B as stored."""
+    b = random([128, 96], seed=1).astype(dtype)
+    name = "float16" if dtype == np.float16 else "bfloat16"
+    for rows in (1, 2, 5, 64):
+        feeds = {"a": random([rows, 128]).astype(dtype)}
+        check_half_rows(lambda f: node_model("MatMul", f, initializers={"b": b.astype(f["a"].dtype)}), feeds, dtype)
+        usage = usage_of(node_model("MatMul", feeds, initializers={"b": b}), feeds)
+        if rows <= 2:
+            assert usage == [f"MatMul/{name}/row-stream"], usage
+            continue
+        assert f"MatMul/{name}/float32-scratch" in usage, usage
+        # Where the float32 kernel runs its own tiles, it reads B packed at build.
+        tiles = [u for u in usage if u.startswith("MatMul/float32/tiles")]
+        assert all(u.endswith("-prepacked") for u in tiles), usage
+
+
 def test_matmul_int64_overflow_wraps():
     # Integer overflow wraps modulo 2**64 (docs/semantics.md): 2**62 * 4 + 3 * 5 = 2**64 + 15 -> 15,
     # and 2**62 * 2 = 2**63 -> -2**63.

@@ -13,6 +13,8 @@
 
 namespace onnx_light::runtime {
 
+class ThreadPool;
+
 /// Wraps `float_kernel`. Nodes without half inputs call it directly, at no extra cost.
 std::unique_ptr<KernelBase> WithHalfPrecision(std::unique_ptr<KernelBase> float_kernel, std::string op_type);
 
@@ -27,13 +29,17 @@ std::unique_ptr<KernelBase> WithHalfPrecision(
     const std::function<std::unique_ptr<KernelBase>(const KernelBuildInfo&)>& make_float_kernel);
 
 /// Element conversions between float32 and float16/bfloat16 arrays, bit-exact with the Float16 /
-/// BFloat16 constructors and conversions, vectorised (and built per instruction set).
+/// BFloat16 constructors and conversions except for a NaN's payload in float16 (a NaN stays a
+/// NaN of the same sign: the F16C / AVX-512 instructions keep payload bits the portable loop
+/// drops), vectorised (and built per instruction set).
 void ConvertToFloat(const Float16* src, int64_t n, float* dst);
 void ConvertToFloat(const BFloat16* src, int64_t n, float* dst);
 void ConvertFromFloat(const float* src, int64_t n, Float16* dst);
 void ConvertFromFloat(const float* src, int64_t n, BFloat16* dst);
 
-/// Converts between float32 and float16/bfloat16 tensors (contiguous result from `allocator`).
-Tensor CastFloatTensor(const Tensor& input, DataType to, const std::shared_ptr<Allocator>& allocator);
+/// Converts between float32 and float16/bfloat16 tensors (contiguous result from `allocator`),
+/// in ranges over `pool`'s threads when the tensor is large and a pool is given.
+Tensor CastFloatTensor(const Tensor& input, DataType to, const std::shared_ptr<Allocator>& allocator,
+                       ThreadPool* pool = nullptr);
 
 }  // namespace onnx_light::runtime
