@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
-#include <limits>
 #include <mutex>
 #include <system_error>
 
@@ -203,8 +202,10 @@ void ThreadPool::ParallelFor(int64_t n, absl::FunctionRef<void(int64_t, int64_t)
     base_->ParallelFor(n, fn, max_tasks > 0 ? max_tasks : num_threads_);
     return;
   }
-  const int64_t tasks = std::min<int64_t>({n, max_tasks > 0 ? max_tasks : num_threads(),
-                                           std::numeric_limits<int32_t>::max()});
+  // Ranges counted in int32 with room to spare: threads that pass RunTasks' check together may
+  // each add one past the last range.
+  constexpr int64_t kMaxTasks = int64_t{1} << 30;
+  const int64_t tasks = std::min<int64_t>({n, max_tasks > 0 ? max_tasks : num_threads(), kMaxTasks});
   if (tasks <= 1 || workers_.empty() || fork_generation.load(std::memory_order_relaxed) != fork_generation_) {
     fn(0, n);
     return;

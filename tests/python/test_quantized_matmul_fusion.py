@@ -17,7 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import onnx_light.runtime as runtime
-from node_check import assert_close, run_reference
+from node_check import assert_close, run_ours, run_reference
 from onnx_light import decoder_model
 from test_graph_passes import run_events
 
@@ -410,6 +410,27 @@ def test_int8_activations_track_matmulnbits_step_by_step(source, block_size):
     to_nbits = max(float(np.abs(y - n).max()) for y, n in zip(ys, nbits))
     assert 0.0 < to_exact < 0.2, to_exact  # A's rounding shows, within a few percent of |y| (about 6)
     assert to_nbits <= to_exact, (to_nbits, to_exact)
+
+
+@pytest.mark.parametrize("gemm", [None, {"transB": 1}])
+def test_int8_activations_leave_nan_and_infinity_to_the_float_loops(gemm):
+    """A row of A with a NaN or an infinity cannot be rounded to 8 bits: the product runs the
+    float loops, so it equals the product without the option, NaN for NaN."""
+    model = weights_model(128, 48, 3, block_size=32, gemm=gemm, axis=1 if gemm else 0,
+                          scale_shape=[48, 4] if gemm else None)
+    on = runtime.RuntimeSessionOptions(quantize_matmul_activations=True)
+    off = runtime.RuntimeSessionOptions()
+    for bad in (np.nan, np.inf):
+        feeds = feeds_for(model, 3, 128)
+        feeds["a"][1, 70] = bad
+        y_on = run_ours(model, feeds, options=on)[0]
+        y_off = run_ours(model, feeds, options=off)[0]
+        assert np.isnan(y_on[1]).any() or np.isinf(y_on[1]).any()
+        np.testing.assert_array_equal(y_on, y_off)
+    # Finite A: the option moves results only by A's rounding, a small part of their scale.
+    feeds = feeds_for(model, 3, 128)
+    y_on, y_off = run_ours(model, feeds, options=on)[0], run_ours(model, feeds, options=off)[0]
+    assert np.abs(y_on - y_off).max() <= 0.02 * np.abs(y_off).max()
 
 
 # ---- weight-only Conv ------------------------------------------------------------------------------
