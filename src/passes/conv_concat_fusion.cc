@@ -5,15 +5,11 @@
 
 #include "kernels/registry/fused_kernels.h"
 #include "passes/conv_pattern.h"
+#include "passes/pattern_match.h"
 
 namespace onnx_light::runtime {
 
 namespace {
-
-int64_t IntAttr(const Node& node, const char* name, int64_t default_value) {
-  const Attribute* attr = node.FindAttribute(name);
-  return attr != nullptr ? attr->i : default_value;
-}
 
 Attribute IntAttribute(const char* name, int64_t value) {
   return {.name = name, .type = AttributeType::kInt, .i = value};
@@ -49,7 +45,7 @@ void FuseConvConcat(WorkingGraph& graph, const PassContext& context) {
       channels += w->dim(0);
     }
     if (chain.size() != concat.inputs.size()) continue;
-    const int64_t axis = IntAttr(concat, "axis", 1);
+    const int64_t axis = IntAttributeOf(concat, "axis", 1);
     if ((axis < 0 ? axis + rank : axis) != 1) continue;
     // Graph order, so that each link's earlier channels exist when it runs.
     std::sort(chain.begin(), chain.end(), [](const ChainLink& a, const ChainLink& b) { return a.node < b.node; });

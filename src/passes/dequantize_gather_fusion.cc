@@ -9,11 +9,6 @@ namespace {
 
 bool IsOneValueOf(const Tensor* t, DataType type) { return t != nullptr && t->dtype() == type && t->size() == 1; }
 
-bool IntAttributeIs(const Node& node, const char* name, int64_t expected, int64_t default_value) {
-  const Attribute* a = node.FindAttribute(name);
-  return (a != nullptr ? a->i : default_value) == expected;
-}
-
 // A per-tensor DequantizeLinear of a constant 8-bit tensor to float32.
 bool DequantizesConstantBytes(const WorkingGraph& graph, const Node& dq) {
   if (dq.inputs.size() < 2 || dq.outputs.size() != 1) return false;
@@ -24,9 +19,9 @@ bool DequantizesConstantBytes(const WorkingGraph& graph, const Node& dq) {
     return false;
   }
   // block_size 0 and output_dtype 0 (the scale's type) or float32: plain per-tensor float32.
-  return IntAttributeIs(dq, "block_size", 0, 0) &&
-         (IntAttributeIs(dq, "output_dtype", 0, 0) ||
-          IntAttributeIs(dq, "output_dtype", static_cast<int64_t>(DataType::kFloat), 0));
+  const int64_t output_dtype = IntAttributeOf(dq, "output_dtype", 0);
+  return IntAttributeOf(dq, "block_size", 0) == 0 &&
+         (output_dtype == 0 || output_dtype == static_cast<int64_t>(DataType::kFloat));
 }
 
 }  // namespace

@@ -6,6 +6,11 @@
 
 namespace onnx_light::runtime {
 
+int64_t IntAttributeOf(const Node& node, std::string_view name, int64_t default_value) {
+  const Attribute* attr = node.FindAttribute(name);
+  return attr != nullptr ? attr->i : default_value;
+}
+
 std::optional<double> ScalarConstant(const WorkingGraph& graph, const std::string& name) {
   const Tensor* t = graph.Constant(name);
   if (t == nullptr || t->size() != 1) return std::nullopt;

@@ -3,6 +3,7 @@
 // single-use Mul nodes read as one list of factors, and the node that alone reads a value.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,9 @@
 #include "passes/working_graph.h"
 
 namespace onnx_light::runtime {
+
+/// Integer attribute `name` of `node`, or `default_value` when the node does not set it.
+int64_t IntAttributeOf(const Node& node, std::string_view name, int64_t default_value);
 
 /// The value of `name` when it is a one-element floating-point constant.
 std::optional<double> ScalarConstant(const WorkingGraph& graph, const std::string& name);

@@ -1,15 +1,11 @@
 #include "passes/quantized_conv_fusion.h"
 
 #include "kernels/registry/fused_kernels.h"
+#include "passes/pattern_match.h"
 
 namespace onnx_light::runtime {
 
 namespace {
-
-int64_t IntAttribute(const Node& node, const char* name, int64_t default_value) {
-  const Attribute* attr = node.FindAttribute(name);
-  return attr == nullptr ? default_value : attr->i;
-}
 
 // Whether DequantizeLinear node `dq` gives a Conv weight the fused kernel packs.
 bool WeightQualifies(const WorkingGraph& graph, const PassContext& context, const Node& dq) {
@@ -26,11 +22,11 @@ bool WeightQualifies(const WorkingGraph& graph, const PassContext& context, cons
     return false;
   }
   if (zp != nullptr && (zp->dtype() != t || zp->shape() != scale->shape() || !zp->is_contiguous())) return false;
-  const int64_t output_dtype = IntAttribute(dq, "output_dtype", 0);
+  const int64_t output_dtype = IntAttributeOf(dq, "output_dtype", 0);
   if (output_dtype != 0 && output_dtype != static_cast<int64_t>(DataType::kFloat)) return false;
-  if (IntAttribute(dq, "block_size", 0) != 0) return false;
+  if (IntAttributeOf(dq, "block_size", 0) != 0) return false;
   if (scale->size() == 1 && scale->rank() <= 1) return true;  // per tensor
-  int64_t axis = IntAttribute(dq, "axis", 1);
+  int64_t axis = IntAttributeOf(dq, "axis", 1);
   if (axis < 0) axis += w->rank();
   // Per output channel; DequantizeLinear takes a scale per axis from version 13.
   return opset >= 13 && axis == 0 && scale->rank() == 1 && scale->dim(0) == w->dim(0);
@@ -43,7 +39,7 @@ void FuseQuantizedConv(WorkingGraph& graph, const PassContext& context) {
     if (!graph.live(i)) continue;
     const Node& conv = graph.node(i);
     if (!context.IsBuiltin(conv, "Conv") || conv.inputs.size() < 2 || conv.inputs.size() > 3 ||
-        conv.outputs.size() != 1 || IntAttribute(conv, "group", 1) != 1) {
+        conv.outputs.size() != 1 || IntAttributeOf(conv, "group", 1) != 1) {
       continue;
     }
     const int64_t x_producer = graph.Producer(conv.inputs[0]);

@@ -3,15 +3,11 @@
 #include <optional>
 
 #include "kernels/registry/fused_kernels.h"
+#include "passes/pattern_match.h"
 
 namespace onnx_light::runtime {
 
 namespace {
-
-int64_t IntAttribute(const Node& node, const char* name, int64_t default_value) {
-  const Attribute* attr = node.FindAttribute(name);
-  return attr == nullptr ? default_value : attr->i;
-}
 
 // The fused node's block_size (0: one scale row over all of K) when DequantizeLinear node `dq`
 // qualifies as the weight of a MatMul, or of a Gemm with `trans_b`; nullopt otherwise.
@@ -33,14 +29,14 @@ std::optional<int64_t> MatchWeights(const WorkingGraph& graph, const PassContext
   if (zp != nullptr && (zp->dtype() != w->dtype() || zp->shape() != scale->shape() || !zp->is_contiguous())) {
     return std::nullopt;
   }
-  const int64_t output_dtype = IntAttribute(dq, "output_dtype", 0);
+  const int64_t output_dtype = IntAttributeOf(dq, "output_dtype", 0);
   if (output_dtype != 0 && output_dtype != static_cast<int64_t>(DataType::kFloat)) return std::nullopt;
   // W's axes: K and N, swapped by Gemm's transB.
   const int64_t k_axis = trans_b ? 1 : 0, n_axis = 1 - k_axis;
   const int64_t k = w->dim(k_axis), n = w->dim(n_axis);
-  int64_t axis = IntAttribute(dq, "axis", 1);
+  int64_t axis = IntAttributeOf(dq, "axis", 1);
   if (axis < 0) axis += 2;
-  const int64_t block_size = IntAttribute(dq, "block_size", 0);
+  const int64_t block_size = IntAttributeOf(dq, "block_size", 0);
   if (block_size == 0) {
     if (scale->size() == 1 && scale->rank() <= 1) return 0;  // per tensor
     // Per column of the product; DequantizeLinear takes a scale per axis from version 13.
@@ -55,7 +51,7 @@ std::optional<int64_t> MatchWeights(const WorkingGraph& graph, const PassContext
 // Gemm's options the fused kernel computes: no transposed A, alpha 1, and beta 1 unless there is
 // no C; C a constant float32 of one value or one per column ([N] or [1, N]).
 bool GemmQualifies(const WorkingGraph& graph, const Node& gemm, int64_t n) {
-  if (IntAttribute(gemm, "transA", 0) != 0) return false;
+  if (IntAttributeOf(gemm, "transA", 0) != 0) return false;
   const Attribute* alpha = gemm.FindAttribute("alpha");
   if (alpha != nullptr && alpha->f != 1.0f) return false;
   if (gemm.inputs.size() < 3 || gemm.inputs[2].empty()) return true;
@@ -79,7 +75,7 @@ void FuseQuantizedMatMul(WorkingGraph& graph, const PassContext& context, bool q
     if (producer < 0 || !graph.OnlyFeeds(node.inputs[1], i, 1)) continue;
     const Node& dq = graph.node(static_cast<size_t>(producer));
     if (!context.IsBuiltin(dq, "DequantizeLinear")) continue;
-    const bool trans_b = gemm && IntAttribute(node, "transB", 0) != 0;
+    const bool trans_b = gemm && IntAttributeOf(node, "transB", 0) != 0;
     const std::optional<int64_t> block_size = MatchWeights(graph, context, dq, trans_b);
     if (!block_size) continue;
     if (gemm && !GemmQualifies(graph, node, graph.Constant(dq.inputs[0])->dim(trans_b ? 0 : 1))) continue;

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/dispatch_frame.h"
-#include "core/thread_pool.h"
 #include "core/runtime_context_internals.h"
+#include "core/thread_pool.h"
 #include "kernels/registry/cpu_features.h"
 #include "kernels/elementwise/fast_math.h"
 #include "kernels/elementwise/half_tiles.h"
